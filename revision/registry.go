@@ -1,0 +1,270 @@
+package revision
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+)
+
+// RegistryOptions configures a Registry.
+type RegistryOptions struct {
+	Logger *zap.Logger
+	Clock  clock.Clock
+	// Holdoff batches bursts of changes into one snapshot: a change is
+	// published at most this long after it was made. 0 publishes every
+	// change at once (tests).
+	Holdoff time.Duration
+}
+
+// Registry is the single writer of revision state. Platforms and the
+// autoscaler call its setters (cheap, never blocking on readers); Run
+// publishes batched changes as immutable Snapshots. Readers call Snapshot and
+// wait on Changed.
+type Registry struct {
+	opts RegistryOptions
+
+	mu      sync.Mutex
+	entries map[Key]*entry
+	synced  bool
+	dirty   bool
+	version uint64
+
+	kick    chan struct{}
+	current atomic.Pointer[published]
+}
+
+type entry struct {
+	spec       *Spec
+	invalid    error
+	backends   []Backend
+	mode       Mode
+	desired    int32
+	generation uint64
+	cached     *Revision
+}
+
+type published struct {
+	snap    *Snapshot
+	changed chan struct{}
+}
+
+// NewRegistry returns an empty registry whose first snapshot (version 0) is
+// empty and not Synced.
+func NewRegistry(opts RegistryOptions) *Registry {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	r := &Registry{opts: opts, entries: map[Key]*entry{}, kick: make(chan struct{}, 1)}
+	r.current.Store(&published{
+		snap:    &Snapshot{Revisions: map[Key]*Revision{}, Invalid: map[Key]error{}},
+		changed: make(chan struct{}),
+	})
+	return r
+}
+
+// Snapshot returns the latest published state. Never nil.
+func (r *Registry) Snapshot() *Snapshot { return r.current.Load().snap }
+
+// Changed returns a channel closed when a snapshot newer than the one
+// Snapshot returned at the same moment is published. Take the channel first,
+// then the snapshot, to never miss a change.
+func (r *Registry) Changed() <-chan struct{} { return r.current.Load().changed }
+
+// WaitFor blocks until cond holds for the latest snapshot and returns that
+// snapshot, or returns ctx.Err().
+func (r *Registry) WaitFor(ctx context.Context, cond func(*Snapshot) bool) (*Snapshot, error) {
+	for {
+		ch := r.Changed()
+		if s := r.Snapshot(); cond(s) {
+			return s, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Run publishes changes until ctx ends, waiting Holdoff after the first
+// change of a batch. With Holdoff 0 setters publish themselves and Run only
+// waits for ctx.
+func (r *Registry) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		}
+		if r.opts.Holdoff > 0 {
+			t := r.opts.Clock.NewTimer(r.opts.Holdoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+		}
+		r.mu.Lock()
+		r.publishLocked()
+		r.mu.Unlock()
+	}
+}
+
+// Upsert sets the spec of a valid revision, creating it if needed. A new
+// revision starts in proxy mode with unknown desired scale (-1).
+func (r *Registry) Upsert(key Key, spec Spec) {
+	r.update(key, func(e *entry) bool {
+		if e.spec != nil && e.invalid == nil && specEqual(e.spec, &spec) {
+			return false
+		}
+		s := spec
+		s.Hosts = slices.Clone(spec.Hosts)
+		e.spec, e.invalid = &s, nil
+		return true
+	})
+}
+
+// SetInvalid records that key's configuration was rejected; the revision
+// leaves Revisions (Envoy stops routing it) and appears in Invalid.
+func (r *Registry) SetInvalid(key Key, err error) {
+	r.update(key, func(e *entry) bool {
+		e.spec, e.invalid = nil, err
+		return true
+	})
+}
+
+// Delete removes a revision and its backends.
+func (r *Registry) Delete(key Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.entries[key]; !ok {
+		return
+	}
+	delete(r.entries, key)
+	r.changedLocked()
+}
+
+// SetBackends replaces a revision's backends. Backends may arrive before the
+// revision's spec; they are kept until it does.
+func (r *Registry) SetBackends(key Key, backends []Backend) {
+	bs := slices.Clone(backends)
+	sortBackends(bs)
+	r.update(key, func(e *entry) bool {
+		if slices.Equal(e.backends, bs) {
+			return false
+		}
+		e.backends = bs
+		return true
+	})
+}
+
+// SetMode sets where Envoy sends a revision's traffic.
+func (r *Registry) SetMode(key Key, mode Mode) {
+	r.update(key, func(e *entry) bool {
+		if e.mode == mode {
+			return false
+		}
+		e.mode = mode
+		return true
+	})
+}
+
+// SetDesiredScale records the autoscaler's decision (pods). It does not bump
+// the revision's Generation: Envoy does not see it.
+func (r *Registry) SetDesiredScale(key Key, desired int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key]
+	if e == nil || e.desired == desired {
+		return
+	}
+	e.desired = desired
+	e.cached = nil
+	r.changedLocked()
+}
+
+// SetSynced marks the platforms' initial listing complete. From then on
+// snapshots are Synced.
+func (r *Registry) SetSynced() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.synced {
+		return
+	}
+	r.synced = true
+	r.changedLocked()
+}
+
+func (r *Registry) update(key Key, fn func(*entry) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key]
+	if e == nil {
+		e = &entry{desired: -1}
+		r.entries[key] = e
+	}
+	if !fn(e) {
+		return
+	}
+	e.generation++
+	e.cached = nil
+	r.changedLocked()
+}
+
+func (r *Registry) changedLocked() {
+	r.dirty = true
+	if r.opts.Holdoff == 0 {
+		r.publishLocked()
+		return
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Registry) publishLocked() {
+	if !r.dirty {
+		return
+	}
+	r.dirty = false
+	r.version++
+	snap := &Snapshot{
+		Version:   r.version,
+		Synced:    r.synced,
+		Revisions: make(map[Key]*Revision, len(r.entries)),
+		Invalid:   map[Key]error{},
+	}
+	for k, e := range r.entries {
+		switch {
+		case e.invalid != nil:
+			snap.Invalid[k] = e.invalid
+		case e.spec != nil:
+			if e.cached == nil {
+				e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
+					DesiredScale: e.desired, Generation: e.generation}
+			}
+			snap.Revisions[k] = e.cached
+		}
+	}
+	old := r.current.Load()
+	r.current.Store(&published{snap: snap, changed: make(chan struct{})})
+	close(old.changed)
+}
+
+func specEqual(a, b *Spec) bool {
+	if !slices.Equal(a.Hosts, b.Hosts) {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}

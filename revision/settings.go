@@ -1,0 +1,218 @@
+package revision
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings keys, without prefix. On Kubernetes they are annotations under
+// ThawPrefix (or KnativePrefix, accepted as an alias); in the local YAML file
+// they are the keys of a revision's "autoscaling" map.
+const (
+	KeyContainerConcurrency     = "container-concurrency"
+	KeyMetric                   = "metric"
+	KeyTarget                   = "target"
+	KeyTargetUtilization        = "target-utilization-percentage"
+	KeyMinScale                 = "min-scale"
+	KeyMaxScale                 = "max-scale"
+	KeyInitialScale             = "initial-scale"
+	KeyActivationScale          = "activation-scale"
+	KeyWindow                   = "window"
+	KeyPanicWindowPercentage    = "panic-window-percentage"
+	KeyPanicThresholdPercentage = "panic-threshold-percentage"
+	KeyScaleDownDelay           = "scale-down-delay"
+	KeyMaxScaleUpRate           = "max-scale-up-rate"
+	KeyMaxScaleDownRate         = "max-scale-down-rate"
+	KeyTargetBurstCapacity      = "target-burst-capacity"
+	KeyScaleToZeroGracePeriod   = "scale-to-zero-grace-period"
+	KeyScaleToZeroPodRetention  = "scale-to-zero-pod-retention-period"
+	KeyActivationTimeout        = "activation-timeout"
+	KeyHoldTimeout              = "hold-timeout"
+	KeyQueueDepth               = "queue-depth"
+)
+
+// Annotation prefixes. A key under ThawPrefix wins over the same key under
+// KnativePrefix.
+const (
+	ThawPrefix    = "autoscaling.thaw.dev/"
+	KnativePrefix = "autoscaling.knative.dev/"
+)
+
+// Knative's historical names for the same settings.
+var aliases = map[string]string{
+	"minScale":        KeyMinScale,
+	"maxScale":        KeyMaxScale,
+	"initialScale":    KeyInitialScale,
+	"activationScale": KeyActivationScale,
+}
+
+type setter func(s *Spec, v string) error
+
+var setters = map[string]setter{
+	KeyContainerConcurrency: intSetter(func(s *Spec, n int) { s.ContainerConcurrency = n }),
+	KeyMetric: func(s *Spec, v string) error {
+		s.Metric = Metric(strings.ToLower(v))
+		return nil
+	},
+	KeyTarget:                   floatSetter(func(s *Spec, f float64) { s.Target = f }),
+	KeyTargetUtilization:        floatSetter(func(s *Spec, f float64) { s.TargetUtilizationPercentage = f }),
+	KeyMinScale:                 intSetter(func(s *Spec, n int) { s.MinScale = int32(n) }),
+	KeyMaxScale:                 intSetter(func(s *Spec, n int) { s.MaxScale = int32(n) }),
+	KeyInitialScale:             intSetter(func(s *Spec, n int) { s.InitialScale = int32(n) }),
+	KeyActivationScale:          intSetter(func(s *Spec, n int) { s.ActivationScale = int32(n) }),
+	KeyWindow:                   durationSetter(func(s *Spec, d time.Duration) { s.StableWindow = d }),
+	KeyPanicWindowPercentage:    floatSetter(func(s *Spec, f float64) { s.PanicWindowPercentage = f }),
+	KeyPanicThresholdPercentage: floatSetter(func(s *Spec, f float64) { s.PanicThresholdPercentage = f }),
+	KeyScaleDownDelay:           durationSetter(func(s *Spec, d time.Duration) { s.ScaleDownDelay = d }),
+	KeyMaxScaleUpRate:           floatSetter(func(s *Spec, f float64) { s.MaxScaleUpRate = f }),
+	KeyMaxScaleDownRate:         floatSetter(func(s *Spec, f float64) { s.MaxScaleDownRate = f }),
+	KeyTargetBurstCapacity:      floatSetter(func(s *Spec, f float64) { s.TargetBurstCapacity = f }),
+	KeyScaleToZeroGracePeriod:   durationSetter(func(s *Spec, d time.Duration) { s.ScaleToZeroGracePeriod = d }),
+	KeyScaleToZeroPodRetention:  durationSetter(func(s *Spec, d time.Duration) { s.ScaleToZeroPodRetention = d }),
+	KeyActivationTimeout:        durationSetter(func(s *Spec, d time.Duration) { s.ActivationTimeout = d }),
+	KeyHoldTimeout:              durationSetter(func(s *Spec, d time.Duration) { s.HoldTimeout = d }),
+	KeyQueueDepth:               intSetter(func(s *Spec, n int) { s.QueueDepth = n }),
+}
+
+func intSetter(set func(*Spec, int)) setter {
+	return func(s *Spec, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("want an integer")
+		}
+		set(s, n)
+		return nil
+	}
+}
+
+func floatSetter(set func(*Spec, float64)) setter {
+	return func(s *Spec, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f != f {
+			return errors.New("want a number")
+		}
+		set(s, f)
+		return nil
+	}
+}
+
+// durationSetter accepts Go durations ("90s", "1m30s") and, as Knative does
+// for some keys, a bare number of seconds.
+func durationSetter(set func(*Spec, time.Duration)) setter {
+	return func(s *Spec, v string) error {
+		v = strings.TrimSpace(v)
+		if d, err := time.ParseDuration(v); err == nil {
+			set(s, d)
+			return nil
+		}
+		if n, err := strconv.ParseFloat(v, 64); err == nil && n == n {
+			set(s, time.Duration(n*float64(time.Second)))
+			return nil
+		}
+		return errors.New(`want a duration such as "60s" or a number of seconds`)
+	}
+}
+
+// ParseSettings applies settings onto base and validates the result. Keys may
+// be bare ("target"), under ThawPrefix or under KnativePrefix; other keys
+// (other annotations) are ignored, except unknown keys under ThawPrefix or
+// bare unknown keys, which are errors so typos do not pass silently. All
+// problems are returned at once, joined; each wraps ErrInvalidSpec and names
+// the key as written.
+func ParseSettings(base Spec, settings map[string]string) (Spec, error) {
+	type entry struct{ written, value string }
+	chosen := map[string]entry{}
+	fromThaw := map[string]bool{}
+	var errs []error
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic error order
+	for _, written := range keys {
+		name, thaw, ok := splitKey(written)
+		if !ok {
+			continue
+		}
+		if alias, isAlias := aliases[name]; isAlias {
+			name = alias
+		}
+		if _, known := setters[name]; !known {
+			if thaw {
+				errs = append(errs, &FieldError{Field: written, Value: settings[written], Allowed: "a known setting (" + knownKeys() + ")"})
+			}
+			continue
+		}
+		if fromThaw[name] && !thaw {
+			continue
+		}
+		chosen[name] = entry{written, settings[written]}
+		fromThaw[name] = thaw
+	}
+	spec := base
+	spec.Hosts = append([]string(nil), base.Hosts...)
+	names := make([]string, 0, len(chosen))
+	for n := range chosen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := chosen[name]
+		if err := setters[name](&spec, e.value); err != nil {
+			errs = append(errs, &FieldError{Field: e.written, Value: e.value, Allowed: err.Error()})
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return spec, errors.Join(errs...)
+	}
+	return spec, nil
+}
+
+// splitKey returns the bare setting name of a key and whether it came under
+// ThawPrefix (bare keys count as thaw's own). ok is false for keys that are
+// not settings at all (other annotations).
+func splitKey(k string) (name string, thaw, ok bool) {
+	switch {
+	case strings.HasPrefix(k, ThawPrefix):
+		return strings.TrimPrefix(k, ThawPrefix), true, true
+	case strings.HasPrefix(k, KnativePrefix):
+		return strings.TrimPrefix(k, KnativePrefix), false, true
+	case strings.Contains(k, "/"):
+		return "", false, false
+	default:
+		return k, true, true
+	}
+}
+
+func knownKeys() string {
+	ks := make([]string, 0, len(setters))
+	for k := range setters {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+// Describe returns the settings of s as a map of bare keys to values, the
+// inverse of ParseSettings; used by status output and docs.
+func (s *Spec) Describe() map[string]string {
+	return map[string]string{
+		KeyContainerConcurrency: strconv.Itoa(s.ContainerConcurrency),
+		KeyMetric:               string(s.Metric),
+		KeyTarget:               fmt.Sprint(s.EffectiveTarget()),
+		KeyTargetUtilization:    fmt.Sprint(s.TargetUtilizationPercentage),
+		KeyMinScale:             fmt.Sprint(s.MinScale),
+		KeyMaxScale:             fmt.Sprint(s.MaxScale),
+		KeyWindow:               s.StableWindow.String(),
+		KeyTargetBurstCapacity:  fmt.Sprint(s.TargetBurstCapacity),
+		KeyHoldTimeout:          s.HoldTimeout.String(),
+		KeyQueueDepth:           strconv.Itoa(s.QueueDepth),
+	}
+}

@@ -1,0 +1,159 @@
+package revision
+
+import (
+	"time"
+)
+
+// Metric is the load signal a revision scales on.
+type Metric string
+
+const (
+	// MetricConcurrency scales on requests in flight per pod.
+	MetricConcurrency Metric = "concurrency"
+	// MetricRPS scales on requests per second per pod.
+	MetricRPS Metric = "rps"
+)
+
+// Defaults, following Knative Serving's autoscaler configuration unless noted.
+const (
+	DefaultConcurrencyTarget           = 100.0
+	DefaultRPSTarget                   = 200.0
+	DefaultTargetUtilizationPercentage = 70.0
+	DefaultInitialScale                = 1
+	DefaultActivationScale             = 1
+	DefaultStableWindow                = 60 * time.Second
+	DefaultPanicWindowPercentage       = 10.0
+	DefaultPanicThresholdPercentage    = 200.0
+	DefaultMaxScaleUpRate              = 1000.0
+	DefaultMaxScaleDownRate            = 2.0
+	DefaultTargetBurstCapacity         = 211.0
+	DefaultScaleToZeroGracePeriod      = 30 * time.Second
+	// DefaultHoldTimeout is how long the activator holds a request for a
+	// cold revision before answering 503 (thaw's own default).
+	DefaultHoldTimeout = 60 * time.Second
+	// DefaultQueueDepth is how many requests the activator holds per
+	// revision before answering 503 (Knative's activator breaker uses 10,000).
+	DefaultQueueDepth = 10000
+	// DefaultActivationTimeout is how long a revision woken from zero may
+	// take to produce a ready backend before it is scaled back to 0.
+	DefaultActivationTimeout = 10 * time.Minute
+)
+
+// Spec is a revision's routing and autoscaling configuration. Durations are
+// time.Duration; percentages are in percent (70 means 70%). Build one with
+// DefaultSpec and ParseSettings, then check it with Validate.
+type Spec struct {
+	// Hosts are the HTTP authorities (host names, optionally "*.suffix")
+	// Envoy routes to this revision. At least one; unique across revisions.
+	Hosts []string
+	// Port is the backends' HTTP port (1..65535). Platforms that discover
+	// ports per backend use Backend.Port instead.
+	Port int32
+	// ContainerConcurrency is the hard limit of requests in flight per
+	// backend (0..1000, 0 = unlimited). The activator enforces it.
+	ContainerConcurrency int
+	// Metric is what the decider scales on.
+	Metric Metric
+	// Target is the desired concurrency (requests per pod) or RPS (requests
+	// per second per pod), > 0.
+	Target float64
+	// TargetUtilizationPercentage scales Target down to leave headroom
+	// (1..100).
+	TargetUtilizationPercentage float64
+	// MinScale is the lowest replica count (>= 0; 0 allows scale to zero).
+	MinScale int32
+	// MaxScale is the highest replica count (>= 0; 0 = unlimited).
+	MaxScale int32
+	// InitialScale is the replica count a new revision starts with (>= 0).
+	InitialScale int32
+	// ActivationScale is the minimum replica count when waking from zero
+	// (>= 1).
+	ActivationScale int32
+	// StableWindow is the averaging window of stable mode (6s..1h).
+	StableWindow time.Duration
+	// PanicWindowPercentage is the panic window as a share of the stable
+	// window (1..100).
+	PanicWindowPercentage float64
+	// PanicThresholdPercentage is the panic desired / ready ratio that enters
+	// panic mode (110..1000).
+	PanicThresholdPercentage float64
+	// ScaleDownDelay holds scale-downs back for this long (0..1h).
+	ScaleDownDelay time.Duration
+	// MaxScaleUpRate caps growth to ceil(rate × ready) per decision (> 1).
+	MaxScaleUpRate float64
+	// MaxScaleDownRate caps shrinking to floor(ready / rate) per decision
+	// (> 1).
+	MaxScaleDownRate float64
+	// TargetBurstCapacity is the spare capacity (requests) to keep before the
+	// activator leaves the path: -1 keeps it always in the path, 0 uses it
+	// only at zero scale (>= -1).
+	TargetBurstCapacity float64
+	// ScaleToZeroGracePeriod is the minimum time in confirmed proxy mode
+	// before replicas go to 0 (0..1h).
+	ScaleToZeroGracePeriod time.Duration
+	// ScaleToZeroPodRetention keeps the last pod for this long after the
+	// revision became idle (0..1h).
+	ScaleToZeroPodRetention time.Duration
+	// ActivationTimeout scales a revision back to 0 when waking it produced
+	// no ready backend within this time (1s..1h).
+	ActivationTimeout time.Duration
+	// HoldTimeout is how long the activator holds one request (1s..15m).
+	HoldTimeout time.Duration
+	// QueueDepth is how many requests the activator holds at once
+	// (1..1,000,000).
+	QueueDepth int
+}
+
+// DefaultSpec returns a Spec with every autoscaling setting at its default
+// and no hosts or port.
+func DefaultSpec() Spec {
+	return Spec{
+		Metric:                      MetricConcurrency,
+		TargetUtilizationPercentage: DefaultTargetUtilizationPercentage,
+		InitialScale:                DefaultInitialScale,
+		ActivationScale:             DefaultActivationScale,
+		StableWindow:                DefaultStableWindow,
+		PanicWindowPercentage:       DefaultPanicWindowPercentage,
+		PanicThresholdPercentage:    DefaultPanicThresholdPercentage,
+		MaxScaleUpRate:              DefaultMaxScaleUpRate,
+		MaxScaleDownRate:            DefaultMaxScaleDownRate,
+		TargetBurstCapacity:         DefaultTargetBurstCapacity,
+		ScaleToZeroGracePeriod:      DefaultScaleToZeroGracePeriod,
+		ActivationTimeout:           DefaultActivationTimeout,
+		HoldTimeout:                 DefaultHoldTimeout,
+		QueueDepth:                  DefaultQueueDepth,
+	}
+}
+
+// EffectiveTarget returns Target, or when it is unset (0) the default for the
+// metric, capped at ContainerConcurrency for the concurrency metric (as
+// Knative does when containerConcurrency is set).
+func (s *Spec) EffectiveTarget() float64 {
+	if s.Target > 0 {
+		return s.Target
+	}
+	if s.Metric == MetricRPS {
+		return DefaultRPSTarget
+	}
+	if s.ContainerConcurrency > 0 && float64(s.ContainerConcurrency) < DefaultConcurrencyTarget {
+		return float64(s.ContainerConcurrency)
+	}
+	return DefaultConcurrencyTarget
+}
+
+// PanicWindow returns the panic window: StableWindow × PanicWindowPercentage
+// / 100, rounded down to whole seconds and at least one second.
+func (s *Spec) PanicWindow() time.Duration {
+	w := time.Duration(float64(s.StableWindow) * s.PanicWindowPercentage / 100)
+	w = w.Truncate(time.Second)
+	if w < time.Second {
+		w = time.Second
+	}
+	return w
+}
+
+// TotalPerPod returns the requests (or RPS) one pod is expected to take at
+// full target: EffectiveTarget × TargetUtilizationPercentage / 100.
+func (s *Spec) TotalPerPod() float64 {
+	return s.EffectiveTarget() * s.TargetUtilizationPercentage / 100
+}

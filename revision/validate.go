@@ -1,0 +1,132 @@
+package revision
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ErrInvalidSpec is wrapped by every error Validate returns, so callers can
+// tell configuration errors from I/O errors with errors.Is.
+var ErrInvalidSpec = errors.New("invalid revision spec")
+
+// FieldError is one invalid setting: which field, the value given and the
+// allowed range or form.
+type FieldError struct {
+	Field   string
+	Value   string
+	Allowed string
+}
+
+// Error returns "field: value V not allowed: want A".
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: value %q not allowed: want %s", e.Field, e.Value, e.Allowed)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidSpec) true.
+func (e *FieldError) Unwrap() error { return ErrInvalidSpec }
+
+// Validate checks every field against its bounds and returns all problems at
+// once, joined with errors.Join; each is a *FieldError naming the field (by
+// its settings key) and the allowed range. It returns nil for a valid Spec.
+func (s *Spec) Validate() error {
+	var errs []error
+	bad := func(field string, value any, allowed string) {
+		errs = append(errs, &FieldError{Field: field, Value: fmt.Sprint(value), Allowed: allowed})
+	}
+	if len(s.Hosts) == 0 {
+		bad("hosts", "", "at least one host name")
+	}
+	seen := make(map[string]bool, len(s.Hosts))
+	for _, h := range s.Hosts {
+		if msg := checkHost(h); msg != "" {
+			bad("hosts", h, msg)
+		} else if seen[h] {
+			bad("hosts", h, "each host once")
+		}
+		seen[h] = true
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		bad("port", s.Port, "1..65535 (0 = per-backend port)")
+	}
+	if s.ContainerConcurrency < 0 || s.ContainerConcurrency > 1000 {
+		bad(KeyContainerConcurrency, s.ContainerConcurrency, "0..1000 (0 = unlimited)")
+	}
+	if s.Metric != MetricConcurrency && s.Metric != MetricRPS {
+		bad(KeyMetric, s.Metric, `"concurrency" or "rps"`)
+	}
+	if s.Target < 0 || (s.Target > 0 && s.Target < 0.01) {
+		bad(KeyTarget, s.Target, ">= 0.01 (0 = default for the metric)")
+	}
+	if s.TargetUtilizationPercentage < 1 || s.TargetUtilizationPercentage > 100 {
+		bad(KeyTargetUtilization, s.TargetUtilizationPercentage, "1..100")
+	}
+	if s.MinScale < 0 {
+		bad(KeyMinScale, s.MinScale, ">= 0")
+	}
+	if s.MaxScale < 0 {
+		bad(KeyMaxScale, s.MaxScale, ">= 0 (0 = unlimited)")
+	}
+	if s.MaxScale > 0 && s.MinScale > s.MaxScale {
+		bad(KeyMinScale, s.MinScale, fmt.Sprintf("<= max-scale (%d)", s.MaxScale))
+	}
+	if s.InitialScale < 0 {
+		bad(KeyInitialScale, s.InitialScale, ">= 0")
+	}
+	if s.ActivationScale < 1 {
+		bad(KeyActivationScale, s.ActivationScale, ">= 1")
+	}
+	if s.MaxScale > 0 && s.ActivationScale > s.MaxScale {
+		bad(KeyActivationScale, s.ActivationScale, fmt.Sprintf("<= max-scale (%d)", s.MaxScale))
+	}
+	checkDuration(bad, KeyWindow, s.StableWindow, 6*time.Second, time.Hour)
+	if s.PanicWindowPercentage < 1 || s.PanicWindowPercentage > 100 {
+		bad(KeyPanicWindowPercentage, s.PanicWindowPercentage, "1..100")
+	}
+	if s.PanicThresholdPercentage < 110 || s.PanicThresholdPercentage > 1000 {
+		bad(KeyPanicThresholdPercentage, s.PanicThresholdPercentage, "110..1000")
+	}
+	checkDuration(bad, KeyScaleDownDelay, s.ScaleDownDelay, 0, time.Hour)
+	if s.MaxScaleUpRate <= 1 {
+		bad(KeyMaxScaleUpRate, s.MaxScaleUpRate, "> 1")
+	}
+	if s.MaxScaleDownRate <= 1 {
+		bad(KeyMaxScaleDownRate, s.MaxScaleDownRate, "> 1")
+	}
+	if s.TargetBurstCapacity < -1 || (s.TargetBurstCapacity < 0 && s.TargetBurstCapacity != -1) {
+		bad(KeyTargetBurstCapacity, s.TargetBurstCapacity, "-1 (activator always in path) or >= 0")
+	}
+	checkDuration(bad, KeyScaleToZeroGracePeriod, s.ScaleToZeroGracePeriod, 0, time.Hour)
+	checkDuration(bad, KeyScaleToZeroPodRetention, s.ScaleToZeroPodRetention, 0, time.Hour)
+	checkDuration(bad, KeyActivationTimeout, s.ActivationTimeout, time.Second, time.Hour)
+	checkDuration(bad, KeyHoldTimeout, s.HoldTimeout, time.Second, 15*time.Minute)
+	if s.QueueDepth < 1 || s.QueueDepth > 1_000_000 {
+		bad(KeyQueueDepth, s.QueueDepth, "1..1000000")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+func checkDuration(bad func(string, any, string), field string, d, lo, hi time.Duration) {
+	if d < lo || d > hi {
+		bad(field, d, fmt.Sprintf("%s..%s", lo, hi))
+	}
+}
+
+// checkHost returns "" for a valid host name or "*." wildcard, else what is
+// wanted instead.
+func checkHost(h string) string {
+	name := strings.TrimPrefix(h, "*.")
+	if name == "" || strings.ContainsAny(name, ":/ ") {
+		return "a DNS name, optionally prefixed with *."
+	}
+	if errs := validation.IsDNS1123Subdomain(strings.ToLower(name)); len(errs) > 0 {
+		return "a DNS name, optionally prefixed with *. (" + errs[0] + ")"
+	}
+	return ""
+}
