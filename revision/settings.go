@@ -82,7 +82,7 @@ func intSetter(set func(*Spec, int)) setter {
 	return func(s *Spec, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
-			return errors.New("want an integer")
+			return errors.New("an integer")
 		}
 		set(s, n)
 		return nil
@@ -93,7 +93,7 @@ func floatSetter(set func(*Spec, float64)) setter {
 	return func(s *Spec, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || f != f {
-			return errors.New("want a number")
+			return errors.New("a number")
 		}
 		set(s, f)
 		return nil
@@ -113,7 +113,7 @@ func durationSetter(set func(*Spec, time.Duration)) setter {
 			set(s, time.Duration(n*float64(time.Second)))
 			return nil
 		}
-		return errors.New(`want a duration such as "60s" or a number of seconds`)
+		return errors.New(`a duration such as "60s" or a number of seconds`)
 	}
 }
 
@@ -167,7 +167,16 @@ func ParseSettings(base Spec, settings map[string]string) (Spec, error) {
 		}
 	}
 	if err := spec.Validate(); err != nil {
-		errs = append(errs, err)
+		// Name fields as the user wrote them (annotation or YAML key).
+		for _, e := range unjoin(err) {
+			var fe *FieldError
+			if errors.As(e, &fe) {
+				if c, ok := chosen[fe.Field]; ok {
+					fe.Field = c.written
+				}
+			}
+			errs = append(errs, e)
+		}
 	}
 	if len(errs) > 0 {
 		return spec, errors.Join(errs...)
@@ -215,4 +224,12 @@ func (s *Spec) Describe() map[string]string {
 		KeyHoldTimeout:          s.HoldTimeout.String(),
 		KeyQueueDepth:           strconv.Itoa(s.QueueDepth),
 	}
+}
+
+// unjoin returns the errors inside an errors.Join result, or err itself.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
