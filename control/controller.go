@@ -1,0 +1,149 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Confirmer reports whether every connected Envoy acknowledged a revision's
+// routing at a generation (the xds server implements it).
+type Confirmer interface {
+	ConfirmedEverywhere(key revision.Key, generation uint64) bool
+}
+
+// Options configures a Controller.
+type Options struct {
+	Logger    *zap.Logger
+	Clock     clock.Clock
+	Registry  *revision.Registry
+	Confirmer Confirmer
+}
+
+// Controller keeps each revision's mode in the registry in line with the
+// latest decider recommendation and its ready backends. It implements
+// autoscaler.ModeConfirmer.
+type Controller struct {
+	opts Options
+
+	mu    sync.Mutex
+	recs  map[revision.Key]Recommendation
+	proxy map[revision.Key]confirmation
+}
+
+// confirmation records when proxy mode at a generation was first seen
+// confirmed by every Envoy.
+type confirmation struct {
+	generation uint64
+	at         time.Time
+}
+
+var _ autoscaler.ModeConfirmer = (*Controller)(nil)
+
+// New returns a Controller. Registry and Confirmer are required.
+func New(opts Options) *Controller {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{}}
+}
+
+// Recommend records the decider's latest result for a revision and updates
+// its mode at once.
+func (c *Controller) Recommend(key revision.Key, rec Recommendation) {
+	c.mu.Lock()
+	c.recs[key] = rec
+	c.mu.Unlock()
+	if rev := c.opts.Registry.Snapshot().Get(key); rev != nil {
+		c.reconcile(rev)
+	}
+}
+
+// Run re-evaluates modes whenever the registry changes (backends appear or
+// vanish) until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	for {
+		ch := c.opts.Registry.Changed()
+		snap := c.opts.Registry.Snapshot()
+		for _, rev := range snap.Revisions {
+			c.reconcile(rev)
+		}
+		c.forgetDeleted(snap)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}
+
+func (c *Controller) reconcile(rev *revision.Revision) {
+	c.mu.Lock()
+	rec, ok := c.recs[rev.Key]
+	c.mu.Unlock()
+	var recp *Recommendation
+	if ok {
+		recp = &rec
+	}
+	mode := ChooseMode(&rev.Spec, len(rev.ReadyBackends()), recp)
+	if mode != rev.Mode {
+		c.opts.Logger.Info("mode change", zap.String("revision", rev.Key.String()),
+			zap.Stringer("from", rev.Mode), zap.Stringer("to", mode),
+			zap.Int("readyBackends", len(rev.ReadyBackends())))
+		if mode != revision.ModeProxy {
+			c.mu.Lock()
+			delete(c.proxy, rev.Key) // a later proxy period starts its own clock
+			c.mu.Unlock()
+		}
+		c.opts.Registry.SetMode(rev.Key, mode)
+	}
+}
+
+func (c *Controller) forgetDeleted(snap *revision.Snapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.recs {
+		if snap.Get(k) == nil {
+			delete(c.recs, k)
+		}
+	}
+	for k := range c.proxy {
+		if snap.Get(k) == nil {
+			delete(c.proxy, k)
+		}
+	}
+}
+
+// ProxyConfirmedSince returns when the revision's current proxy-mode routing
+// was first seen acknowledged by every connected Envoy. ok is false while
+// the revision is in serve mode, unknown, or not yet confirmed everywhere.
+func (c *Controller) ProxyConfirmedSince(key revision.Key) (time.Time, bool) {
+	rev := c.opts.Registry.Snapshot().Get(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rev == nil || rev.Mode != revision.ModeProxy {
+		delete(c.proxy, key)
+		return time.Time{}, false
+	}
+	// Once confirmed, the revision stays confirmed while it stays in proxy
+	// mode: backend changes in proxy mode leave Envoy's routing (the
+	// activator endpoint) as it was.
+	if conf, ok := c.proxy[key]; ok {
+		return conf.at, true
+	}
+	if !c.opts.Confirmer.ConfirmedEverywhere(key, rev.Generation) {
+		return time.Time{}, false
+	}
+	now := c.opts.Clock.Now()
+	c.proxy[key] = confirmation{generation: rev.Generation, at: now}
+	return now, true
+}

@@ -1,0 +1,99 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+type fakeConfirmer struct {
+	mu        sync.Mutex
+	confirmed map[revision.Key]uint64 // highest generation confirmed
+}
+
+func (f *fakeConfirmer) ConfirmedEverywhere(key revision.Key, gen uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.confirmed[key] >= gen
+}
+
+func (f *fakeConfirmer) confirm(key revision.Key, gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.confirmed[key] = gen
+}
+
+func newSpec() revision.Spec {
+	s := revision.DefaultSpec()
+	s.Hosts = []string{"a.example.com"}
+	return s
+}
+
+func TestControllerFlipsAndConfirms(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	conf := &fakeConfirmer{confirmed: map[revision.Key]uint64{}}
+	c := New(Options{Clock: clk, Registry: reg, Confirmer: conf})
+	key := revision.Key{Namespace: "ns", Name: "a"}
+	reg.Upsert(key, newSpec())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+
+	// Backends appear: serve mode (no decision yet).
+	reg.SetBackends(key, []revision.Backend{{Address: "127.0.0.1", Port: 1, Ready: true}})
+	waitMode(t, reg, key, revision.ModeServe)
+	if _, ok := c.ProxyConfirmedSince(key); ok {
+		t.Fatal("confirmed while in serve mode")
+	}
+
+	// The decider wants zero: proxy mode, not confirmed until Envoy ACKs.
+	c.Recommend(key, Recommendation{Valid: true, Wanted: 0})
+	waitMode(t, reg, key, revision.ModeProxy)
+	if _, ok := c.ProxyConfirmedSince(key); ok {
+		t.Fatal("confirmed before any ACK")
+	}
+	gen := reg.Snapshot().Get(key).Generation
+	conf.confirm(key, gen)
+	since, ok := c.ProxyConfirmedSince(key)
+	if !ok || !since.Equal(clk.Now()) {
+		t.Fatalf("ProxyConfirmedSince = %v, %v; want now, true", since, ok)
+	}
+	clk.Step(10 * time.Second)
+	// A backend change in proxy mode keeps the original confirmation time.
+	reg.SetBackends(key, nil)
+	if since2, ok := c.ProxyConfirmedSince(key); !ok || !since2.Equal(since) {
+		t.Errorf("after backend change = %v, %v; want %v, true", since2, ok, since)
+	}
+
+	// Back to serve, then proxy again: a new clock.
+	reg.SetBackends(key, []revision.Backend{{Address: "127.0.0.1", Port: 1, Ready: true}})
+	c.Recommend(key, Recommendation{Valid: true, Wanted: 1, ExcessBurstCapacity: 5})
+	waitMode(t, reg, key, revision.ModeServe)
+	c.Recommend(key, Recommendation{Valid: true, Wanted: 0})
+	waitMode(t, reg, key, revision.ModeProxy)
+	if _, ok := c.ProxyConfirmedSince(key); ok {
+		t.Error("new proxy period confirmed by the old ACK")
+	}
+	cancel()
+	<-done
+}
+
+func waitMode(t *testing.T, reg *revision.Registry, key revision.Key, want revision.Mode) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := reg.WaitFor(ctx, func(s *revision.Snapshot) bool {
+		r := s.Get(key)
+		return r != nil && r.Mode == want
+	}); err != nil {
+		t.Fatalf("mode never became %v: now %+v", want, reg.Snapshot().Get(key))
+	}
+}

@@ -1,0 +1,36 @@
+package control
+
+import (
+	"testing"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+func TestChooseMode(t *testing.T) {
+	spec := revision.DefaultSpec()
+	alwaysProxy := revision.DefaultSpec()
+	alwaysProxy.TargetBurstCapacity = -1
+	tests := []struct {
+		name  string
+		spec  *revision.Spec
+		ready int
+		rec   *Recommendation
+		want  revision.Mode
+	}{
+		{"no backends", &spec, 0, &Recommendation{Valid: true, Wanted: 3, ExcessBurstCapacity: 10}, revision.ModeProxy},
+		{"restart with ready backends", &spec, 2, nil, revision.ModeServe},
+		{"restart without backends", &spec, 0, nil, revision.ModeProxy},
+		{"invalid decision keeps serving", &spec, 2, &Recommendation{}, revision.ModeServe},
+		{"wants zero", &spec, 2, &Recommendation{Valid: true, Wanted: 0, ExcessBurstCapacity: 10}, revision.ModeProxy},
+		{"negative EBC", &spec, 2, &Recommendation{Valid: true, Wanted: 2, ExcessBurstCapacity: -1}, revision.ModeProxy},
+		{"zero EBC serves", &spec, 2, &Recommendation{Valid: true, Wanted: 2, ExcessBurstCapacity: 0}, revision.ModeServe},
+		{"TBC -1", &alwaysProxy, 5, &Recommendation{Valid: true, Wanted: 5, ExcessBurstCapacity: 100}, revision.ModeProxy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ChooseMode(tt.spec, tt.ready, tt.rec); got != tt.want {
+				t.Errorf("ChooseMode = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
