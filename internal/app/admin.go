@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// AdminServer serves thaw's admin HTTP endpoints: /metrics (Prometheus),
+// /status (JSON list of RevisionStatus), /healthz and /readyz.
+type AdminServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// NewAdminServer listens on addr (keep it on loopback: it is unauthenticated)
+// and returns a server ready to Serve. ready reports readiness for /readyz.
+func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []RevisionStatus, ready func() bool) (*AdminServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(status())
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return &AdminServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+// Addr returns the bound address.
+func (a *AdminServer) Addr() string { return a.ln.Addr().String() }
+
+// Run serves until ctx ends, then shuts down within 5 s.
+func (a *AdminServer) Run(ctx context.Context, logger *zap.Logger) {
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.srv.Shutdown(sctx)
+	}()
+	if err := a.srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("admin server stopped", zap.Error(err))
+	}
+}
