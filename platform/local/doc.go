@@ -1,4 +1,49 @@
 // Package local is the embedded default platform: revisions from a YAML file,
 // each backend a local process started on a free loopback port, probed for
 // readiness and stopped with SIGTERM after leaving the backend set.
+//
+// # File format
+//
+//	revisions:
+//	  - name: hello                 # DNS label; key local/hello
+//	    namespace: local            # optional, default "local"
+//	    hosts: [hello.localhost]    # HTTP authorities routed to it
+//	    command: [./bin/workload, --port, "{port}"]  # {port} is substituted
+//	    workingDir: ..              # relative to this file; default its directory
+//	    env: {BODY: hi, LATENCY: 50ms}  # added to thaw's environment
+//	    readiness:                  # default: TCP connect, period 1s, timeout 1s
+//	      path: /healthz            # HTTP GET, 2xx/3xx passes; or tcp: true
+//	      period: 1s
+//	      timeout: 1s
+//	      failureThreshold: 3
+//	    stopTimeout: 10s            # SIGTERM → SIGKILL, default 10s
+//	    autoscaling:                # revision.ParseSettings keys, bare
+//	      target: 10
+//	      container-concurrency: 20
+//
+// Every process gets PORT, THAW_REVISION and THAW_INSTANCE in its
+// environment. Durations are Go durations or numbers of seconds; settings
+// values may be YAML numbers or strings. Load returns the valid revisions
+// and reports each rejected one with an error naming the file, the revision
+// and the field, so thaw can run the others.
+//
+// # Processes
+//
+// Platform implements autoscaler.ScaleTarget. Each unit of scale is an
+// instance ("hello-3"): a process in its own process group on a port chosen
+// by listening on 127.0.0.1:0 and closing the listener (another program may
+// take it in between; the process then fails and is restarted on a new
+// port). An instance is a backend while its readiness probe passes; until
+// its first pass it is probed every StartupProbeInterval so cold starts are
+// seen quickly.
+//
+// Scaling down follows the order that keeps requests safe: the instance
+// leaves the registry's backend set first, then stays up for the drain
+// period (so every Envoy has applied the new endpoints) and until the
+// optional Drainer reports it idle, then gets SIGTERM, and SIGKILL after the
+// revision's stop timeout. Instances that are not ready are stopped first.
+// A process that exits on its own is removed from the backends at once and
+// restarted with exponential backoff. Output is logged line by line with
+// the revision and instance as fields. When Run's context ends, every
+// process is stopped (no drain period) and Run returns once all are gone.
 package local

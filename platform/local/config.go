@@ -1,0 +1,331 @@
+package local
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// DefaultNamespace is the namespace of a revision whose entry names none.
+const DefaultNamespace = "local"
+
+// PortPlaceholder is replaced in every command argument by the port the
+// process must listen on (the same value as its PORT environment variable).
+const PortPlaceholder = "{port}"
+
+// Probe defaults. Until an instance first passes its probe it is probed every
+// min(Period, StartupProbeInterval) so a cold start is noticed within a few
+// milliseconds of the process listening; afterwards every Period.
+const (
+	DefaultProbePeriod           = time.Second
+	DefaultProbeTimeout          = time.Second
+	DefaultProbeFailureThreshold = 3
+	StartupProbeInterval         = 5 * time.Millisecond
+	DefaultStopTimeout           = 10 * time.Second
+)
+
+// Config is a parsed local platform file.
+type Config struct {
+	// Path is the file the configuration came from, as given to Load.
+	Path string
+	// Revisions holds the valid revisions, in file order.
+	Revisions []RevisionConfig
+	// Invalid holds the revisions that were rejected, by key, each with a
+	// *RevisionError. Entries without a usable key (no name, a duplicate
+	// name) are only in Errors.
+	Invalid map[revision.Key]error
+	// Errors lists every rejected entry's *RevisionError in file order.
+	Errors []error
+}
+
+// Err returns every rejected entry's error joined, or nil when all
+// revisions are valid.
+func (c *Config) Err() error { return errors.Join(c.Errors...) }
+
+// RevisionConfig is one valid revision of the file.
+type RevisionConfig struct {
+	Key revision.Key
+	// Spec holds the hosts and the autoscaling settings (validated; Port 0:
+	// every backend has its own port).
+	Spec revision.Spec
+	// Command is the program and its arguments; PortPlaceholder is still
+	// present (it is substituted per process). A relative program path that
+	// contains a slash was made absolute against Dir.
+	Command []string
+	// Dir is the absolute working directory of the processes.
+	Dir string
+	// Env is added to thaw's own environment; PORT, THAW_REVISION and
+	// THAW_INSTANCE are set by the platform on top.
+	Env map[string]string
+	// Readiness says when a process is a backend.
+	Readiness Probe
+	// StopTimeout is how long a process may take to exit after SIGTERM
+	// before it gets SIGKILL.
+	StopTimeout time.Duration
+}
+
+// Probe is a readiness probe against 127.0.0.1:<port>.
+type Probe struct {
+	// HTTPPath, when set, makes it an HTTP GET probe that passes on a 2xx or
+	// 3xx status; empty means a TCP connect probe.
+	HTTPPath string
+	// Period is the time between probes of a started instance.
+	Period time.Duration
+	// Timeout bounds one probe.
+	Timeout time.Duration
+	// FailureThreshold is how many consecutive failures make a ready
+	// instance not ready again.
+	FailureThreshold int
+}
+
+// RevisionError is why one entry of a file was rejected. Errs are usually
+// *revision.FieldError values whose Field is the path inside the entry
+// ("command", "readiness.period", "autoscaling.target"); errors.As finds
+// them and errors.Is(err, revision.ErrInvalidSpec) holds for them.
+type RevisionError struct {
+	File string
+	// Revision is "namespace/name", or "#N" (1-based position) for an
+	// entry without a name.
+	Revision string
+	Errs     []error
+}
+
+// Error returns "FILE: revision R: problem; problem".
+func (e *RevisionError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("%s: revision %s: %s", e.File, e.Revision, strings.Join(msgs, "; "))
+}
+
+// Unwrap returns the individual problems.
+func (e *RevisionError) Unwrap() []error { return e.Errs }
+
+// file is the YAML layout. Scalars that users write either as numbers or as
+// strings are decoded as any and converted with scalar.
+type file struct {
+	Revisions []json.RawMessage `json:"revisions"`
+}
+
+type revisionFile struct {
+	Name        string         `json:"name"`
+	Namespace   string         `json:"namespace"`
+	Hosts       []string       `json:"hosts"`
+	Command     []string       `json:"command"`
+	WorkingDir  string         `json:"workingDir"`
+	Env         map[string]any `json:"env"`
+	Readiness   *probeFile     `json:"readiness"`
+	StopTimeout any            `json:"stopTimeout"`
+	Autoscaling map[string]any `json:"autoscaling"`
+}
+
+type probeFile struct {
+	Path             string `json:"path"`
+	TCP              bool   `json:"tcp"`
+	Period           any    `json:"period"`
+	Timeout          any    `json:"timeout"`
+	FailureThreshold any    `json:"failureThreshold"`
+}
+
+// Load reads a local platform file. defaults is the base Spec every
+// revision's autoscaling settings apply onto (usually revision.DefaultSpec()
+// with global overrides). It returns an error only when the file cannot be
+// read or is not a YAML document with a "revisions" list; a rejected
+// revision does not fail Load: it is reported in Config.Invalid and
+// Config.Errors while the valid ones are returned.
+func Load(path string, defaults revision.Spec) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("local platform config: %w", err)
+	}
+	base, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("local platform config %s: %w", path, err)
+	}
+	return Parse(path, base, data, defaults)
+}
+
+// Parse is Load for data already read: name is used in error messages and
+// relative working directories are resolved against baseDir.
+func Parse(name, baseDir string, data []byte, defaults revision.Spec) (*Config, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var f file
+	if err := decodeStrict(js, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, jsonFieldError(err))
+	}
+	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
+	seen := map[revision.Key]bool{}
+	hostOwner := map[string]revision.Key{}
+	for i, raw := range f.Revisions {
+		rc, key, errs := parseRevision(raw, baseDir, defaults)
+		label := fmt.Sprintf("#%d", i+1)
+		if key.Name != "" {
+			label = key.String()
+		}
+		switch {
+		case key.Name == "":
+		case seen[key]:
+			errs = append([]error{&revision.FieldError{Field: "name", Value: key.Name,
+				Allowed: "a name no earlier revision in the namespace uses"}}, errs...)
+			key = revision.Key{} // do not clobber the first one's state
+		default:
+			seen[key] = true
+		}
+		if len(errs) == 0 {
+			for _, h := range rc.Spec.Hosts {
+				if owner, taken := hostOwner[h]; taken {
+					errs = append(errs, &revision.FieldError{Field: "hosts", Value: h,
+						Allowed: "a host no other revision uses (" + owner.String() + " has it)"})
+				}
+			}
+		}
+		if len(errs) > 0 {
+			rerr := &RevisionError{File: name, Revision: label, Errs: errs}
+			cfg.Errors = append(cfg.Errors, rerr)
+			if key.Name != "" {
+				cfg.Invalid[key] = rerr
+			}
+			continue
+		}
+		for _, h := range rc.Spec.Hosts {
+			hostOwner[h] = key
+		}
+		cfg.Revisions = append(cfg.Revisions, rc)
+	}
+	return cfg, nil
+}
+
+// parseRevision returns the revision, its key (Name empty when it has none)
+// and every problem found.
+func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec) (RevisionConfig, revision.Key, []error) {
+	var rf revisionFile
+	// A lenient first pass finds the name even when a field is malformed,
+	// so the error can name the revision.
+	_ = json.Unmarshal(raw, &rf)
+	key := revision.Key{Namespace: rf.Namespace, Name: rf.Name}
+	if key.Namespace == "" {
+		key.Namespace = DefaultNamespace
+	}
+	rf = revisionFile{}
+	if err := decodeStrict(raw, &rf); err != nil {
+		return RevisionConfig{}, key, []error{jsonFieldError(err)}
+	}
+	var errs []error
+	bad := func(field, value, allowed string) {
+		errs = append(errs, &revision.FieldError{Field: field, Value: value, Allowed: allowed})
+	}
+	if rf.Name == "" {
+		bad("name", "", "a DNS label (lower case letters, digits and '-')")
+	} else if msgs := validation.IsDNS1123Label(rf.Name); len(msgs) > 0 {
+		bad("name", rf.Name, "a DNS label ("+msgs[0]+")")
+	}
+	if rf.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(rf.Namespace); len(msgs) > 0 {
+			bad("namespace", rf.Namespace, "a DNS label ("+msgs[0]+")")
+		}
+	}
+
+	rc := RevisionConfig{Key: key, Env: map[string]string{}}
+	base := defaults
+	base.Hosts = rf.Hosts
+	base.Port = 0
+	settings := map[string]string{}
+	for k, v := range rf.Autoscaling {
+		s, err := scalar(v)
+		if err != nil {
+			bad("autoscaling."+k, fmt.Sprint(v), err.Error())
+			continue
+		}
+		settings[k] = s
+	}
+	spec, err := revision.ParseSettings(base, settings)
+	if err != nil {
+		errs = append(errs, specErrors(err)...)
+	}
+	rc.Spec = spec
+
+	rc.Dir = baseDir
+	if rf.WorkingDir != "" {
+		rc.Dir = rf.WorkingDir
+		if !filepath.IsAbs(rc.Dir) {
+			rc.Dir = filepath.Join(baseDir, rc.Dir)
+		}
+	}
+	if st, err := os.Stat(rc.Dir); err != nil || !st.IsDir() {
+		bad("workingDir", rf.WorkingDir, "an existing directory (relative to the file's directory)")
+	}
+	if len(rf.Command) == 0 || rf.Command[0] == "" {
+		bad("command", strings.Join(rf.Command, " "), "a program and its arguments, e.g. [./bin/workload, --port, \"{port}\"]")
+	} else {
+		rc.Command = append([]string(nil), rf.Command...)
+		if strings.Contains(rc.Command[0], "/") && !filepath.IsAbs(rc.Command[0]) {
+			rc.Command[0] = filepath.Join(rc.Dir, rc.Command[0])
+		}
+	}
+	for k, v := range rf.Env {
+		s, err := scalar(v)
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			bad("env", k, "a variable name without '='")
+		case k == "PORT" || k == "THAW_REVISION" || k == "THAW_INSTANCE":
+			bad("env."+k, fmt.Sprint(v), "unset: thaw sets it per process")
+		case err != nil:
+			bad("env."+k, fmt.Sprint(v), err.Error())
+		default:
+			rc.Env[k] = s
+		}
+	}
+	rc.Readiness, errs = parseProbe(rf.Readiness, errs)
+	rc.StopTimeout = durationField(&errs, "stopTimeout", rf.StopTimeout, DefaultStopTimeout, 0)
+	return rc, key, errs
+}
+
+func parseProbe(pf *probeFile, errs []error) (Probe, []error) {
+	p := Probe{Period: DefaultProbePeriod, Timeout: DefaultProbeTimeout, FailureThreshold: DefaultProbeFailureThreshold}
+	if pf == nil {
+		return p, errs
+	}
+	if pf.Path != "" && pf.TCP {
+		errs = append(errs, &revision.FieldError{Field: "readiness", Value: "path and tcp", Allowed: "either path (HTTP GET) or tcp: true"})
+	}
+	if pf.Path != "" && !strings.HasPrefix(pf.Path, "/") {
+		errs = append(errs, &revision.FieldError{Field: "readiness.path", Value: pf.Path, Allowed: "an absolute URL path such as /healthz"})
+	}
+	p.HTTPPath = pf.Path
+	p.Period = durationField(&errs, "readiness.period", pf.Period, DefaultProbePeriod, time.Millisecond)
+	p.Timeout = durationField(&errs, "readiness.timeout", pf.Timeout, DefaultProbeTimeout, time.Millisecond)
+	if pf.FailureThreshold != nil {
+		s, err := scalar(pf.FailureThreshold)
+		var n int
+		if err == nil {
+			_, err = fmt.Sscanf(s, "%d", &n)
+		}
+		if err != nil || n < 1 || fmt.Sprint(n) != s {
+			errs = append(errs, &revision.FieldError{Field: "readiness.failureThreshold", Value: s, Allowed: "an integer >= 1"})
+		} else {
+			p.FailureThreshold = n
+		}
+	}
+	return p, errs
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	return dec.Decode(v)
+}

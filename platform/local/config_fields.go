@@ -1,0 +1,104 @@
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// scalar converts a YAML scalar (string, number or boolean, as decoded with
+// json.Decoder.UseNumber) to the string ParseSettings and the duration
+// parser expect. Numbers keep their literal text (1000000, not 1e+06).
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case json.Number:
+		return x.String(), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case nil:
+		return "", errors.New("want a value")
+	default:
+		return "", errors.New("want a string or a number")
+	}
+}
+
+// durationField parses a duration written as a Go duration ("500ms", "1m")
+// or a bare number of seconds; nil gives def. Values below lo are rejected.
+func durationField(errs *[]error, field string, v any, def, lo time.Duration) time.Duration {
+	if v == nil {
+		return def
+	}
+	s, err := scalar(v)
+	d, perr := time.ParseDuration(strings.TrimSpace(s))
+	if perr != nil {
+		if f, ferr := strconv.ParseFloat(strings.TrimSpace(s), 64); ferr == nil && f == f {
+			d, perr = time.Duration(f*float64(time.Second)), nil
+		}
+	}
+	if err != nil || perr != nil || d < lo {
+		*errs = append(*errs, &revision.FieldError{Field: field, Value: fmt.Sprint(v),
+			Allowed: fmt.Sprintf(`a duration >= %s such as "500ms" or a number of seconds`, lo)})
+		return def
+	}
+	return d
+}
+
+// specErrors flattens ParseSettings' joined errors and names each field by
+// its path in the file: hosts stay "hosts", settings become
+// "autoscaling.<key>".
+func specErrors(err error) []error {
+	var out []error
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, c := range j.Unwrap() {
+				walk(c)
+			}
+			return
+		}
+		var fe *revision.FieldError
+		if errors.As(e, &fe) {
+			cp := *fe
+			if cp.Field != "hosts" && cp.Field != "port" {
+				cp.Field = "autoscaling." + cp.Field
+			}
+			out = append(out, &cp)
+			return
+		}
+		out = append(out, e)
+	}
+	walk(err)
+	return out
+}
+
+// jsonFieldError turns a decoding error into a FieldError naming the field
+// where possible ("unknown field", wrong type).
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &revision.FieldError{Field: te.Field, Value: te.Value, Allowed: "a value of type " + yamlType(te.Type.String())}
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name, _ = strconv.Unquote(name)
+		return &revision.FieldError{Field: name, Value: "", Allowed: "a known field name (this one is unknown)"}
+	}
+	return err
+}
+
+func yamlType(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "list"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "local."), strings.HasPrefix(goType, "struct"):
+		return "map"
+	default:
+		return goType
+	}
+}

@@ -1,0 +1,259 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// instance is one slot of a revision's scale: a process, restarted on
+// crashes, until the slot is stopped. One goroutine (run) owns its process;
+// the fields below the mutex line are guarded by Platform.mu.
+type instance struct {
+	p    *Platform
+	rs   *revState
+	seq  int
+	name string
+	log  *zap.Logger
+	// stop is closed (under Platform.mu, right after the instance left the
+	// backend set) when the slot is scaled away.
+	stop chan struct{}
+
+	// Guarded by Platform.mu.
+	port     int32
+	pid      int
+	ready    bool
+	stopping bool
+}
+
+func newInstance(p *Platform, rs *revState, seq int) *instance {
+	name := fmt.Sprintf("%s-%d", rs.cfg.Key.Name, seq)
+	return &instance{p: p, rs: rs, seq: seq, name: name, stop: make(chan struct{}),
+		log: rs.log.With(zap.String("instance", name))}
+}
+
+func (in *instance) backend() revision.Backend {
+	return revision.Backend{Address: loopback, Port: in.port, Ready: true}
+}
+
+// outcome is how supervise ended.
+type outcome int
+
+const (
+	exited  outcome = iota // the process ended by itself
+	stopped                // we stopped it
+)
+
+// run starts the process and restarts it with exponential backoff after
+// crashes until the slot is stopped or ctx (the platform's Run) ends.
+func (in *instance) run(ctx context.Context) {
+	p := in.p
+	defer p.wg.Done()
+	defer in.remove()
+	backoff := p.opts.RestartBackoff
+	for {
+		select {
+		case <-in.stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		proc, err := in.start()
+		if err == nil {
+			startedAt := p.opts.Clock.Now()
+			if in.supervise(ctx, proc, startedAt) == stopped {
+				return
+			}
+			if p.opts.Clock.Since(startedAt) >= backoffReset {
+				backoff = p.opts.RestartBackoff
+			}
+			in.log.Warn("process exited; restarting", zap.Int("pid", proc.pid),
+				zap.String("status", proc.status()), zap.Duration("backoff", backoff))
+		} else {
+			in.log.Error("process did not start; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		}
+		if !in.sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, p.opts.MaxBackoff)
+	}
+}
+
+// start allocates a port and starts the process on it.
+func (in *instance) start() (*process, error) {
+	p := in.p
+	p.mu.Lock()
+	port, err := p.allocPortLocked()
+	if err == nil {
+		in.port = port
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := startProcess(in.rs.cfg, in.name, port, in.log)
+	if err != nil {
+		in.releasePort()
+		return nil, err
+	}
+	p.mu.Lock()
+	in.pid = proc.pid
+	p.mu.Unlock()
+	in.log.Info("process started", zap.Int("pid", proc.pid), zap.Int32("port", port))
+	return proc, nil
+}
+
+// supervise probes the process until it exits or is stopped, publishing
+// readiness changes.
+func (in *instance) supervise(ctx context.Context, proc *process, startedAt time.Time) outcome {
+	p := in.p
+	probe := in.rs.cfg.Readiness
+	everReady := false
+	failures := 0
+	timer := p.opts.Clock.NewTimer(min(probe.Period, StartupProbeInterval))
+	defer timer.Stop()
+	for {
+		select {
+		case <-proc.done:
+			in.setReady(false)
+			in.releasePort()
+			return exited
+		case <-in.stop:
+			in.stopProcess(ctx, proc, everReady)
+			return stopped
+		case <-ctx.Done():
+			in.setReady(false)
+			in.stopProcess(ctx, proc, false)
+			return stopped
+		case <-timer.C():
+		}
+		err := p.probe(ctx, probe, proc.port)
+		switch {
+		case err == nil:
+			failures = 0
+			if !everReady {
+				in.log.Info("process ready", zap.Int("pid", proc.pid), zap.Int32("port", proc.port),
+					zap.Duration("startup", p.opts.Clock.Since(startedAt)))
+			}
+			everReady = true
+			in.setReady(true)
+		case everReady:
+			failures++
+			if failures == probe.FailureThreshold {
+				in.log.Warn("readiness probe failing; not a backend until it passes", zap.Error(err))
+				in.setReady(false)
+			}
+		}
+		next := probe.Period
+		if !everReady {
+			next = min(probe.Period, StartupProbeInterval)
+		}
+		timer.Reset(next)
+	}
+}
+
+// stopProcess drains (when the process was a backend and the slot was
+// scaled away rather than the platform shut down), then sends SIGTERM to the
+// process group and SIGKILL after the stop timeout.
+func (in *instance) stopProcess(ctx context.Context, proc *process, drain bool) {
+	p := in.p
+	if drain && ctx.Err() == nil {
+		if p.opts.DrainPeriod > 0 {
+			t := p.opts.Clock.NewTimer(p.opts.DrainPeriod)
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				t.Stop()
+			case <-proc.done:
+				t.Stop()
+			}
+		}
+		if p.opts.Drainer != nil && ctx.Err() == nil {
+			dctx, cancel := context.WithTimeout(ctx, in.rs.cfg.StopTimeout)
+			b := revision.Backend{Address: loopback, Port: proc.port, Ready: true}
+			if err := p.opts.Drainer.WaitIdle(dctx, in.rs.cfg.Key, b); err != nil {
+				in.log.Warn("backend not idle; stopping anyway", zap.Error(err))
+			}
+			cancel()
+		}
+	}
+	select {
+	case <-proc.done:
+		in.releasePort()
+		return
+	default:
+	}
+	timeout := in.rs.cfg.StopTimeout
+	in.log.Info("stopping process", zap.Int("pid", proc.pid), zap.Duration("timeout", timeout))
+	proc.signal(syscall.SIGTERM)
+	t := p.opts.Clock.NewTimer(timeout)
+	select {
+	case <-proc.done:
+		t.Stop()
+	case <-t.C():
+		in.log.Warn("process still running after SIGTERM; sending SIGKILL", zap.Int("pid", proc.pid),
+			zap.Duration("timeout", timeout))
+		proc.signal(syscall.SIGKILL)
+		<-proc.done
+	}
+	in.log.Info("process stopped", zap.Int("pid", proc.pid), zap.String("status", proc.status()))
+	in.releasePort()
+}
+
+// sleep waits d on the platform clock; false when the slot was stopped or
+// ctx ended first.
+func (in *instance) sleep(ctx context.Context, d time.Duration) bool {
+	t := in.p.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-in.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (in *instance) setReady(ready bool) {
+	p := in.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in.ready == ready {
+		return
+	}
+	in.ready = ready
+	p.publishLocked(in.rs)
+}
+
+func (in *instance) releasePort() {
+	p := in.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in.port != 0 {
+		delete(p.ports, in.port)
+		in.port, in.pid = 0, 0
+	}
+}
+
+// remove drops the instance from its revision once its process is gone.
+func (in *instance) remove() {
+	p := in.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := in.rs
+	for i, x := range rs.instances {
+		if x == in {
+			rs.instances = append(rs.instances[:i], rs.instances[i+1:]...)
+			break
+		}
+	}
+	in.ready = false
+	p.publishLocked(rs)
+}

@@ -1,0 +1,265 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Defaults of Options.
+const (
+	DefaultDrainPeriod    = time.Second
+	DefaultRestartBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	// backoffReset is how long a process must stay up before a later crash
+	// restarts it at the initial backoff again.
+	backoffReset = 10 * time.Second
+)
+
+// ErrNotRunning is returned by SetScale after Run has returned.
+var ErrNotRunning = errors.New("local platform not running")
+
+// Drainer tells when no request is in flight to a backend any more (for
+// example the activator, which may have released held requests to it). The
+// platform calls WaitIdle after the backend left the registry and the drain
+// period passed, and before it signals the process. WaitIdle returns nil
+// when the backend is idle, or ctx.Err() when ctx ends first (the platform
+// then stops the process anyway).
+type Drainer interface {
+	WaitIdle(ctx context.Context, key revision.Key, backend revision.Backend) error
+}
+
+// Options configures a Platform. Logger, Registry and Config are required.
+type Options struct {
+	Logger   *zap.Logger
+	Registry *revision.Registry
+	Config   *Config
+	// Clock drives probes, drain periods, restart backoff and stop
+	// timeouts. Default: the real clock.
+	Clock clock.Clock
+	// DrainPeriod is how long an instance stays alive after it left the
+	// backend set (so every Envoy has applied the new endpoints) before it
+	// gets SIGTERM. Default DefaultDrainPeriod; negative means none.
+	DrainPeriod time.Duration
+	// Drainer, when set, is waited on after DrainPeriod, for at most the
+	// revision's StopTimeout.
+	Drainer Drainer
+	// RestartBackoff is the wait before restarting a crashed process; it
+	// doubles with every crash up to MaxBackoff and starts over once a
+	// process stayed up for 10s. Defaults DefaultRestartBackoff and
+	// DefaultMaxBackoff.
+	RestartBackoff, MaxBackoff time.Duration
+}
+
+// Platform runs each revision of a Config as a group of local processes and
+// implements autoscaler.ScaleTarget: SetScale starts and stops processes,
+// GetScale reports the desired and ready counts. Ready processes are the
+// revision's backends in the registry.
+type Platform struct {
+	opts Options
+	log  *zap.Logger
+
+	mu      sync.Mutex
+	revs    map[revision.Key]*revState
+	ports   map[int32]bool // ports handed to live instances
+	runCtx  context.Context
+	started bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+var _ autoscaler.ScaleTarget = (*Platform)(nil)
+
+type revState struct {
+	cfg       RevisionConfig
+	log       *zap.Logger
+	desired   int32
+	seq       int
+	instances []*instance // live ones, including stopping ones
+}
+
+// New returns a Platform for cfg. It starts nothing: call Run. It panics if
+// Logger, Registry or Config is nil.
+func New(opts Options) *Platform {
+	if opts.Logger == nil || opts.Registry == nil || opts.Config == nil {
+		panic("local.New: Logger, Registry and Config are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.DrainPeriod == 0 {
+		opts.DrainPeriod = DefaultDrainPeriod
+	}
+	if opts.RestartBackoff <= 0 {
+		opts.RestartBackoff = DefaultRestartBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	p := &Platform{opts: opts, log: opts.Logger, revs: map[revision.Key]*revState{}, ports: map[int32]bool{}}
+	for _, rc := range opts.Config.Revisions {
+		p.revs[rc.Key] = &revState{cfg: rc, log: opts.Logger.With(zap.String("revision", rc.Key.String()))}
+	}
+	return p
+}
+
+// Run publishes every revision of the Config to the registry (valid ones
+// with no backends, invalid ones with their error), marks the registry
+// synced, and then manages processes until ctx ends. It then stops every
+// process (SIGTERM, SIGKILL after the revision's StopTimeout) and returns
+// once all have exited. It returns an error only when called twice.
+func (p *Platform) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("local platform: Run called twice")
+	}
+	p.started = true
+	reg := p.opts.Registry
+	for _, rc := range p.opts.Config.Revisions {
+		reg.Upsert(rc.Key, rc.Spec)
+		reg.SetBackends(rc.Key, nil)
+	}
+	for key, err := range p.opts.Config.Invalid {
+		reg.SetInvalid(key, err)
+		p.log.Error("invalid revision", zap.String("revision", key.String()), zap.Error(err))
+	}
+	for _, err := range p.opts.Config.Errors {
+		var rerr *RevisionError
+		if errors.As(err, &rerr) && rerr.Revision[0] == '#' {
+			p.log.Error("invalid revision", zap.Error(err))
+		}
+	}
+	reg.SetSynced()
+	p.runCtx = ctx
+	for _, rs := range p.revs {
+		p.reconcileLocked(rs)
+	}
+	p.mu.Unlock()
+
+	<-ctx.Done()
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.log.Info("local platform stopped")
+	return nil
+}
+
+// GetScale returns the desired process count of key and how many of its
+// processes are ready (not counting ones being stopped). It returns an
+// error wrapping autoscaler.ErrNotFound for a revision not in the Config.
+func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready int32, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.revs[key]
+	if rs == nil {
+		return 0, 0, fmt.Errorf("local platform: revision %s: %w", key, autoscaler.ErrNotFound)
+	}
+	for _, in := range rs.instances {
+		if in.ready && !in.stopping {
+			ready++
+		}
+	}
+	return rs.desired, ready, nil
+}
+
+// SetScale sets how many processes key should run (>= 0) and starts or
+// stops processes to match; it does not wait for them. Stopped processes
+// leave the backend set before SetScale returns. Errors: ErrNotFound
+// (wrapped) for an unknown revision, ErrNotRunning after Run returned, and
+// an error for a negative count. Before Run the count is recorded and
+// applied when Run starts.
+func (p *Platform) SetScale(_ context.Context, key revision.Key, replicas int32) error {
+	if replicas < 0 {
+		return fmt.Errorf("local platform: revision %s: scale %d: want >= 0", key, replicas)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.revs[key]
+	if rs == nil {
+		return fmt.Errorf("local platform: revision %s: %w", key, autoscaler.ErrNotFound)
+	}
+	if p.closed {
+		return ErrNotRunning
+	}
+	if rs.desired != replicas {
+		rs.log.Info("scale", zap.Int32("from", rs.desired), zap.Int32("to", replicas))
+	}
+	rs.desired = replicas
+	if p.runCtx != nil {
+		p.reconcileLocked(rs)
+	}
+	return nil
+}
+
+// reconcileLocked starts or stops instances so that the non-stopping ones
+// number rs.desired. Stopping prefers instances that are not ready, then the
+// newest.
+func (p *Platform) reconcileLocked(rs *revState) {
+	var active []*instance
+	for _, in := range rs.instances {
+		if !in.stopping {
+			active = append(active, in)
+		}
+	}
+	for n := len(active); n < int(rs.desired); n++ {
+		rs.seq++
+		in := newInstance(p, rs, rs.seq)
+		rs.instances = append(rs.instances, in)
+		p.wg.Add(1)
+		go in.run(p.runCtx)
+	}
+	if excess := len(active) - int(rs.desired); excess > 0 {
+		slices.SortStableFunc(active, func(a, b *instance) int {
+			if a.ready != b.ready {
+				if a.ready {
+					return 1
+				}
+				return -1
+			}
+			return b.seq - a.seq
+		})
+		for _, in := range active[:excess] {
+			in.stopping = true
+			close(in.stop)
+		}
+		p.publishLocked(rs)
+	}
+}
+
+// publishLocked sets the revision's backends to its ready, non-stopping
+// instances.
+func (p *Platform) publishLocked(rs *revState) {
+	var bs []revision.Backend
+	for _, in := range rs.instances {
+		if in.ready && !in.stopping {
+			bs = append(bs, in.backend())
+		}
+	}
+	p.opts.Registry.SetBackends(rs.cfg.Key, bs)
+}
+
+// allocPortLocked returns a free loopback port no live instance holds.
+func (p *Platform) allocPortLocked() (int32, error) {
+	for range 20 {
+		port, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if !p.ports[port] {
+			p.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free loopback port found in 20 tries")
+}

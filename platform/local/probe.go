@@ -1,0 +1,51 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+)
+
+// probeClient runs HTTP readiness probes: no keep-alive (a probe must not
+// hold a connection the process would have to close on shutdown), no
+// redirects followed (3xx counts as passing, as in Kubernetes).
+var probeClient = &http.Client{
+	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+// probe runs one readiness check against 127.0.0.1:port, bounded by
+// pr.Timeout. It returns nil when it passes.
+func (p *Platform) probe(ctx context.Context, pr Probe, port int32) error {
+	ctx, cancel := context.WithTimeout(ctx, pr.Timeout)
+	defer cancel()
+	addr := net.JoinHostPort(loopback, strconv.Itoa(int(port)))
+	if pr.HTTPPath == "" {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+pr.HTTPPath, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "thaw-probe")
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return fmt.Errorf("readiness probe %s: status %d", pr.HTTPPath, resp.StatusCode)
+	}
+	return nil
+}
