@@ -1,0 +1,341 @@
+package activator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// SampleSource is the autoscaler.Sample Source of the activator's reports.
+const SampleSource = "activator"
+
+// DefaultReportInterval is how often held and in-flight counts are reported.
+const DefaultReportInterval = time.Second
+
+// Options configures an Activator. Every field is optional.
+type Options struct {
+	Logger *zap.Logger
+	// Clock drives hold timeouts, reports and probes (default real time).
+	Clock clock.WithTicker
+	// Poker is poked at once when a request starts waiting for a revision
+	// that has no backend (nil: nobody is told).
+	Poker autoscaler.Poker
+	// Recorder receives one Sample per active revision every ReportInterval
+	// (nil: no reports).
+	Recorder autoscaler.Recorder
+	// Registerer registers the activator's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Probe, when set, makes a backend that appears in the registry take
+	// traffic only after it answered one probe (see ProbeOptions). nil
+	// trusts the platform's readiness.
+	Probe *ProbeOptions
+	// ReportInterval is the period of samples (default 1 s).
+	ReportInterval time.Duration
+}
+
+// Pod is the backend Acquire chose.
+type Pod struct {
+	// Address is "ip:port" (IPv6 in brackets), the ORIGINAL_DST destination.
+	Address string
+}
+
+// Activator holds requests for revisions until one of their backends has
+// capacity and picks that backend. Create it with New, feed it with Run and
+// call Acquire per request. Safe for concurrent use.
+type Activator struct {
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics
+
+	// throttlers is an immutable map swapped whole by Run: the request path
+	// reads it with one atomic load.
+	throttlers atomic.Pointer[map[revision.Key]*throttler]
+	synced     chan struct{} // closed once Run applied a Synced snapshot
+
+	shutting  atomic.Bool
+	heldTotal atomic.Int64
+	abort     chan struct{} // closed when the shutdown deadline passes
+	drained   chan struct{} // closed when shutting and nothing is held
+	abortOnce sync.Once
+	drainOnce sync.Once
+}
+
+// New returns an Activator that knows no revision until Run applies a
+// registry snapshot. Metrics are registered on opts.Registerer; New panics if
+// that fails (duplicate registration is a wiring bug).
+func New(opts Options) *Activator {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.ReportInterval <= 0 {
+		opts.ReportInterval = DefaultReportInterval
+	}
+	if opts.Probe != nil {
+		p := opts.Probe.withDefaults()
+		opts.Probe = &p
+	}
+	a := &Activator{
+		opts:    opts,
+		log:     opts.Logger.Named("activator"),
+		synced:  make(chan struct{}),
+		abort:   make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+	a.throttlers.Store(&map[revision.Key]*throttler{})
+	a.metrics = newMetrics(a)
+	if opts.Registerer != nil {
+		if err := a.metrics.register(opts.Registerer); err != nil {
+			panic(fmt.Sprintf("activator: register metrics: %v", err))
+		}
+	}
+	return a
+}
+
+func (a *Activator) throttler(key revision.Key) *throttler {
+	return (*a.throttlers.Load())[key]
+}
+
+// Acquire returns a backend of revision key with a free slot and the func
+// that frees the slot (call it exactly once when the request ends; later
+// calls do nothing). When no backend has capacity the request is held, for
+// at most the revision's HoldTimeout or until ctx ends.
+//
+// Errors: ErrUnknownRevision, ErrQueueFull, ErrHoldTimeout, ErrShuttingDown,
+// or ctx.Err() (wrapped) when ctx ends first.
+func (a *Activator) Acquire(ctx context.Context, key revision.Key) (Pod, func(), error) {
+	return a.AcquireNotify(ctx, key, nil)
+}
+
+// AcquireNotify is Acquire with a callback: onHold (if not nil) is called
+// once, synchronously, right before the request starts waiting, so the
+// caller can tell its client to wait longer (extproc sends
+// override_message_timeout). It is not called when a backend has capacity
+// at once.
+func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold func()) (Pod, func(), error) {
+	if a.shutting.Load() {
+		return Pod{}, nil, ErrShuttingDown
+	}
+	t := a.throttler(key)
+	if t == nil {
+		var err error
+		if t, err = a.waitKnown(ctx, key); err != nil {
+			return Pod{}, nil, err
+		}
+	}
+	t.arrivals.Add(1)
+	if p := t.tryFast(); p != nil {
+		return a.granted(t, p)
+	}
+	return a.hold(ctx, t, onHold)
+}
+
+// waitKnown covers requests that arrive before the first synced snapshot:
+// the revision may simply not be listed yet.
+func (a *Activator) waitKnown(ctx context.Context, key revision.Key) (*throttler, error) {
+	select {
+	case <-a.synced:
+		return nil, ErrUnknownRevision
+	default:
+	}
+	timer := a.opts.Clock.NewTimer(revision.DefaultHoldTimeout)
+	defer timer.Stop()
+	select {
+	case <-a.synced:
+	case <-timer.C():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("activator: waiting for revisions: %w", ctx.Err())
+	}
+	if t := a.throttler(key); t != nil {
+		return t, nil
+	}
+	return nil, ErrUnknownRevision
+}
+
+func (a *Activator) granted(t *throttler, p *podTracker) (Pod, func(), error) {
+	t.inFlight.Add(1)
+	var once atomic.Bool
+	return Pod{Address: p.addr}, func() {
+		if once.CompareAndSwap(false, true) {
+			t.release(p)
+		}
+	}, nil
+}
+
+// hold queues the request until a slot is handed over, the hold timeout,
+// ctx, revision removal or the shutdown deadline.
+func (a *Activator) hold(ctx context.Context, t *throttler, onHold func()) (Pod, func(), error) {
+	a.heldTotal.Add(1)
+	defer a.leftHold()
+	if a.shutting.Load() {
+		return Pod{}, nil, ErrShuttingDown
+	}
+	st := t.state.Load()
+	w, err := t.enqueue()
+	if err != nil {
+		a.metrics.observeHold(outcomeOf(err), 0)
+		return Pod{}, nil, err
+	}
+	select {
+	case <-w.ready:
+		return a.granted(t, w.pod)
+	default:
+	}
+	start := a.opts.Clock.Now()
+	if len(t.state.Load().pods) == 0 {
+		a.poke(t, start)
+	}
+	if onHold != nil {
+		onHold()
+	}
+	timer := a.opts.Clock.NewTimer(st.holdTimeout)
+	defer timer.Stop()
+	select {
+	case <-w.ready:
+		err = nil
+	case <-timer.C():
+		err = ErrHoldTimeout
+	case <-ctx.Done():
+		err = fmt.Errorf("activator: request gone while held: %w", ctx.Err())
+	case <-t.gone:
+		err = ErrUnknownRevision
+	case <-a.abort:
+		err = ErrShuttingDown
+	}
+	if p := t.leave(w); p != nil {
+		if ctx.Err() != nil { // the caller is gone: give the slot back
+			p.release()
+			t.dispatch()
+			err = fmt.Errorf("activator: request gone while held: %w", ctx.Err())
+		} else {
+			err = nil
+		}
+		if err == nil {
+			a.metrics.observeHold(outcomeAcquired, a.opts.Clock.Since(start))
+			return a.granted(t, p)
+		}
+	}
+	a.metrics.observeHold(outcomeOf(err), a.opts.Clock.Since(start))
+	return Pod{}, nil, err
+}
+
+// poke tells the autoscaler at once that a revision without backends has a
+// waiting request; at most once per report interval per revision.
+func (a *Activator) poke(t *throttler, now time.Time) {
+	if a.opts.Poker == nil {
+		return
+	}
+	last := t.lastPoke.Load()
+	if last != 0 && now.UnixNano()-last < int64(a.opts.ReportInterval) {
+		return
+	}
+	if !t.lastPoke.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	a.opts.Poker.Poke(t.key)
+}
+
+func (a *Activator) leftHold() {
+	if a.heldTotal.Add(-1) == 0 && a.shutting.Load() {
+		a.drainOnce.Do(func() { close(a.drained) })
+	}
+}
+
+// Stats returns how many requests revision key holds and how many it has in
+// flight on backends (0, 0 for an unknown revision). For `thaw status`.
+func (a *Activator) Stats(key revision.Key) (held, inFlight int) {
+	t := a.throttler(key)
+	if t == nil {
+		return 0, 0
+	}
+	return int(t.waiting.Load()), int(t.inFlight.Load())
+}
+
+// WaitIdle blocks until backend address ("ip:port") of revision key takes
+// no new requests (the activator applied a snapshot without it, or the
+// revision is gone) and has no request in flight. The local platform calls
+// it after removing a backend from the registry and before stopping it. It
+// returns ctx.Err() (wrapped) when ctx ends first.
+func (a *Activator) WaitIdle(ctx context.Context, key revision.Key, address string) error {
+	for {
+		t := a.throttler(key)
+		if t == nil {
+			return nil
+		}
+		changed := t.changedChan()
+		var tr *podTracker
+		if t.podFor(address) == nil {
+			tr = t.retiredFor(address)
+			if tr == nil {
+				return nil
+			}
+			idle, done := tr.idleChan()
+			if tr.inFlight.Load() == 0 {
+				done()
+				return nil
+			}
+			select {
+			case <-idle:
+			case <-changed:
+			case <-ctx.Done():
+				done()
+				return fmt.Errorf("activator: wait for %s of %s to drain: %w", address, key, ctx.Err())
+			}
+			done()
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("activator: wait for %s of %s to leave: %w", address, key, ctx.Err())
+		}
+	}
+}
+
+// Shutdown stops admitting requests (Acquire returns ErrShuttingDown) and
+// waits until no request is held. Held requests still get a backend if one
+// frees up; when ctx ends first they fail with ErrShuttingDown and Shutdown
+// returns ctx.Err() (wrapped) once they have left. Calling it again is safe.
+func (a *Activator) Shutdown(ctx context.Context) error {
+	a.shutting.Store(true)
+	if a.heldTotal.Load() == 0 {
+		a.drainOnce.Do(func() { close(a.drained) })
+	}
+	select {
+	case <-a.drained:
+		return nil
+	case <-ctx.Done():
+	}
+	a.abortOnce.Do(func() { close(a.abort) })
+	<-a.drained
+	return fmt.Errorf("activator: shutdown: held requests answered with %w: %w", ErrShuttingDown, ctx.Err())
+}
+
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return outcomeAcquired
+	case errors.Is(err, ErrQueueFull):
+		return "queue_full"
+	case errors.Is(err, ErrHoldTimeout):
+		return "hold_timeout"
+	case errors.Is(err, ErrShuttingDown):
+		return "shutting_down"
+	case errors.Is(err, ErrUnknownRevision):
+		return "unknown_revision"
+	default:
+		return "canceled"
+	}
+}

@@ -1,0 +1,68 @@
+package activator
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const outcomeAcquired = "acquired"
+
+// metrics are the activator's Prometheus metrics. Per-revision gauges are
+// read from the throttlers at scrape time, so the request path pays nothing
+// for them.
+type metrics struct {
+	a *Activator
+
+	holdDuration *prometheus.HistogramVec
+	held         *prometheus.Desc
+	inFlight     *prometheus.Desc
+	pods         *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*metrics)(nil)
+
+func newMetrics(a *Activator) *metrics {
+	return &metrics{
+		a: a,
+		holdDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "thaw", Subsystem: "activator", Name: "hold_duration_seconds",
+			Help: "How long requests were held waiting for a backend (the cold-start wait), in seconds, " +
+				"by outcome (acquired, hold_timeout, queue_full, shutting_down, unknown_revision, canceled). " +
+				"Requests served at once are not observed.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"outcome"}),
+		held: prometheus.NewDesc("thaw_activator_held_requests",
+			"Requests currently held for the revision (waiting for a backend).", []string{"revision"}, nil),
+		inFlight: prometheus.NewDesc("thaw_activator_in_flight_requests",
+			"Requests the activator sent to a backend of the revision that have not ended.", []string{"revision"}, nil),
+		pods: prometheus.NewDesc("thaw_activator_pods",
+			"Backends of the revision the activator sends requests to (ready and probed).", []string{"revision"}, nil),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	return errors.Join(r.Register(m.holdDuration), r.Register(m))
+}
+
+func (m *metrics) observeHold(outcome string, d time.Duration) {
+	m.holdDuration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.held
+	ch <- m.inFlight
+	ch <- m.pods
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	for key, t := range *m.a.throttlers.Load() {
+		k := key.String()
+		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(t.waiting.Load()), k)
+		ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(t.inFlight.Load()), k)
+		ch <- prometheus.MustNewConstMetric(m.pods, prometheus.GaugeValue, float64(len(t.state.Load().pods)), k)
+	}
+}

@@ -1,0 +1,182 @@
+package activator
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// revState is what Run keeps per revision; only the Run goroutine touches it.
+type revState struct {
+	t   *throttler
+	log *zap.Logger
+	rev *revision.Revision // last applied
+	// trackers holds the trackers of current backends and of retired ones
+	// that may still have requests in flight (a retired tracker is reused if
+	// its address comes back, so its count stays right).
+	trackers map[string]*podTracker
+	retired  map[string]bool
+	// probes: address -> cancel of a running probe; probed: addresses that
+	// answered.
+	probes map[string]context.CancelFunc
+	probed map[string]bool
+	dirty  bool // a probe finished: rebuild even if rev did not change
+}
+
+// Run applies registry snapshots to the throttlers until ctx ends: it
+// creates and removes revisions, updates limits (ContainerConcurrency,
+// HoldTimeout, QueueDepth) and the ready backends, and reports samples every
+// ReportInterval. Changes never disturb requests in flight: pod trackers
+// survive while their backend stays. Call it once.
+func (a *Activator) Run(ctx context.Context, reg *revision.Registry) {
+	revs := map[revision.Key]*revState{}
+	probeDone := make(chan probeResult)
+	reportDone := make(chan struct{})
+	go func() {
+		defer close(reportDone)
+		a.reportLoop(ctx)
+	}()
+	defer func() {
+		<-reportDone
+		for _, rs := range revs {
+			for _, cancel := range rs.probes {
+				cancel()
+			}
+		}
+	}()
+	for {
+		changed := reg.Changed()
+		a.apply(ctx, reg.Snapshot(), revs, probeDone)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case r := <-probeDone:
+			if _, running := r.rs.probes[r.addr]; running {
+				r.rs.probed[r.addr] = true
+				r.rs.dirty = true
+				r.rs.log.Info("backend answered probe", zap.String("backend", r.addr))
+			}
+		}
+	}
+}
+
+func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map[revision.Key]*revState, probeDone chan<- probeResult) {
+	keysChanged := false
+	for key, rev := range snap.Revisions {
+		rs := revs[key]
+		if rs == nil {
+			rs = &revState{
+				t:        newThrottler(key, limitsOf(&rev.Spec)),
+				log:      a.log.With(zap.String("revision", key.String())),
+				trackers: map[string]*podTracker{},
+				retired:  map[string]bool{},
+				probes:   map[string]context.CancelFunc{},
+				probed:   map[string]bool{},
+			}
+			revs[key] = rs
+			keysChanged = true
+		} else if rs.rev == rev && !rs.dirty {
+			continue
+		}
+		rs.rev, rs.dirty = rev, false
+		a.update(ctx, rs, rev, probeDone)
+	}
+	for key, rs := range revs {
+		if _, ok := snap.Revisions[key]; ok {
+			continue
+		}
+		for _, cancel := range rs.probes {
+			cancel()
+		}
+		rs.t.remove()
+		delete(revs, key)
+		keysChanged = true
+		rs.log.Info("revision removed; held requests fail", zap.Int64("held", rs.t.waiting.Load()))
+	}
+	if keysChanged {
+		m := make(map[revision.Key]*throttler, len(revs))
+		for k, rs := range revs {
+			m[k] = rs.t
+		}
+		a.throttlers.Store(&m)
+	}
+	if snap.Synced {
+		select {
+		case <-a.synced:
+		default:
+			close(a.synced)
+		}
+	}
+}
+
+// update rebuilds one revision's throttler state from its backends.
+func (a *Activator) update(ctx context.Context, rs *revState, rev *revision.Revision, probeDone chan<- probeResult) {
+	ready := make(map[string]bool, len(rev.Backends))
+	var pods []*podTracker
+	for _, b := range rev.Backends {
+		if !b.Ready {
+			continue
+		}
+		addr := b.HostPort()
+		ready[addr] = true
+		if a.opts.Probe != nil && !rs.probed[addr] {
+			if _, running := rs.probes[addr]; !running {
+				pctx, cancel := context.WithCancel(ctx)
+				rs.probes[addr] = cancel
+				go a.probe(pctx, rs, addr, probeDone)
+			}
+			continue
+		}
+		tr := rs.trackers[addr]
+		if tr == nil {
+			tr = newPodTracker(addr)
+			rs.trackers[addr] = tr
+		}
+		delete(rs.retired, addr)
+		pods = append(pods, tr)
+	}
+	for addr, cancel := range rs.probes {
+		if !ready[addr] {
+			cancel()
+			delete(rs.probes, addr)
+			delete(rs.probed, addr)
+		}
+	}
+	var retired []*podTracker
+	inPods := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		inPods[p.addr] = true
+	}
+	for _, addr := range slices.Sorted(maps.Keys(rs.trackers)) {
+		tr := rs.trackers[addr]
+		if inPods[addr] {
+			continue
+		}
+		// Drop a retired tracker only at a later update with nothing in
+		// flight: a pick that loaded the previous state may still reserve on
+		// it right after this update.
+		if rs.retired[addr] && tr.inFlight.Load() == 0 {
+			delete(rs.trackers, addr)
+			delete(rs.retired, addr)
+			continue
+		}
+		rs.retired[addr] = true
+		retired = append(retired, tr)
+	}
+	st := &tstate{limits: limitsOf(&rev.Spec), pods: pods, retired: retired}
+	old := rs.t.state.Load()
+	if old.limits == st.limits && slices.Equal(old.pods, st.pods) && slices.Equal(old.retired, st.retired) {
+		return
+	}
+	rs.t.setState(st)
+	if len(old.pods) != len(pods) || old.limits != st.limits {
+		rs.log.Info("throttler updated", zap.Int("pods", len(pods)), zap.Int("retired", len(retired)),
+			zap.Int("containerConcurrency", st.containerConcurrency), zap.Duration("holdTimeout", st.holdTimeout),
+			zap.Int("queueDepth", st.queueDepth), zap.Int64("held", rs.t.waiting.Load()))
+	}
+}
