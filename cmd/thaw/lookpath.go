@@ -1,0 +1,5 @@
+package main
+
+import "os/exec"
+
+var execLookPath = exec.LookPath
