@@ -23,14 +23,11 @@ const DefaultNamespace = "local"
 // process must listen on (the same value as its PORT environment variable).
 const PortPlaceholder = "{port}"
 
-// Probe defaults. Until an instance first passes its probe it is probed every
-// min(Period, StartupProbeInterval) so a cold start is noticed within a few
-// milliseconds of the process listening; afterwards every Period.
+// Probe and stop defaults.
 const (
 	DefaultProbePeriod           = time.Second
 	DefaultProbeTimeout          = time.Second
 	DefaultProbeFailureThreshold = 3
-	StartupProbeInterval         = 5 * time.Millisecond
 	DefaultStopTimeout           = 10 * time.Second
 )
 

@@ -34,8 +34,8 @@
 // by listening on 127.0.0.1:0 and closing the listener (another program may
 // take it in between; the process then fails and is restarted on a new
 // port). An instance is a backend while its readiness probe passes; until
-// its first pass it is probed every StartupProbeInterval so cold starts are
-// seen quickly.
+// its first pass it is checked every Options.StartupProbeInterval (2ms by
+// default) so cold starts are seen quickly.
 //
 // Scaling down follows the order that keeps requests safe: the instance
 // leaves the registry's backend set first, then stays up for the drain

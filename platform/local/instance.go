@@ -116,7 +116,8 @@ func (in *instance) supervise(ctx context.Context, proc *process, startedAt time
 	probe := in.rs.cfg.Readiness
 	everReady := false
 	failures := 0
-	timer := p.opts.Clock.NewTimer(min(probe.Period, StartupProbeInterval))
+	startup := min(probe.Period, p.opts.StartupProbeInterval)
+	timer := p.opts.Clock.NewTimer(startup)
 	defer timer.Stop()
 	for {
 		select {
@@ -133,7 +134,7 @@ func (in *instance) supervise(ctx context.Context, proc *process, startedAt time
 			return stopped
 		case <-timer.C():
 		}
-		err := p.probe(ctx, probe, proc.port)
+		err := p.probe(ctx, probe, proc.port, !everReady)
 		switch {
 		case err == nil:
 			failures = 0
@@ -152,7 +153,7 @@ func (in *instance) supervise(ctx context.Context, proc *process, startedAt time
 		}
 		next := probe.Period
 		if !everReady {
-			next = min(probe.Period, StartupProbeInterval)
+			next = startup
 		}
 		timer.Reset(next)
 	}

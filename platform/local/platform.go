@@ -17,9 +17,13 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultDrainPeriod    = time.Second
-	DefaultRestartBackoff = 500 * time.Millisecond
-	DefaultMaxBackoff     = 30 * time.Second
+	DefaultDrainPeriod = time.Second
+	// DefaultStartupProbeInterval: a refused loopback connect costs about
+	// 15µs of CPU, so probing every 2ms costs under 1% of a core per
+	// starting process and adds about 1ms on average to a cold start.
+	DefaultStartupProbeInterval = 2 * time.Millisecond
+	DefaultRestartBackoff       = 500 * time.Millisecond
+	DefaultMaxBackoff           = 30 * time.Second
 	// backoffReset is how long a process must stay up before a later crash
 	// restarts it at the initial backoff again.
 	backoffReset = 10 * time.Second
@@ -53,6 +57,11 @@ type Options struct {
 	// Drainer, when set, is waited on after DrainPeriod, for at most the
 	// revision's StopTimeout.
 	Drainer Drainer
+	// StartupProbeInterval is how often a process that has not yet passed
+	// its readiness probe is checked (a TCP connect; the configured probe
+	// runs as soon as it connects), capped by the probe's Period. Later
+	// probes run every Period. Default DefaultStartupProbeInterval.
+	StartupProbeInterval time.Duration
 	// RestartBackoff is the wait before restarting a crashed process; it
 	// doubles with every crash up to MaxBackoff and starts over once a
 	// process stayed up for 10s. Defaults DefaultRestartBackoff and
@@ -98,6 +107,9 @@ func New(opts Options) *Platform {
 	}
 	if opts.DrainPeriod == 0 {
 		opts.DrainPeriod = DefaultDrainPeriod
+	}
+	if opts.StartupProbeInterval <= 0 {
+		opts.StartupProbeInterval = DefaultStartupProbeInterval
 	}
 	if opts.RestartBackoff <= 0 {
 		opts.RestartBackoff = DefaultRestartBackoff
