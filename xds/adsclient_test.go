@@ -1,0 +1,176 @@
+package xds
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// waitLimit bounds every wait in component tests; reaching it is a
+// failure, never an expected outcome.
+const waitLimit = 20 * time.Second
+
+// fixture is a running Server on a loopback gRPC listener with its
+// registry.
+type fixture struct {
+	srv  *Server
+	reg  *revision.Registry
+	prom *prometheus.Registry
+	addr string
+}
+
+func startFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	prom := prometheus.NewRegistry()
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	srv := NewServer(ServerOptions{Logger: zaptest.NewLogger(t), Config: cfg, Registerer: prom})
+	g := grpc.NewServer()
+	srv.Register(g)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, reg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		g.Stop()
+	})
+	return &fixture{srv: srv, reg: reg, prom: prom, addr: ln.Addr().String()}
+}
+
+// upsert adds a valid revision with hosts and backends in a mode.
+func (f *fixture) upsert(key revision.Key, mode revision.Mode, hosts []string, backends ...revision.Backend) {
+	spec := revision.DefaultSpec()
+	spec.Hosts = hosts
+	spec.Port = 8000
+	f.reg.Upsert(key, spec)
+	f.reg.SetBackends(key, backends)
+	f.reg.SetMode(key, mode)
+}
+
+// deltaClient is an in-process delta ADS client playing Envoy.
+type deltaClient struct {
+	t      *testing.T
+	node   *corev3.Node
+	stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+	cancel context.CancelFunc
+	first  bool
+}
+
+func dialDelta(t *testing.T, addr, nodeID string) *deltaClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c := &deltaClient{t: t, node: &corev3.Node{Id: nodeID, Cluster: "test"}, stream: stream, cancel: cancel, first: true}
+	t.Cleanup(cancel)
+	return c
+}
+
+func (c *deltaClient) send(req *discoveryv3.DeltaDiscoveryRequest) {
+	c.t.Helper()
+	if c.first {
+		req.Node = c.node
+		c.first = false
+	}
+	if err := c.stream.Send(req); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+// subscribe asks for names of typeURL (none: wildcard).
+func (c *deltaClient) subscribe(typeURL string, names ...string) {
+	c.t.Helper()
+	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResourceNamesSubscribe: names})
+}
+
+// recv returns the next response, failing after waitLimit.
+func (c *deltaClient) recv() *discoveryv3.DeltaDiscoveryResponse {
+	c.t.Helper()
+	type result struct {
+		resp *discoveryv3.DeltaDiscoveryResponse
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		r, err := c.stream.Recv()
+		ch <- result{r, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			c.t.Fatalf("recv: %v", r.err)
+		}
+		return r.resp
+	case <-time.After(waitLimit):
+		c.t.Fatalf("no response within %s", waitLimit)
+		return nil
+	}
+}
+
+// recvType receives the next response and checks its type.
+func (c *deltaClient) recvType(typeURL string) *discoveryv3.DeltaDiscoveryResponse {
+	c.t.Helper()
+	r := c.recv()
+	if r.GetTypeUrl() != typeURL {
+		c.t.Fatalf("got a %s response (%v), want %s", shortType(r.GetTypeUrl()), resourceNames(r), shortType(typeURL))
+	}
+	return r
+}
+
+func (c *deltaClient) ack(r *discoveryv3.DeltaDiscoveryResponse) {
+	c.t.Helper()
+	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
+}
+
+func (c *deltaClient) nack(r *discoveryv3.DeltaDiscoveryResponse, msg string) {
+	c.t.Helper()
+	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce(),
+		ErrorDetail: &status.Status{Code: 3, Message: msg}})
+}
+
+func resourceNames(r *discoveryv3.DeltaDiscoveryResponse) []string {
+	var out []string
+	for _, res := range r.GetResources() {
+		out = append(out, res.GetName())
+	}
+	return out
+}
+
+// waitFor polls cond (bounded count and time) and fails if it never holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for i := 0; i < 100000 && time.Now().Before(deadline); i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

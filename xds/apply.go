@@ -1,0 +1,262 @@
+package xds
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// change is the difference between the applied resources of one type and
+// a new translation.
+type change struct {
+	typeURL string
+	// upd holds new and changed resources, with their versions in ver.
+	upd   map[string]types.Resource
+	ver   map[string]string
+	added []string
+	del   []string
+}
+
+// diff compares a new translation of one type with what the caches hold.
+// proto.Equal keeps unchanged resources (and their versions) as they are,
+// so Envoy is sent only what changed.
+func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, error) {
+	have := s.applied[typeURL]
+	c := &change{typeURL: typeURL, upd: map[string]types.Resource{}, ver: map[string]string{}}
+	for name, r := range want {
+		old, ok := have[name]
+		if ok && proto.Equal(old, r) {
+			continue
+		}
+		v, err := hashOf(r)
+		if err != nil {
+			return nil, err
+		}
+		c.upd[name], c.ver[name] = r, v
+		if !ok {
+			c.added = append(c.added, name)
+		}
+	}
+	for name := range have {
+		if _, ok := want[name]; !ok {
+			c.del = append(c.del, name)
+		}
+	}
+	return c, nil
+}
+
+// upsert puts c's new and changed resources in the cache.
+func (s *Server) upsert(c *change) error {
+	if len(c.upd) == 0 {
+		return nil
+	}
+	if err := s.caches[c.typeURL].UpdateResources(c.upd, nil); err != nil {
+		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
+	}
+	maps.Copy(s.applied[c.typeURL], c.upd)
+	maps.Copy(s.versions[c.typeURL], c.ver)
+	return nil
+}
+
+// remove deletes c's stale resources from the cache.
+func (s *Server) remove(c *change) error {
+	if len(c.del) == 0 {
+		return nil
+	}
+	if err := s.caches[c.typeURL].UpdateResources(nil, c.del); err != nil {
+		return fmt.Errorf("delete from %s cache: %w", shortType(c.typeURL), err)
+	}
+	for _, n := range c.del {
+		delete(s.applied[c.typeURL], n)
+		delete(s.versions[c.typeURL], n)
+	}
+	return nil
+}
+
+// apply translates snap and applies it in make-before-break order:
+//
+//  1. new and changed clusters, then endpoints (a mode flip ends here:
+//     one ClusterLoadAssignment);
+//  2. when clusters were added, wait (at most StageTimeout) until every
+//     Envoy that follows clusters ACKed them and their endpoints, so no
+//     route points at a warming cluster;
+//  3. listeners and routes;
+//  4. when something is removed, wait (at most StageTimeout) until every
+//     Envoy ACKed the new routes, then delete listeners, clusters and
+//     endpoints nothing references any more.
+//
+// The first apply (before the caches open) skips the waits.
+func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool) error {
+	start := s.clock.Now()
+	res, err := Translate(snap, s.cfg)
+	if res == nil {
+		return fmt.Errorf("translate snapshot %d: %w", snap.Version, err)
+	}
+	s.logSkipped(res.Skipped)
+	byType := res.ByType()
+	changes := map[string]*change{}
+	for _, typ := range resourceTypes {
+		c, err := s.diff(typ, byType[typ])
+		if err != nil {
+			return err
+		}
+		changes[typ] = c
+	}
+	cds, eds, lds, rds := changes[resourcev3.ClusterType], changes[resourcev3.EndpointType],
+		changes[resourcev3.ListenerType], changes[resourcev3.RouteType]
+
+	if err := s.upsert(cds); err != nil {
+		return err
+	}
+	if err := s.upsert(eds); err != nil {
+		return err
+	}
+	s.publish(snap, res, eds, first, start)
+	if !first && len(cds.added) > 0 {
+		s.waitStage(ctx, resourcev3.ClusterType, pick(s.versions[resourcev3.ClusterType], cds.added))
+		s.waitStage(ctx, resourcev3.EndpointType, pick(s.versions[resourcev3.EndpointType], cds.added))
+	}
+	if err := s.upsert(lds); err != nil {
+		return err
+	}
+	if err := s.upsert(rds); err != nil {
+		return err
+	}
+	removing := len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del) > 0
+	if !first && removing && len(rds.upd) > 0 {
+		s.waitStage(ctx, resourcev3.RouteType, maps.Clone(rds.ver))
+	}
+	for _, c := range []*change{lds, rds, cds, eds} {
+		if err := s.remove(c); err != nil {
+			return err
+		}
+	}
+	s.trackFirst(first, []*change{lds, rds, cds, eds})
+	s.metrics.applySeconds.Observe(s.clock.Since(start).Seconds())
+	s.notify.broadcast()
+	s.log.Debug("applied snapshot", zap.Uint64("snapshot", snap.Version),
+		zap.Int("clusters", len(cds.upd)), zap.Int("endpoints", len(eds.upd)),
+		zap.Int("routes", len(rds.upd)), zap.Int("listeners", len(lds.upd)),
+		zap.Int("removed", len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del)))
+	return ctx.Err()
+}
+
+// publish makes the revisions' applied generations visible to
+// ConfirmedEverywhere (after their endpoints are in the cache) and starts
+// flip-to-ACK timers for changed ClusterLoadAssignments.
+func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, first bool, start time.Time) {
+	revs := make(map[revision.Key]appliedRevision, len(snap.Revisions))
+	edsVersions := s.versions[resourcev3.EndpointType]
+	for k, rev := range snap.Revisions {
+		if _, skipped := res.Skipped[k]; skipped {
+			continue
+		}
+		name := ClusterName(k)
+		revs[k] = appliedRevision{generation: rev.Generation, cla: name, claVersion: edsVersions[name]}
+	}
+	s.mu.Lock()
+	s.revs = revs
+	s.skipped = res.Skipped
+	s.mu.Unlock()
+	s.metrics.skipped.Set(float64(len(res.Skipped)))
+
+	s.flipsMu.Lock()
+	added := make(map[string]bool, len(eds.added))
+	for _, n := range eds.added {
+		added[n] = true
+	}
+	for name, v := range eds.ver {
+		if !first && !added[name] {
+			s.flips[name] = flip{version: v, start: start}
+		}
+	}
+	for _, name := range eds.del {
+		delete(s.flips, name)
+	}
+	s.flipsMu.Unlock()
+	s.notify.broadcast()
+}
+
+// waitStage waits until every stream following typeURL ACKed want, for at
+// most StageTimeout. A timeout is logged, not returned: a slow Envoy must
+// not stall every other one.
+func (s *Server) waitStage(ctx context.Context, typeURL string, want map[string]string) {
+	if len(want) == 0 || s.cfg.StageTimeout == 0 {
+		return
+	}
+	timer := s.clock.NewTimer(s.cfg.StageTimeout)
+	defer timer.Stop()
+	for {
+		ch := s.notify.wait()
+		if s.tracker.allAcked(typeURL, want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+			s.log.Warn("make-before-break wait timed out; continuing",
+				zap.String("type", shortType(typeURL)), zap.Int("resources", len(want)),
+				zap.Duration("timeout", s.cfg.StageTimeout))
+			return
+		case <-ch:
+		}
+	}
+}
+
+// logSkipped logs revisions newly left out of the translation.
+func (s *Server) logSkipped(skipped map[revision.Key]error) {
+	s.mu.RLock()
+	prev := s.skipped
+	s.mu.RUnlock()
+	for k, err := range skipped {
+		if old, ok := prev[k]; ok && old.Error() == err.Error() {
+			continue
+		}
+		s.log.Error("revision left out of Envoy configuration", zap.String("revision", k.String()), zap.Error(err))
+	}
+}
+
+// pick returns the versions of names.
+func pick(versions map[string]string, names []string) map[string]string {
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		out[n] = versions[n]
+	}
+	return out
+}
+
+// trackFirst records the first applied snapshot for WaitFirstAck, and
+// forgets resources deleted before any Envoy ACKed them.
+func (s *Server) trackFirst(first bool, changes []*change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if first {
+		s.first = map[string]map[string]string{}
+		for typ, v := range s.versions {
+			if len(v) > 0 {
+				s.first[typ] = maps.Clone(v)
+			}
+		}
+		return
+	}
+	select {
+	case <-s.firstAck:
+		s.first = nil
+		return
+	default:
+	}
+	for _, c := range changes {
+		for _, n := range c.del {
+			delete(s.first[c.typeURL], n)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package xds
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Fixed resource names shared with the bootstrap (envoy/bootstrap.yaml) and
+// the activator. Cluster names contain no '.' because Envoy's stat tag
+// extraction cuts a cluster name at the first dot.
+const (
+	// HTTPListenerName is the data-plane listener and its RDS route
+	// configuration.
+	HTTPListenerName = "thaw_http"
+	// ActivatorListenerName is the internal listener proxy-mode endpoints
+	// point at; it runs the ext_proc filter.
+	ActivatorListenerName = "thaw_activator"
+	// ActivatorDstClusterName is the ORIGINAL_DST cluster the activator
+	// listener routes to, with the destination taken from dynamic metadata.
+	ActivatorDstClusterName = "thaw_activator_dst"
+	// ExtProcClusterName is the bootstrap's static cluster for the ext_proc
+	// (activator) gRPC service.
+	ExtProcClusterName = "thaw_extproc"
+	// RevisionHeader carries "<namespace>/<name>" from thaw_http to the
+	// activator and to backends; a client-sent copy is always removed.
+	RevisionHeader = "x-thaw-revision"
+	// MetadataNamespace is the dynamic-metadata namespace ext_proc writes;
+	// its key MetadataDestinationKey holds "<ip>:<port>".
+	MetadataNamespace = "thaw.activator"
+	// MetadataDestinationKey is the key under MetadataNamespace that the
+	// ORIGINAL_DST cluster reads the upstream address from.
+	MetadataDestinationKey = "destination"
+)
+
+// Defaults for Config (see DefaultConfig).
+const (
+	DefaultHTTPAddress               = "0.0.0.0"
+	DefaultHTTPPort                  = 8080
+	DefaultHoldBudget                = 60 * time.Second
+	DefaultExtProcMessageTimeout     = 200 * time.Millisecond
+	DefaultConnectTimeout            = 5 * time.Second
+	DefaultCircuitBreakerMaxRequests = 100000
+	DefaultStageTimeout              = 2 * time.Second
+)
+
+// ErrInvalidConfig is wrapped by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("invalid xds config")
+
+// Config holds the settings translation and the server use. Build it with
+// DefaultConfig and override fields.
+type Config struct {
+	// HTTPAddress is the IP address listener thaw_http binds (default
+	// "0.0.0.0"; tests use "127.0.0.1").
+	HTTPAddress string
+	// HTTPPort is listener thaw_http's TCP port (default 8080).
+	HTTPPort uint32
+	// HoldBudget is the longest the activator may hold one request: the
+	// ext_proc max_message_timeout. It must be at least every revision's
+	// hold timeout (default 60 s).
+	HoldBudget time.Duration
+	// RouteIdleTimeout is the per-route stream idle timeout on both the
+	// revision routes and the activator route; it must be >= HoldBudget so
+	// a held request is never cut by Envoy (default HoldBudget + 10 s; 0
+	// means that default).
+	RouteIdleTimeout time.Duration
+	// ExtProcMessageTimeout is how long Envoy waits for each ext_proc answer
+	// before failing the request closed (default 200 ms); the activator
+	// extends it per request with override_message_timeout.
+	ExtProcMessageTimeout time.Duration
+	// ConnectTimeout is the upstream TCP connect timeout of every generated
+	// cluster (default 5 s).
+	ConnectTimeout time.Duration
+	// CircuitBreakerMaxRequests is max_requests, max_pending_requests and
+	// max_connections of every generated cluster (default 100,000; Envoy's
+	// own default of 1024 would cap held requests per revision).
+	CircuitBreakerMaxRequests uint32
+	// StageTimeout bounds how long the server waits for connected Envoys to
+	// ACK new clusters and endpoints before pushing routes that use them
+	// (make-before-break), and to ACK routes before removing clusters
+	// (default 2 s). A slow Envoy only delays, never blocks, later updates.
+	StageTimeout time.Duration
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddress:               DefaultHTTPAddress,
+		HTTPPort:                  DefaultHTTPPort,
+		HoldBudget:                DefaultHoldBudget,
+		ExtProcMessageTimeout:     DefaultExtProcMessageTimeout,
+		ConnectTimeout:            DefaultConnectTimeout,
+		CircuitBreakerMaxRequests: DefaultCircuitBreakerMaxRequests,
+		StageTimeout:              DefaultStageTimeout,
+	}
+}
+
+// routeIdleTimeout returns RouteIdleTimeout or its default.
+func (c *Config) routeIdleTimeout() time.Duration {
+	if c.RouteIdleTimeout == 0 {
+		return c.HoldBudget + 10*time.Second
+	}
+	return c.RouteIdleTimeout
+}
+
+// Validate returns nil or all problems joined, each wrapping
+// ErrInvalidConfig.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.HTTPAddress == "" {
+		bad("HTTPAddress is empty")
+	}
+	if c.HTTPPort == 0 || c.HTTPPort > 65535 {
+		bad("HTTPPort %d: want 1..65535", c.HTTPPort)
+	}
+	if c.HoldBudget < time.Second {
+		bad("HoldBudget %s: want >= 1s", c.HoldBudget)
+	}
+	if c.RouteIdleTimeout != 0 && c.RouteIdleTimeout < c.HoldBudget {
+		bad("RouteIdleTimeout %s: want 0 (default) or >= HoldBudget %s", c.RouteIdleTimeout, c.HoldBudget)
+	}
+	if c.ExtProcMessageTimeout < time.Millisecond || c.ExtProcMessageTimeout > c.HoldBudget {
+		bad("ExtProcMessageTimeout %s: want 1ms..HoldBudget", c.ExtProcMessageTimeout)
+	}
+	if c.ConnectTimeout <= 0 {
+		bad("ConnectTimeout %s: want > 0", c.ConnectTimeout)
+	}
+	if c.CircuitBreakerMaxRequests == 0 {
+		bad("CircuitBreakerMaxRequests is 0")
+	}
+	if c.StageTimeout < 0 {
+		bad("StageTimeout %s: want >= 0", c.StageTimeout)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,56 @@
+package xds
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// ServeLoadAssignment returns a serve-mode ClusterLoadAssignment: one
+// endpoint per ready backend, in the backends' (sorted) order. A backend
+// with Port 0 uses defaultPort (the revision's Spec.Port).
+func ServeLoadAssignment(name string, backends []revision.Backend, defaultPort int32) (*endpointv3.ClusterLoadAssignment, error) {
+	lbs := make([]*endpointv3.LbEndpoint, 0, len(backends))
+	for _, b := range backends {
+		if !b.Ready {
+			continue
+		}
+		port := b.Port
+		if port == 0 {
+			port = defaultPort
+		}
+		lbs = append(lbs, &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{
+			Endpoint: &endpointv3.Endpoint{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{
+				SocketAddress: &corev3.SocketAddress{
+					Address:       b.Address,
+					PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)},
+				},
+			}}},
+		}})
+	}
+	return validated(&endpointv3.ClusterLoadAssignment{
+		ClusterName: name,
+		Endpoints:   []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}},
+	})
+}
+
+// ProxyLoadAssignment returns a proxy-mode ClusterLoadAssignment: a single
+// endpoint, the internal listener thaw_activator. Held requests still count
+// in the revision cluster's upstream_rq_active.
+func ProxyLoadAssignment(name string) (*endpointv3.ClusterLoadAssignment, error) {
+	return validated(&endpointv3.ClusterLoadAssignment{
+		ClusterName: name,
+		Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_EnvoyInternalAddress{
+					EnvoyInternalAddress: &corev3.EnvoyInternalAddress{
+						AddressNameSpecifier: &corev3.EnvoyInternalAddress_ServerListenerName{
+							ServerListenerName: ActivatorListenerName,
+						},
+					},
+				}},
+			}},
+		}}}},
+	})
+}

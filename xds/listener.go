@@ -1,0 +1,123 @@
+package xds
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+const hcmFilterName = "envoy.filters.network.http_connection_manager"
+
+// routerFilter returns the terminal router HTTP filter.
+func routerFilter() (*hcmv3.HttpFilter, error) {
+	a, err := toAny(&routerv3.Router{})
+	if err != nil {
+		return nil, err
+	}
+	return &hcmv3.HttpFilter{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}}, nil
+}
+
+// hcmListener wraps an HCM in a listener with one filter chain.
+func hcmListener(l *listenerv3.Listener, hcm *hcmv3.HttpConnectionManager) (*listenerv3.Listener, error) {
+	a, err := toAny(hcm)
+	if err != nil {
+		return nil, err
+	}
+	l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
+		Name:       hcmFilterName,
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: a},
+	}}}}
+	return validated(l)
+}
+
+// HTTPListener returns listener thaw_http: the data-plane entry point on
+// cfg.HTTPAddress:cfg.HTTPPort, routes from RDS (route configuration
+// thaw_http over ADS). The Host header's port is ignored when matching
+// virtual hosts, and the client address is taken from the connection
+// (use_remote_address), so x-forwarded-for from a client is not trusted.
+func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
+	router, err := routerFilter()
+	if err != nil {
+		return nil, err
+	}
+	hcm := &hcmv3.HttpConnectionManager{
+		StatPrefix: HTTPListenerName,
+		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    adsConfigSource(),
+			RouteConfigName: HTTPListenerName,
+		}},
+		HttpFilters:      []*hcmv3.HttpFilter{router},
+		UseRemoteAddress: wrapperspb.Bool(true),
+		StripPortMode:    &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
+	}
+	return hcmListener(&listenerv3.Listener{
+		Name: HTTPListenerName,
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address:       cfg.HTTPAddress,
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: cfg.HTTPPort},
+		}}},
+	}, hcm)
+}
+
+// ExtProcFilter returns the ext_proc HTTP filter of the activator listener:
+// request headers only, fail closed (5xx when the service is unreachable or
+// late), per-message timeout cfg.ExtProcMessageTimeout that the activator
+// may extend up to cfg.HoldBudget with override_message_timeout, and
+// permission to write dynamic metadata in namespace thaw.activator only.
+func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) {
+	a, err := toAny(&extprocv3.ExternalProcessor{
+		GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
+			EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: ExtProcClusterName},
+		}},
+		FailureModeAllow: false,
+		ProcessingMode: &extprocv3.ProcessingMode{
+			RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
+			ResponseHeaderMode:  extprocv3.ProcessingMode_SKIP,
+			RequestBodyMode:     extprocv3.ProcessingMode_NONE,
+			ResponseBodyMode:    extprocv3.ProcessingMode_NONE,
+			RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
+			ResponseTrailerMode: extprocv3.ProcessingMode_SKIP,
+		},
+		MessageTimeout:    durationpb.New(cfg.ExtProcMessageTimeout),
+		MaxMessageTimeout: durationpb.New(cfg.HoldBudget),
+		MetadataOptions: &extprocv3.MetadataOptions{
+			ReceivingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{MetadataNamespace}},
+		},
+		AllowModeOverride: false,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &hcmv3.HttpFilter{Name: "envoy.filters.http.ext_proc", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}}, nil
+}
+
+// ActivatorListener returns the internal listener thaw_activator that
+// proxy-mode endpoints point at: ext_proc (the activator chooses a backend
+// and writes it to dynamic metadata), then the router to
+// thaw_activator_dst. The x-thaw-revision header set by thaw_http's route is
+// left in place so backends see the same header in both modes.
+func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
+	extProc, err := ExtProcFilter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	router, err := routerFilter()
+	if err != nil {
+		return nil, err
+	}
+	hcm := &hcmv3.HttpConnectionManager{
+		StatPrefix:     ActivatorListenerName,
+		CodecType:      hcmv3.HttpConnectionManager_AUTO,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: ActivatorRouteConfiguration(cfg)},
+		HttpFilters:    []*hcmv3.HttpFilter{extProc, router},
+	}
+	return hcmListener(&listenerv3.Listener{
+		Name:              ActivatorListenerName,
+		ListenerSpecifier: &listenerv3.Listener_InternalListener{InternalListener: &listenerv3.Listener_InternalListenerConfig{}},
+	}, hcm)
+}

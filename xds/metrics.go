@@ -1,0 +1,60 @@
+package xds
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the xds server's Prometheus metrics, registered on the
+// Registerer passed to NewServer.
+type metrics struct {
+	// connectedNodes is the number of open xDS streams (normally one per
+	// Envoy).
+	connectedNodes prometheus.Gauge
+	// pushes counts responses sent, by short type name.
+	pushes *prometheus.CounterVec
+	// nacks counts rejected responses, by short type name.
+	nacks *prometheus.CounterVec
+	// flipToAck observes seconds from putting a changed
+	// ClusterLoadAssignment in the cache to the last connected node's ACK.
+	flipToAck prometheus.Histogram
+	// applySeconds observes seconds to translate and apply one registry
+	// snapshot (including make-before-break waits).
+	applySeconds prometheus.Histogram
+	// skipped is the number of revisions left out of the last translation.
+	skipped prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		connectedNodes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "connected_nodes",
+			Help: "Open xDS streams (normally one per Envoy).",
+		}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "pushes_total",
+			Help: "xDS responses sent, by resource type.",
+		}, []string{"type"}),
+		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "nacks_total",
+			Help: "xDS responses rejected by Envoy, by resource type.",
+		}, []string{"type"}),
+		flipToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "flip_to_ack_seconds",
+			Help:    "Seconds from a ClusterLoadAssignment change (mode flip or backend change) to the ACK of the last connected Envoy.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "snapshot_apply_seconds",
+			Help:    "Seconds to translate and apply one registry snapshot to the xDS caches.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		skipped: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "skipped_revisions",
+			Help: "Revisions left out of the last translation (host collisions).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connectedNodes, m.pushes, m.nacks, m.flipToAck, m.applySeconds, m.skipped)
+	}
+	return m
+}

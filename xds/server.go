@@ -1,0 +1,237 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// ErrAlreadyRunning is returned by Run when another Run is in progress.
+var ErrAlreadyRunning = errors.New("xds: server already running")
+
+// resourceTypes are the types thaw serves, in make-before-break order.
+var resourceTypes = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType, resourcev3.RouteType}
+
+// ServerOptions configures NewServer.
+type ServerOptions struct {
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+	// Config is used for every translation; it is validated by Run.
+	Config Config
+	// Registerer receives the server's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+}
+
+// Server is thaw's xDS control plane: it follows the revision registry,
+// translates each snapshot, applies the difference to per-type
+// go-control-plane LinearCaches (so a mode flip sends one
+// ClusterLoadAssignment), serves them over ADS (delta and state of the
+// world) and tracks per stream which versions Envoy ACKed or NACKed.
+type Server struct {
+	log     *zap.Logger
+	cfg     Config
+	clock   clock.Clock
+	metrics *metrics
+	caches  map[string]*cachev3.LinearCache
+	gate    *gatedCache
+	xds     serverv3.Server
+	stop    context.CancelFunc
+	tracker *tracker
+	notify  *notifier
+	running atomic.Bool
+
+	// Owned by the Run goroutine.
+	applied  map[string]map[string]types.Resource
+	versions map[string]map[string]string
+
+	mu      sync.RWMutex
+	revs    map[revision.Key]appliedRevision
+	skipped map[revision.Key]error
+	// first holds type → name → version of the first applied snapshot;
+	// written once before the gate opens, read-only afterwards.
+	first   map[string]map[string]string
+	flipsMu sync.Mutex
+	flips   map[string]flip
+
+	firstAck     chan struct{}
+	firstAckOnce sync.Once
+}
+
+// appliedRevision is what the caches hold for one revision.
+type appliedRevision struct {
+	generation uint64
+	cla        string
+	claVersion string
+}
+
+// flip is a ClusterLoadAssignment change waiting for the last ACK.
+type flip struct {
+	version string
+	start   time.Time
+}
+
+// NewServer returns a Server with empty caches. Register it on a gRPC
+// server, then call Run; streams are held unanswered until Run has applied
+// the first Synced snapshot.
+func NewServer(opts ServerOptions) *Server {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	s := &Server{
+		log:      opts.Logger,
+		cfg:      opts.Config,
+		clock:    opts.Clock,
+		metrics:  newMetrics(opts.Registerer),
+		caches:   map[string]*cachev3.LinearCache{},
+		tracker:  newTracker(),
+		notify:   newNotifier(),
+		applied:  map[string]map[string]types.Resource{},
+		versions: map[string]map[string]string{},
+		revs:     map[revision.Key]appliedRevision{},
+		skipped:  map[revision.Key]error{},
+		flips:    map[string]flip{},
+		firstAck: make(chan struct{}),
+	}
+	mux := &cachev3.MuxCache{
+		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
+		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
+		Caches:        map[string]cachev3.Cache{},
+	}
+	for _, typ := range resourceTypes {
+		c := cachev3.NewLinearCache(typ)
+		s.caches[typ] = c
+		mux.Caches[typ] = c
+		s.applied[typ] = map[string]types.Resource{}
+		s.versions[typ] = map[string]string{}
+	}
+	s.gate = newGatedCache(mux)
+	// The context only ends the go-control-plane streams when Run returns.
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	s.xds = serverv3.NewServer(ctx, s.gate, &callbacks{s: s})
+	return s
+}
+
+// Register adds the ADS service (delta and state of the world) to g.
+func (s *Server) Register(g *grpc.Server) {
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s.xds)
+}
+
+// Run follows reg until ctx ends: it waits for the first Synced snapshot,
+// applies it, opens the caches to Envoy, then applies every later
+// snapshot. It returns nil when ctx ends (open streams are then closed),
+// an error wrapping ErrInvalidConfig for a bad Config, or ErrAlreadyRunning.
+// Translation problems of single revisions are logged and reported by
+// Status; they never stop Run.
+func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	if !s.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer s.stop()
+	var last uint64
+	opened := false
+	for {
+		ch := reg.Changed()
+		snap := reg.Snapshot()
+		if snap.Synced && (!opened || snap.Version != last) {
+			if err := s.apply(ctx, snap, !opened); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			last = snap.Version
+			if !opened {
+				opened = true
+				if err := s.gate.open(); err != nil {
+					s.log.Error("releasing held xDS watches", zap.Error(err))
+				}
+				s.log.Info("xDS caches open", zap.Uint64("snapshot", snap.Version),
+					zap.Int("revisions", len(snap.Revisions)))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ch:
+		}
+	}
+}
+
+// ConfirmedEverywhere reports whether every connected Envoy has ACKed the
+// ClusterLoadAssignment the server built from the revision at a Generation
+// >= generation, with no newer one in flight. It is false when no Envoy is
+// connected (scale to zero must not proceed blind), when the server has
+// not applied that generation yet, or when the revision is unknown or was
+// skipped. Cheap: safe to call per revision on every autoscaler tick.
+func (s *Server) ConfirmedEverywhere(key revision.Key, generation uint64) bool {
+	s.mu.RLock()
+	ar, ok := s.revs[key]
+	s.mu.RUnlock()
+	if !ok || ar.generation < generation {
+		return false
+	}
+	return s.tracker.ackedEverywhere(resourcev3.EndpointType, ar.cla, ar.claVersion)
+}
+
+// WaitConfirmed blocks until ConfirmedEverywhere(key, generation) holds and
+// returns nil, or returns ctx.Err().
+func (s *Server) WaitConfirmed(ctx context.Context, key revision.Key, generation uint64) error {
+	for {
+		ch := s.notify.wait()
+		if s.ConfirmedEverywhere(key, generation) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// WaitFirstAck blocks until some connected Envoy has ACKed every resource
+// of the first applied snapshot (any version of each, resources deleted
+// since excepted) and returns nil, or returns ctx.Err(). `thaw local`
+// waits on it before declaring the data plane ready.
+func (s *Server) WaitFirstAck(ctx context.Context) error {
+	select {
+	case <-s.firstAck:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hashOf returns the version go-control-plane's delta protocol gives a
+// resource: the SHA-256 of its deterministic encoding.
+func hashOf(r types.Resource) (string, error) {
+	b, err := cachev3.MarshalResource(r)
+	if err != nil {
+		return "", fmt.Errorf("marshal %s: %w", cachev3.GetResourceName(r), err)
+	}
+	return cachev3.HashResource(b), nil
+}

@@ -1,0 +1,322 @@
+package xds
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+)
+
+// maxNACKsPerType bounds the NACK history kept per stream and type.
+const maxNACKsPerType = 8
+
+// streamKey identifies one xDS stream; delta and state-of-the-world stream
+// ids are counted separately by go-control-plane.
+type streamKey struct {
+	delta bool
+	id    int64
+}
+
+// NACK is one rejected response: which node, which resource type, which
+// resources the response carried (names), Envoy's error message and when.
+type NACK struct {
+	Node    string
+	TypeURL string
+	// Resources are the names in the rejected response (updated or
+	// removed). Names of resources a later response got ACKed are dropped;
+	// a NACK with no names left is forgotten.
+	Resources []string
+	Message   string
+	At        time.Time
+}
+
+// streamState is what one stream has been sent and has acknowledged.
+type streamState struct {
+	key         streamKey
+	nodeID      string
+	cluster     string
+	connectedAt time.Time
+	// sent maps a response nonce to what it carried, until ACK or NACK.
+	sent map[string]*sentResponse
+	// acked maps type URL → resource name → the version (content hash) the
+	// node last ACKed.
+	acked map[string]map[string]string
+	// pending counts, per type and name, responses carrying the name that
+	// are not yet ACKed or NACKed.
+	pending map[string]map[string]int
+	nacks   map[string][]*NACK
+}
+
+// sentResponse is one response as tracked: resource names with versions,
+// and removed names.
+type sentResponse struct {
+	typeURL  string
+	names    []string
+	versions []string
+	removed  []string
+	sentAt   time.Time
+}
+
+// tracker records per stream which resource versions were sent, ACKed and
+// NACKed. It is fed by the server callbacks; all methods are safe for
+// concurrent use.
+type tracker struct {
+	mu      sync.RWMutex
+	streams map[streamKey]*streamState
+}
+
+func newTracker() *tracker {
+	return &tracker{streams: map[streamKey]*streamState{}}
+}
+
+func (t *tracker) open(k streamKey, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.streams[k] = &streamState{key: k, connectedAt: now, sent: map[string]*sentResponse{},
+		acked: map[string]map[string]string{}, pending: map[string]map[string]int{}, nacks: map[string][]*NACK{}}
+}
+
+// close forgets a stream: a disconnected node no longer counts.
+func (t *tracker) close(k streamKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.streams, k)
+}
+
+// setNode records the node of a stream (first request only carries it).
+func (t *tracker) setNode(k streamKey, id, cluster string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.streams[k]; s != nil && s.nodeID == "" {
+		s.nodeID, s.cluster = id, cluster
+	}
+}
+
+func (t *tracker) nodeID(k streamKey) string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if s := t.streams[k]; s != nil {
+		return s.nodeID
+	}
+	return ""
+}
+
+// sent records a response about to be sent.
+func (t *tracker) sent(k streamKey, nonce string, r *sentResponse) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streams[k]
+	if s == nil {
+		return
+	}
+	s.sent[nonce] = r
+	p := s.pending[r.typeURL]
+	if p == nil {
+		p = map[string]int{}
+		s.pending[r.typeURL] = p
+	}
+	for _, n := range r.names {
+		p[n]++
+	}
+	for _, n := range r.removed {
+		p[n]++
+	}
+}
+
+// settle removes a response from the pending set and returns it, or nil
+// for an unknown nonce (already settled, or from before a reconnect).
+func (s *streamState) settle(nonce string) *sentResponse {
+	r := s.sent[nonce]
+	if r == nil {
+		return nil
+	}
+	delete(s.sent, nonce)
+	p := s.pending[r.typeURL]
+	dec := func(n string) {
+		if p[n] <= 1 {
+			delete(p, n)
+		} else {
+			p[n]--
+		}
+	}
+	for _, n := range r.names {
+		dec(n)
+	}
+	for _, n := range r.removed {
+		dec(n)
+	}
+	return r
+}
+
+// ack records that the stream accepted the response with nonce. It returns
+// the response, or nil when the nonce is unknown.
+func (t *tracker) ack(k streamKey, nonce string) *sentResponse {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streams[k]
+	if s == nil {
+		return nil
+	}
+	r := s.settle(nonce)
+	if r == nil {
+		return nil
+	}
+	a := s.acked[r.typeURL]
+	if a == nil {
+		a = make(map[string]string, len(r.names))
+		s.acked[r.typeURL] = a
+	}
+	for i, n := range r.names {
+		a[n] = r.versions[i]
+	}
+	for _, n := range r.removed {
+		delete(a, n)
+	}
+	s.clearNACKs(r)
+	return r
+}
+
+// clearNACKs drops names that were just ACKed from earlier NACKs.
+func (s *streamState) clearNACKs(r *sentResponse) {
+	list := s.nacks[r.typeURL]
+	if len(list) == 0 {
+		return
+	}
+	done := make(map[string]bool, len(r.names)+len(r.removed))
+	for _, n := range r.names {
+		done[n] = true
+	}
+	for _, n := range r.removed {
+		done[n] = true
+	}
+	kept := list[:0]
+	for _, nk := range list {
+		left := nk.Resources[:0:0]
+		for _, n := range nk.Resources {
+			if !done[n] {
+				left = append(left, n)
+			}
+		}
+		if len(left) > 0 {
+			nk.Resources = left
+			kept = append(kept, nk)
+		}
+	}
+	s.nacks[r.typeURL] = kept
+}
+
+// nack records that the stream rejected the response with nonce. It
+// returns the NACK record, or nil when the nonce is unknown.
+func (t *tracker) nack(k streamKey, nonce, message string, now time.Time) *NACK {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streams[k]
+	if s == nil {
+		return nil
+	}
+	r := s.settle(nonce)
+	if r == nil {
+		return nil
+	}
+	names := make([]string, 0, len(r.names)+len(r.removed))
+	names = append(append(names, r.names...), r.removed...)
+	sort.Strings(names)
+	nk := &NACK{Node: s.nodeID, TypeURL: r.typeURL, Resources: names, Message: message, At: now}
+	list := append(s.nacks[r.typeURL], nk)
+	if len(list) > maxNACKsPerType {
+		list = list[len(list)-maxNACKsPerType:]
+	}
+	s.nacks[r.typeURL] = list
+	return nk
+}
+
+// ackedEverywhere reports whether at least one stream is connected and
+// every connected stream has ACKed version of the named resource with
+// nothing newer in flight for it.
+func (t *tracker) ackedEverywhere(typeURL, name, version string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if len(t.streams) == 0 {
+		return false
+	}
+	for _, s := range t.streams {
+		if !s.ackedCurrent(typeURL, name, version) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *streamState) ackedCurrent(typeURL, name, version string) bool {
+	return s.acked[typeURL][name] == version && s.pending[typeURL][name] == 0
+}
+
+// allAcked reports whether every stream that subscribed to typeURL (ACKed
+// something of it) has ACKed each name at its version, or gave up waiting
+// because it no longer exists. Streams that have not reached typeURL yet
+// will receive the current state anyway and are not waited for.
+func (t *tracker) allAcked(typeURL string, want map[string]string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range t.streams {
+		if len(s.acked[typeURL]) == 0 && len(s.pending[typeURL]) == 0 {
+			continue
+		}
+		for n, v := range want {
+			if !s.ackedCurrent(typeURL, n, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// covers reports whether stream k has ACKed some version of every name in
+// want (type URL → names).
+func (t *tracker) covers(k streamKey, want map[string]map[string]string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.streams[k]
+	if s == nil {
+		return false
+	}
+	for typ, names := range want {
+		a := s.acked[typ]
+		if len(a) < len(names) {
+			return false
+		}
+	}
+	for typ, names := range want {
+		a := s.acked[typ]
+		for n := range names {
+			if _, ok := a[n]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// count returns the number of connected streams.
+func (t *tracker) count() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.streams)
+}
+
+// typeNames maps type URLs to the short names status output uses.
+var typeNames = map[string]string{
+	resourcev3.ListenerType: "listeners",
+	resourcev3.RouteType:    "routes",
+	resourcev3.ClusterType:  "clusters",
+	resourcev3.EndpointType: "endpoints",
+}
+
+// shortType returns the short name of a type URL ("endpoints"), or the URL.
+func shortType(typeURL string) string {
+	if n, ok := typeNames[typeURL]; ok {
+		return n
+	}
+	return typeURL
+}

@@ -1,0 +1,249 @@
+package xds
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// testConfig is the config every golden file uses.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.HTTPAddress = "127.0.0.1"
+	cfg.HTTPPort = 18080
+	return cfg
+}
+
+// rev returns a valid revision for tests.
+func rev(ns, name string, mode revision.Mode, hosts []string, backends ...revision.Backend) *revision.Revision {
+	spec := revision.DefaultSpec()
+	spec.Hosts = hosts
+	spec.Port = 8000
+	return &revision.Revision{Key: revision.Key{Namespace: ns, Name: name}, Spec: spec, Mode: mode,
+		Backends: backends, DesiredScale: -1, Generation: 1}
+}
+
+func snapshotOf(revs ...*revision.Revision) *revision.Snapshot {
+	s := &revision.Snapshot{Version: 1, Synced: true, Revisions: map[revision.Key]*revision.Revision{}, Invalid: map[revision.Key]error{}}
+	for _, r := range revs {
+		s.Revisions[r.Key] = r
+	}
+	return s
+}
+
+func ready(addr string, port int32) revision.Backend {
+	return revision.Backend{Address: addr, Port: port, Ready: true}
+}
+
+func TestTranslateGolden(t *testing.T) {
+	tests := []struct {
+		name    string
+		snap    *revision.Snapshot
+		wantErr error
+	}{
+		{name: "empty", snap: snapshotOf()},
+		{name: "serve", snap: snapshotOf(rev("default", "hello", revision.ModeServe, []string{"hello.example.com"},
+			ready("10.0.0.1", 8080), revision.Backend{Address: "10.0.0.2", Port: 8080}, ready("10.0.0.3", 0)))},
+		{name: "proxy", snap: snapshotOf(rev("default", "hello", revision.ModeProxy, []string{"hello.example.com"},
+			ready("10.0.0.1", 8080)))},
+		{name: "several", snap: snapshotOf(
+			rev("team-b", "api", revision.ModeServe, []string{"API.example.com", "*.api.example.com"}, ready("10.0.1.1", 9000)),
+			rev("team-a", "web.v2", revision.ModeProxy, []string{"web.example.com"}),
+			rev("team-a", "batch", revision.ModeServe, []string{"batch.example.com"}, ready("fd00::1", 8080), ready("10.0.2.1", 8080)),
+		)},
+		{name: "no_backends", snap: snapshotOf(rev("default", "cold", revision.ModeServe, []string{"cold.example.com"},
+			revision.Backend{Address: "10.0.0.9", Port: 8080, Ready: false}))},
+		{name: "host_collision", wantErr: ErrHostCollision, snap: snapshotOf(
+			rev("b", "second", revision.ModeServe, []string{"dup.example.com", "only-b.example.com"}, ready("10.0.0.2", 80)),
+			rev("a", "first", revision.ModeServe, []string{"DUP.example.com"}, ready("10.0.0.1", 80)),
+			rev("c", "third", revision.ModeProxy, []string{"c.example.com"}),
+		)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Translate(tt.snap, testConfig())
+			if tt.wantErr == nil && err != nil {
+				t.Fatalf("Translate: %v", err)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Translate error = %v, want errors.Is %v", err, tt.wantErr)
+			}
+			if res == nil {
+				t.Fatal("Translate returned nil resources")
+			}
+			checkGolden(t, filepath.Join("testdata", "translate_"+tt.name+".yaml"), goldenYAML(t, res))
+		})
+	}
+}
+
+func TestTranslateHostCollisionNamesBoth(t *testing.T) {
+	snap := snapshotOf(
+		rev("b", "second", revision.ModeServe, []string{"dup.example.com"}),
+		rev("a", "first", revision.ModeServe, []string{"dup.example.com"}),
+	)
+	res, err := Translate(snap, testConfig())
+	var hc *HostCollisionError
+	if !errors.As(err, &hc) {
+		t.Fatalf("error = %v, want a *HostCollisionError", err)
+	}
+	want := HostCollisionError{Host: "dup.example.com", Kept: revision.Key{Namespace: "a", Name: "first"},
+		Skipped: revision.Key{Namespace: "b", Name: "second"}}
+	if *hc != want {
+		t.Errorf("collision = %+v, want %+v", *hc, want)
+	}
+	for _, s := range []string{"a/first", "b/second", "dup.example.com"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %q", err, s)
+		}
+	}
+	if _, ok := res.Skipped[want.Skipped]; !ok || len(res.Skipped) != 1 {
+		t.Errorf("Skipped = %v, want only %s", res.Skipped, want.Skipped)
+	}
+	if len(res.Clusters) != 2 || res.Clusters[0].GetName() != "rev_a_first" {
+		t.Errorf("clusters = %v, want rev_a_first and thaw_activator_dst", names(res))
+	}
+}
+
+func TestTranslateClusterNameCollision(t *testing.T) {
+	snap := snapshotOf(
+		rev("a", "b.c", revision.ModeProxy, []string{"one.example.com"}),
+		rev("a", "b_c", revision.ModeProxy, []string{"two.example.com"}),
+	)
+	res, err := Translate(snap, testConfig())
+	if !errors.Is(err, ErrNameCollision) {
+		t.Fatalf("error = %v, want ErrNameCollision", err)
+	}
+	if _, ok := res.Skipped[revision.Key{Namespace: "a", Name: "b_c"}]; !ok {
+		t.Errorf("Skipped = %v, want a/b_c", res.Skipped)
+	}
+}
+
+func TestTranslateDeterministic(t *testing.T) {
+	var revs []*revision.Revision
+	for _, n := range []string{"e", "d", "c", "b", "a", "f", "g"} {
+		revs = append(revs, rev("ns", n, revision.ModeServe, []string{n + ".example.com"}, ready("10.0.0.1", 80)))
+	}
+	first, err := Translate(snapshotOf(revs...), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		again, err := Translate(snapshotOf(revs...), testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first, again, protocmp.Transform()); diff != "" {
+			t.Fatalf("run %d differs (-first +again):\n%s", i, diff)
+		}
+	}
+}
+
+func TestTranslateInvalidConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.HTTPPort = 0
+	if _, err := Translate(snapshotOf(), cfg); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("error = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestClusterName(t *testing.T) {
+	tests := []struct {
+		key  revision.Key
+		want string
+	}{
+		{revision.Key{Namespace: "default", Name: "hello"}, "rev_default_hello"},
+		{revision.Key{Namespace: "team-a", Name: "web.v2"}, "rev_team-a_web_v2"},
+		{revision.Key{Namespace: "local", Name: "a/b"}, "rev_local_a_b"},
+	}
+	for _, tt := range tests {
+		if got := ClusterName(tt.key); got != tt.want || strings.Contains(got, ".") {
+			t.Errorf("ClusterName(%v) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func names(r *Resources) []string {
+	var out []string
+	for _, c := range r.Clusters {
+		out = append(out, c.GetName())
+	}
+	return out
+}
+
+// goldenYAML renders resources as YAML: protojson (Envoy field names) for
+// each message, normalised through encoding/json so protojson's randomised
+// whitespace never reaches the file.
+func goldenYAML(t *testing.T, r *Resources) []byte {
+	t.Helper()
+	doc := map[string]any{}
+	add := func(key string, msgs ...proto.Message) {
+		list := make([]json.RawMessage, 0, len(msgs))
+		for _, m := range msgs {
+			b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+			if err != nil {
+				t.Fatalf("marshal %T: %v", m, err)
+			}
+			list = append(list, b)
+		}
+		doc[key] = list
+	}
+	add("listeners", toMessages(r.Listeners)...)
+	add("routes", toMessages(r.Routes)...)
+	add("clusters", toMessages(r.Clusters)...)
+	add("endpoints", toMessages(r.Endpoints)...)
+	skipped := map[string]string{}
+	for k, err := range r.Skipped {
+		skipped[k.String()] = err.Error()
+	}
+	doc["skipped"] = skipped
+	j, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+func toMessages[M proto.Message](in []M) []proto.Message {
+	out := make([]proto.Message, len(in))
+	for i, m := range in {
+		out[i] = m
+	}
+	return out
+}
+
+// checkGolden compares got with the golden file, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got; rerun with -update if intended):\n%s", path, diff)
+	}
+}
