@@ -143,13 +143,9 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	for key, err := range p.opts.Config.Invalid {
 		reg.SetInvalid(key, err)
-		p.log.Error("invalid revision", zap.String("revision", key.String()), zap.Error(err))
 	}
 	for _, err := range p.opts.Config.Errors {
-		var rerr *RevisionError
-		if errors.As(err, &rerr) && rerr.Revision[0] == '#' {
-			p.log.Error("invalid revision", zap.Error(err))
-		}
+		p.log.Error("invalid revision: not started", zap.Error(err))
 	}
 	reg.SetSynced()
 	p.runCtx = ctx

@@ -246,3 +246,25 @@ func readPid(t *testing.T, path string) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestScaleDownPrefersNotReady: with an older instance that never becomes
+// ready and a newer ready one, scaling down stops the one that is not ready.
+func TestScaleDownPrefersNotReady(t *testing.T) {
+	rev := workloadRev(t, "pref", nil)
+	rev.Command = []string{"sh", "-c", `if [ "$THAW_INSTANCE" = pref-1 ]; then exec sleep 100; fi; exec "$0" --port "$1"`, workloadBin, PortPlaceholder}
+	h := startPlatform(t, configOf(rev), nil)
+
+	h.setScale(rev.Key, 2)
+	ready := h.waitBackends(rev.Key, 1)[0]
+	h.setScale(rev.Key, 1)
+	stopped := h.waitLogs("process stopped", 1)[0].ContextMap()
+	if stopped["instance"] != "pref-1" {
+		t.Errorf("stopped instance %v, want pref-1 (not ready)", stopped["instance"])
+	}
+	if got := h.reg.Snapshot().Get(rev.Key).ReadyBackends(); len(got) != 1 || got[0] != ready {
+		t.Errorf("backends = %v, want %v", got, ready)
+	}
+	if cur, n, _ := h.p.GetScale(context.Background(), rev.Key); cur != 1 || n != 1 {
+		t.Errorf("GetScale = %d, %d; want 1, 1", cur, n)
+	}
+}
