@@ -33,7 +33,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&g.dev, "dev", false, "human-readable console logs instead of JSON")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newVersionCmd(), newLocalCmd(g), newRunCmd(g), newStatusCmd())
+	root.AddCommand(newVersionCmd(), newLocalCmd(g), newRunCmd(g), newStatusCmd(), newEnvoyBootstrapCmd())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(g))
 	}
