@@ -33,7 +33,9 @@ func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, 
 	c := &change{typeURL: typeURL, upd: map[string]types.Resource{}, ver: map[string]string{}}
 	for name, r := range want {
 		old, ok := have[name]
-		if ok && proto.Equal(old, r) {
+		// The translator reuses unchanged resources: same pointer, no
+		// need to compare.
+		if ok && (old == r || proto.Equal(old, r)) {
 			continue
 		}
 		v, err := hashOf(r)
@@ -96,7 +98,18 @@ func (s *Server) remove(c *change) error {
 // The first apply (before the caches open) skips the waits.
 func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool) error {
 	start := s.clock.Now()
-	res, err := Translate(snap, s.cfg)
+	if !first {
+		s.mu.RLock()
+		skipped := s.skipped
+		s.mu.RUnlock()
+		changed, ok, err := s.tr.endpointChanges(s.prevSnap, snap, skipped)
+		if err == nil && ok {
+			s.prevSnap = snap
+			return s.applyEndpoints(changed, start)
+		}
+	}
+	s.prevSnap = snap
+	res, err := s.tr.translate(snap)
 	if res == nil {
 		return fmt.Errorf("translate snapshot %d: %w", snap.Version, err)
 	}
@@ -149,6 +162,40 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	return ctx.Err()
 }
 
+// applyEndpoints is apply's fast path (see translator.endpointChanges):
+// only the changed revisions' ClusterLoadAssignments are compared and
+// updated, in one cache update.
+func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) error {
+	eds := &change{typeURL: resourcev3.EndpointType, upd: map[string]types.Resource{}, ver: map[string]string{}}
+	have := s.applied[resourcev3.EndpointType]
+	for _, r := range changed {
+		cla := s.tr.memo[r.Key].res.cla
+		name := cla.GetClusterName()
+		if old := have[name]; old == cla || proto.Equal(old, cla) {
+			continue
+		}
+		v, err := hashOf(cla)
+		if err != nil {
+			return err
+		}
+		eds.upd[name], eds.ver[name] = cla, v
+	}
+	if err := s.upsert(eds); err != nil {
+		return err
+	}
+	versions := s.versions[resourcev3.EndpointType]
+	s.mu.Lock()
+	for _, r := range changed {
+		name := ClusterName(r.Key)
+		s.revs[r.Key] = appliedRevision{generation: r.Generation, cla: name, claVersion: versions[name]}
+	}
+	s.mu.Unlock()
+	s.startFlips(eds, false, start)
+	s.metrics.applySeconds.Observe(s.clock.Since(start).Seconds())
+	s.notify.broadcast()
+	return nil
+}
+
 // publish makes the revisions' applied generations visible to
 // ConfirmedEverywhere (after their endpoints are in the cache) and starts
 // flip-to-ACK timers for changed ClusterLoadAssignments.
@@ -167,7 +214,13 @@ func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, f
 	s.skipped = res.Skipped
 	s.mu.Unlock()
 	s.metrics.skipped.Set(float64(len(res.Skipped)))
+	s.startFlips(eds, first, start)
+	s.notify.broadcast()
+}
 
+// startFlips starts flip-to-ACK timers for changed (not added)
+// ClusterLoadAssignments and drops those of deleted ones.
+func (s *Server) startFlips(eds *change, first bool, start time.Time) {
 	s.flipsMu.Lock()
 	added := make(map[string]bool, len(eds.added))
 	for _, n := range eds.added {
@@ -182,7 +235,6 @@ func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, f
 		delete(s.flips, name)
 	}
 	s.flipsMu.Unlock()
-	s.notify.broadcast()
 }
 
 // waitStage waits until every stream following typeURL ACKed want, for at

@@ -58,6 +58,8 @@ type Server struct {
 	running atomic.Bool
 
 	// Owned by the Run goroutine.
+	tr       *translator
+	prevSnap *revision.Snapshot
 	applied  map[string]map[string]types.Resource
 	versions map[string]map[string]string
 
@@ -151,6 +153,11 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 		return ErrAlreadyRunning
 	}
 	defer s.stop()
+	tr, err := newTranslator(&s.cfg)
+	if err != nil {
+		return err
+	}
+	s.tr = tr
 	var last uint64
 	opened := false
 	for {

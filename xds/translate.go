@@ -106,10 +106,37 @@ func Translate(snap *revision.Snapshot, cfg Config) (*Resources, error) {
 	return t.translate(snap)
 }
 
-// translator holds the pieces shared by every revision of one translation.
+// translator holds the pieces shared by every revision of one
+// translation. The server keeps one across snapshots: it reuses the
+// resources of revisions whose routing inputs (hosts, port, mode, backends)
+// did not change, and the route configuration when no virtual host
+// changed, so a mode flip at 10,000 revisions rebuilds one
+// ClusterLoadAssignment, and unchanged resources keep their pointers (the
+// server's diff then skips them without proto.Equal).
 type translator struct {
-	cfg *Config
-	ts  *corev3.TransportSocket
+	cfg    *Config
+	ts     *corev3.TransportSocket
+	shared sharedResources
+	memo   map[revision.Key]*memoEntry
+	// prevVhosts and prevRoute are the last route configuration and the
+	// virtual hosts it was built from.
+	prevVhosts []*routev3.VirtualHost
+	prevRoute  *routev3.RouteConfiguration
+}
+
+// sharedResources are the resources that depend only on Config.
+type sharedResources struct {
+	httpListener, activatorListener *listenerv3.Listener
+	activatorDst                    *clusterv3.Cluster
+}
+
+// memoEntry is one revision's last translation and its inputs.
+type memoEntry struct {
+	domains  []string
+	port     int32
+	mode     revision.Mode
+	backends []revision.Backend
+	res      *revisionResources
 }
 
 func newTranslator(cfg *Config) (*translator, error) {
@@ -117,7 +144,17 @@ func newTranslator(cfg *Config) (*translator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &translator{cfg: cfg, ts: ts}, nil
+	t := &translator{cfg: cfg, ts: ts, memo: map[revision.Key]*memoEntry{}}
+	if t.shared.httpListener, err = HTTPListener(cfg); err != nil {
+		return nil, err
+	}
+	if t.shared.activatorListener, err = ActivatorListener(cfg); err != nil {
+		return nil, err
+	}
+	if t.shared.activatorDst, err = ActivatorDstCluster(cfg); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // revisionResources are the per-revision parts of a translation.
@@ -129,11 +166,14 @@ type revisionResources struct {
 
 func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 	revs := snap.Sorted()
-	out := &Resources{Skipped: map[revision.Key]error{}}
+	out := &Resources{Skipped: map[revision.Key]error{},
+		Clusters:  make([]*clusterv3.Cluster, 0, len(revs)+1),
+		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(revs))}
 	var errs []error
 	owner := make(map[string]revision.Key, len(revs))
 	clusterOwner := make(map[string]revision.Key, len(revs))
 	vhosts := make([]*routev3.VirtualHost, 0, len(revs))
+	memo := make(map[revision.Key]*memoEntry, len(revs))
 	for _, rev := range revs {
 		domains, err := claimHosts(owner, rev)
 		if k, taken := clusterOwner[ClusterName(rev.Key)]; taken && err == nil {
@@ -145,30 +185,50 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 			errs = append(errs, err)
 			continue
 		}
-		rr, err := t.revision(rev, domains)
+		m, err := t.revision(rev, domains)
 		if err != nil {
 			err = fmt.Errorf("revision %s: %w", rev.Key, err)
 			out.Skipped[rev.Key] = err
 			errs = append(errs, err)
 			continue
 		}
+		memo[rev.Key] = m
 		for _, d := range domains {
 			owner[d] = rev.Key
 		}
 		clusterOwner[ClusterName(rev.Key)] = rev.Key
-		vhosts = append(vhosts, rr.vhost)
-		out.Clusters = append(out.Clusters, rr.cluster)
-		out.Endpoints = append(out.Endpoints, rr.cla)
+		vhosts = append(vhosts, m.res.vhost)
+		out.Clusters = append(out.Clusters, m.res.cluster)
+		out.Endpoints = append(out.Endpoints, m.res.cla)
 	}
-	if err := t.shared(out, vhosts); err != nil {
+	t.memo = memo
+	rc, err := t.routeConfiguration(vhosts)
+	if err != nil {
 		return nil, err
 	}
+	out.Routes = []*routev3.RouteConfiguration{rc}
+	out.Listeners = []*listenerv3.Listener{t.shared.activatorListener, t.shared.httpListener}
+	out.Clusters = append(out.Clusters, t.shared.activatorDst)
 	slices.SortFunc(out.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortFunc(out.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
 	})
 	slices.SortFunc(out.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	return out, errors.Join(errs...)
+}
+
+// routeConfiguration returns the previous route configuration when the
+// virtual hosts are the same (pointer for pointer), else a new one.
+func (t *translator) routeConfiguration(vhosts []*routev3.VirtualHost) (*routev3.RouteConfiguration, error) {
+	if t.prevRoute != nil && slices.Equal(vhosts, t.prevVhosts) {
+		return t.prevRoute, nil
+	}
+	rc, err := HTTPRouteConfiguration(vhosts)
+	if err != nil {
+		return nil, err
+	}
+	t.prevVhosts, t.prevRoute = vhosts, rc
+	return rc, nil
 }
 
 // claimHosts returns rev's hosts lowercased, or a joined
@@ -190,22 +250,72 @@ func claimHosts(owner map[string]revision.Key, rev *revision.Revision) ([]string
 	return domains, errors.Join(errs...)
 }
 
-// revision builds one revision's virtual host, cluster and endpoints.
-func (t *translator) revision(rev *revision.Revision, domains []string) (*revisionResources, error) {
-	name := ClusterName(rev.Key)
-	vh := RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg})
-	if err := vh.ValidateAll(); err != nil {
-		return nil, fmt.Errorf("virtual host: %w", err)
+// revision returns one revision's virtual host, cluster and endpoints,
+// reusing each of the previous ones whose inputs are unchanged.
+func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEntry, error) {
+	m := t.memo[rev.Key]
+	if m != nil && m.port == rev.Spec.Port && m.mode == rev.Mode &&
+		slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
+		return m, nil
 	}
-	c, err := RevisionCluster(RevisionClusterParams{Name: name, TransportSocket: t.ts, Config: t.cfg})
-	if err != nil {
-		return nil, err
+	name := ClusterName(rev.Key)
+	res := &revisionResources{}
+	if m != nil && slices.Equal(m.domains, domains) {
+		res.vhost = m.res.vhost
+	} else {
+		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg})
+		if err := res.vhost.ValidateAll(); err != nil {
+			return nil, fmt.Errorf("virtual host: %w", err)
+		}
+	}
+	if m != nil {
+		res.cluster = m.res.cluster // depends only on the name and Config
+	} else {
+		c, err := RevisionCluster(RevisionClusterParams{Name: name, TransportSocket: t.ts, Config: t.cfg})
+		if err != nil {
+			return nil, err
+		}
+		res.cluster = c
 	}
 	cla, err := t.loadAssignment(rev, name)
 	if err != nil {
 		return nil, err
 	}
-	return &revisionResources{vhost: vh, cluster: c, cla: cla}, nil
+	res.cla = cla
+	return &memoEntry{domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends, res: res}, nil
+}
+
+// endpointChanges is the fast path for the common update: the same
+// revisions with the same hosts, only modes, backends or other settings
+// changed (a mode flip, a pod becoming ready). It returns the revisions
+// whose pointer changed, with their memo entries updated; ok is false when
+// the change needs a full translation (revisions added or removed, hosts
+// changed, a revision skipped before).
+func (t *translator) endpointChanges(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, ok bool, err error) {
+	if prev == nil || len(prev.Revisions) != len(snap.Revisions) {
+		return nil, false, nil
+	}
+	for k, r := range snap.Revisions {
+		p, found := prev.Revisions[k]
+		if !found {
+			return nil, false, nil
+		}
+		if p == r {
+			continue
+		}
+		if _, bad := skipped[k]; bad || t.memo[k] == nil || !slices.Equal(p.Spec.Hosts, r.Spec.Hosts) {
+			return nil, false, nil
+		}
+		changed = append(changed, r)
+	}
+	for _, r := range changed {
+		m, err := t.revision(r, t.memo[r.Key].domains)
+		if err != nil {
+			return nil, false, fmt.Errorf("revision %s: %w", r.Key, err)
+		}
+		t.memo[r.Key] = m
+	}
+	return changed, true, nil
 }
 
 func (t *translator) loadAssignment(rev *revision.Revision, name string) (*endpointv3.ClusterLoadAssignment, error) {
@@ -213,28 +323,4 @@ func (t *translator) loadAssignment(rev *revision.Revision, name string) (*endpo
 		return ServeLoadAssignment(name, rev.Backends, rev.Spec.Port)
 	}
 	return ProxyLoadAssignment(name)
-}
-
-// shared adds the resources every translation has.
-func (t *translator) shared(out *Resources, vhosts []*routev3.VirtualHost) error {
-	httpL, err := HTTPListener(t.cfg)
-	if err != nil {
-		return err
-	}
-	actL, err := ActivatorListener(t.cfg)
-	if err != nil {
-		return err
-	}
-	rc, err := HTTPRouteConfiguration(vhosts)
-	if err != nil {
-		return err
-	}
-	dst, err := ActivatorDstCluster(t.cfg)
-	if err != nil {
-		return err
-	}
-	out.Listeners = append(out.Listeners, httpL, actL)
-	out.Routes = append(out.Routes, rc)
-	out.Clusters = append(out.Clusters, dst)
-	return nil
 }
