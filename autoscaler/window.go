@@ -1,0 +1,136 @@
+package autoscaler
+
+import (
+	"math"
+	"time"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// WindowStats are one revision's window averages, summed over sources.
+// Concurrency is in requests in flight, RPS in requests per second.
+type WindowStats struct {
+	StableConcurrency float64
+	PanicConcurrency  float64
+	StableRPS         float64
+	PanicRPS          float64
+}
+
+// StatsSource answers window averages for a revision; Collector implements
+// it. Implementations return an error wrapping ErrNoData when the stable
+// window holds no data.
+type StatsSource interface {
+	StableAndPanic(key revision.Key, now time.Time, stableWindow, panicWindow time.Duration) (WindowStats, error)
+}
+
+var _ StatsSource = (*Collector)(nil)
+
+// StableAndPanic returns the averages of the stable and the panic window
+// ending at now (both rounded up to whole seconds; the panic window is at
+// most the stable one).
+//
+// A window covers the seconds (now-window, now], clipped to the current run
+// of data: it starts no earlier than the revision's first sample (a new
+// revision is not diluted by the time before it existed) and ends at the
+// newest second any source reported (a second still being reported is not
+// counted as idle). Seconds inside that range without data count as 0. It
+// returns ErrNoData when the clipped stable window is empty; a panic window
+// that is empty while the stable one is not averages to 0.
+func (c *Collector) StableAndPanic(key revision.Key, now time.Time, stableWindow, panicWindow time.Duration) (WindowStats, error) {
+	ser := c.series(key, false)
+	if ser == nil {
+		return WindowStats{}, ErrNoData
+	}
+	ns := min(ceilSeconds(stableWindow), maxRingSeconds)
+	np := min(ceilSeconds(panicWindow), ns)
+	ser.mu.Lock()
+	defer ser.mu.Unlock()
+	if need := ns + c.expiry + 2; need > int64(len(ser.ring)) {
+		ser.grow(need)
+	}
+	return ser.windows(now.Unix(), ns, np, c.expiry, c.algorithm)
+}
+
+// accum sums weighted per-second values of one window.
+type accum struct{ conc, reqs, weight float64 }
+
+func (a accum) stats() (conc, rps float64) {
+	if a.weight == 0 {
+		return 0, 0
+	}
+	return a.conc / a.weight, a.reqs / a.weight
+}
+
+func (s *series) windows(nowSec, ns, np, expiry int64, alg Algorithm) (WindowStats, error) {
+	if !s.hasData {
+		return WindowStats{}, ErrNoData
+	}
+	end := min(nowSec, s.last)
+	sStart := max(nowSec-ns+1, s.first)
+	pStart := max(nowSec-np+1, s.first)
+	if end < sStart {
+		return WindowStats{}, ErrNoData
+	}
+	dS, dP := 1.0, 1.0
+	if alg == AlgorithmWeightedExponential {
+		dS = math.Pow(DecayFloor, 1/float64(ns))
+		dP = math.Pow(DecayFloor, 1/float64(np))
+	}
+	var st, pa accum
+	size := int64(len(s.ring))
+	wS, wP := 1.0, 1.0
+	for t := end; t >= sStart; t-- {
+		var conc, reqs float64
+		if b := &s.ring[mod(t, size)]; b.sec == t {
+			conc, reqs = b.conc, b.reqs
+		}
+		st.conc += wS * conc
+		st.reqs += wS * reqs
+		st.weight += wS
+		if t >= pStart {
+			pa.conc += wP * conc
+			pa.reqs += wP * reqs
+			pa.weight += wP
+		}
+		wS *= dS
+		wP *= dP
+	}
+	// Sources silent since their newest second still count with their last
+	// value for up to expiry seconds.
+	for _, src := range s.sources {
+		lo := max(src.sec+1, sStart)
+		hi := min(src.sec+expiry, end)
+		if lo > hi {
+			continue
+		}
+		wS, wP := 1.0, 1.0
+		if alg == AlgorithmWeightedExponential {
+			wS = math.Pow(dS, float64(end-hi))
+			wP = math.Pow(dP, float64(end-hi))
+		}
+		for t := hi; t >= lo; t-- {
+			st.conc += wS * src.avg
+			if t >= pStart {
+				pa.conc += wP * src.avg
+			}
+			wS *= dS
+			wP *= dP
+		}
+	}
+	var out WindowStats
+	out.StableConcurrency, out.StableRPS = st.stats()
+	out.PanicConcurrency, out.PanicRPS = pa.stats()
+	return out, nil
+}
+
+// grow enlarges the ring to n seconds, keeping the buckets it holds.
+func (s *series) grow(n int64) {
+	old := s.ring
+	s.ring = newRing(n)
+	oldest := s.last - int64(len(old)) // slots at or before it may be partial
+	for _, b := range old {
+		if b.sec > oldest && b.sec > s.last-n {
+			s.ring[mod(b.sec, n)] = b
+		}
+	}
+}
