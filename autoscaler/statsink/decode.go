@@ -1,0 +1,270 @@
+package statsink
+
+import (
+	"errors"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Wire decoding of envoy.service.metrics.v3.StreamMetricsMessage without
+// building the generated Go structs: Envoy sends one MetricFamily per stat
+// (tens of thousands per flush at 10k revisions) and decoding them into
+// generated types costs several allocations per metric. Field numbers below
+// come from envoy/service/metrics/v3/metrics_service.proto and
+// io/prometheus/client/metrics.proto; decode_test.go checks them against
+// messages marshalled with the generated types.
+const (
+	fieldMsgIdentifier   protowire.Number = 1 // StreamMetricsMessage.identifier
+	fieldMsgEnvoyMetrics protowire.Number = 2 // StreamMetricsMessage.envoy_metrics
+
+	fieldIdentifierNode protowire.Number = 1 // Identifier.node
+	fieldNodeID         protowire.Number = 1 // config.core.v3.Node.id
+
+	fieldFamilyName   protowire.Number = 1 // MetricFamily.name
+	fieldFamilyType   protowire.Number = 3 // MetricFamily.type
+	fieldFamilyMetric protowire.Number = 4 // MetricFamily.metric
+
+	fieldMetricLabel     protowire.Number = 1 // Metric.label
+	fieldMetricGauge     protowire.Number = 2 // Metric.gauge
+	fieldMetricCounter   protowire.Number = 3 // Metric.counter
+	fieldMetricTimestamp protowire.Number = 6 // Metric.timestamp_ms
+
+	fieldLabelName  protowire.Number = 1 // LabelPair.name
+	fieldLabelValue protowire.Number = 2 // LabelPair.value
+
+	fieldValue protowire.Number = 1 // Gauge.value, Counter.value
+)
+
+// io.prometheus.client.MetricType values.
+const (
+	typeCounter       = 0
+	typeGauge         = 1
+	typeMaxKnown      = 5 // GAUGE_HISTOGRAM
+	familyTypeDefault = typeCounter
+)
+
+// Families thaw reads. With emit_tags_as_labels Envoy names the family after
+// the tag-extracted stat name and puts the cluster in the label below.
+const (
+	familyRqActive        = "cluster.upstream_rq_active"
+	familyRqPendingActive = "cluster.upstream_rq_pending_active"
+	familyRqTotal         = "cluster.upstream_rq_total"
+	labelClusterName      = "envoy.cluster_name"
+)
+
+// family says which of the families thaw reads a MetricFamily is.
+type family int
+
+const (
+	familyOther family = iota
+	familyActive
+	familyPending
+	familyTotal
+)
+
+// familyOf compares without allocating (string(b) in a comparison does not
+// copy).
+func familyOf(name []byte) family {
+	switch string(name) {
+	case familyRqActive:
+		return familyActive
+	case familyRqPendingActive:
+		return familyPending
+	case familyRqTotal:
+		return familyTotal
+	}
+	return familyOther
+}
+
+var errMalformed = errors.New("malformed protobuf")
+
+// field is one decoded protobuf field: its number, wire type, the value's
+// bytes (BytesType) or scalar (varint and fixed64).
+type field struct {
+	num    protowire.Number
+	typ    protowire.Type
+	bytes  []byte
+	scalar uint64
+}
+
+// nextField reads the first field of b and returns it with the rest of b.
+func nextField(b []byte) (f field, rest []byte, err error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return f, nil, errMalformed
+	}
+	b = b[n:]
+	f.num, f.typ = num, typ
+	switch typ {
+	case protowire.BytesType:
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
+			return f, nil, errMalformed
+		}
+		f.bytes = v
+		n = m
+	case protowire.VarintType:
+		v, m := protowire.ConsumeVarint(b)
+		if m < 0 {
+			return f, nil, errMalformed
+		}
+		f.scalar = v
+		n = m
+	case protowire.Fixed64Type:
+		v, m := protowire.ConsumeFixed64(b)
+		if m < 0 {
+			return f, nil, errMalformed
+		}
+		f.scalar = v
+		n = m
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return f, nil, errMalformed
+		}
+	}
+	return f, b[n:], nil
+}
+
+// nodeID returns Identifier.node.id from the first identifier field of a raw
+// StreamMetricsMessage, or "" when there is none.
+func nodeID(msg []byte) (string, error) {
+	for len(msg) > 0 {
+		f, rest, err := nextField(msg)
+		if err != nil {
+			return "", err
+		}
+		msg = rest
+		if f.num != fieldMsgIdentifier || f.typ != protowire.BytesType {
+			continue
+		}
+		node, err := subField(f.bytes, fieldIdentifierNode)
+		if err != nil || node == nil {
+			return "", err
+		}
+		id, err := subField(node, fieldNodeID)
+		return string(id), err
+	}
+	return "", nil
+}
+
+// subField returns the bytes of the last length-delimited field num in b
+// (proto semantics: the last one wins), or nil.
+func subField(b []byte, num protowire.Number) ([]byte, error) {
+	var out []byte
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return nil, err
+		}
+		b = rest
+		if f.num == num && f.typ == protowire.BytesType {
+			out = f.bytes
+		}
+	}
+	return out, nil
+}
+
+// point is one decoded Metric of a family thaw reads.
+type point struct {
+	cluster     []byte
+	value       float64
+	hasValue    bool
+	timestampMs int64
+}
+
+// decodeMetric decodes a Metric, reading the value from the gauge or counter
+// submessage (valueField) and the envoy.cluster_name label.
+func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
+	for len(b) > 0 {
+		num, wt, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return p, errMalformed
+		}
+		b = b[k:]
+		switch {
+		case wt == protowire.BytesType:
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return p, errMalformed
+			}
+			b = b[m:]
+			switch num {
+			case fieldMetricLabel:
+				name, value, err := labelPair(v)
+				if err != nil {
+					return p, err
+				}
+				if string(name) == labelClusterName {
+					p.cluster = value
+				}
+			case valueField:
+				if p.value, err = doubleField(v); err != nil {
+					return p, err
+				}
+				// A present but empty submessage means value 0 (proto default).
+				p.hasValue = true
+			}
+		case num == fieldMetricTimestamp && wt == protowire.VarintType:
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return p, errMalformed
+			}
+			b = b[m:]
+			p.timestampMs = int64(v)
+		default:
+			m := protowire.ConsumeFieldValue(num, wt, b)
+			if m < 0 {
+				return p, errMalformed
+			}
+			b = b[m:]
+		}
+	}
+	return p, nil
+}
+
+func labelPair(b []byte) (name, value []byte, err error) {
+	for len(b) > 0 {
+		num, wt, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return nil, nil, errMalformed
+		}
+		b = b[k:]
+		if wt != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(num, wt, b)
+			if m < 0 {
+				return nil, nil, errMalformed
+			}
+			b = b[m:]
+			continue
+		}
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
+			return nil, nil, errMalformed
+		}
+		b = b[m:]
+		switch num {
+		case fieldLabelName:
+			name = v
+		case fieldLabelValue:
+			value = v
+		}
+	}
+	return name, value, nil
+}
+
+// doubleField reads field 1 (double) of a Gauge or Counter.
+func doubleField(b []byte) (v float64, err error) {
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return 0, err
+		}
+		b = rest
+		if f.num == fieldValue && f.typ == protowire.Fixed64Type {
+			v = math.Float64frombits(f.scalar)
+		}
+	}
+	return v, nil
+}

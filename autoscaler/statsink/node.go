@@ -1,0 +1,377 @@
+package statsink
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+const (
+	// maxClockSkew bounds how far Envoy's timestamp_ms may be from the
+	// receive time before the receive time is used instead.
+	maxClockSkew = time.Minute
+	// maxClustersPerNode bounds the per-node cluster table against a client
+	// inventing cluster names.
+	maxClustersPerNode = 1 << 20
+	// staleFlushes is how many flushes a cluster may be absent before its
+	// state (counter base) is forgotten (about 5 minutes at 1 s flushes).
+	staleFlushes = 300
+	// logEvery is the minimum interval between bad-input logs of one node.
+	logEvery = time.Minute
+)
+
+// entry is the state of one cluster as seen from one node.
+type entry struct {
+	key   revision.Key
+	isRev bool // false: not a revision cluster, ignored after the lookup
+
+	// Values of the message being processed (valid when msg == node.msgSeq).
+	msg                             uint64
+	active, pending, total          float64
+	hasActive, hasPending, hasTotal bool
+
+	base    float64 // last upstream_rq_total value
+	hasBase bool
+	seenGen uint64 // last flush the cluster was present in
+	zeroed  bool   // a zero sample was sent since it went missing
+}
+
+// node is the state of one Envoy (node id), shared by its streams and kept
+// for NodeExpiry after its last stream ends so a reconnect continues.
+type node struct {
+	id   string
+	sink *Server
+	log  *zap.Logger
+
+	// Guarded by Server.mu.
+	streams    int
+	epoch      uint64
+	expiryStop chan struct{}
+
+	mu       sync.Mutex
+	entries  map[string]*entry
+	gen      uint64 // flush generation, incremented when timestamp_ms changes
+	flushKey int64
+	// baseGen: clusters first seen in a flush <= baseGen only set a counter
+	// base (their history is unknown: first flush after a (re)connect).
+	baseGen uint64
+	msgSeq  uint64
+	touched []*entry
+	bad     badCounts // since the last log
+	lastLog time.Time
+}
+
+// msgCtx is the per-message state of node.ingest.
+type msgCtx struct {
+	now      time.Time
+	time     time.Time // sample time: Envoy's snapshot time or now
+	started  bool      // flush generation decided
+	newFlush bool
+	bad      badCounts
+}
+
+// ingest processes one raw StreamMetricsMessage and records its samples.
+func (n *node) ingest(msg []byte, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.msgSeq++
+	n.touched = n.touched[:0]
+	mc := msgCtx{now: now, time: now}
+	for len(msg) > 0 {
+		f, rest, err := nextField(msg)
+		if err != nil {
+			mc.bad[reasonMalformed]++
+			break
+		}
+		msg = rest
+		if f.num != fieldMsgEnvoyMetrics || f.typ != protowire.BytesType {
+			continue
+		}
+		if err := n.family(f.bytes, &mc); err != nil {
+			mc.bad[reasonMalformed]++
+			break
+		}
+	}
+	n.emit(&mc)
+	n.sink.m.messages.Inc()
+	n.noteBad(&mc.bad, now)
+}
+
+// family processes one MetricFamily in one pass over its fields. A family
+// thaw does not read is dropped as soon as its name is known: Envoy writes
+// the name first, so after one comparison. (A repeated name field is decided
+// by its first occurrence, which only a hand-made message can notice.)
+func (n *node) family(b []byte, mc *msgCtx) error {
+	var (
+		fam     = familyOther
+		named   bool
+		typ     = uint64(familyTypeDefault)
+		metric  []byte // the first metric; Envoy sends one per family
+		metrics int
+	)
+	for p := b; len(p) > 0; {
+		num, wt, k := protowire.ConsumeTag(p)
+		if k < 0 {
+			return errMalformed
+		}
+		p = p[k:]
+		switch {
+		case num == fieldFamilyName && wt == protowire.BytesType:
+			v, m := protowire.ConsumeBytes(p)
+			if m < 0 {
+				return errMalformed
+			}
+			p = p[m:]
+			if !named {
+				named, fam = true, familyOf(v)
+				if fam == familyOther {
+					return nil
+				}
+			}
+		case num == fieldFamilyMetric && wt == protowire.BytesType:
+			v, m := protowire.ConsumeBytes(p)
+			if m < 0 {
+				return errMalformed
+			}
+			p = p[m:]
+			if metrics == 0 {
+				metric = v
+			}
+			metrics++
+		case num == fieldFamilyType && wt == protowire.VarintType:
+			v, m := protowire.ConsumeVarint(p)
+			if m < 0 {
+				return errMalformed
+			}
+			p = p[m:]
+			typ = v
+		default:
+			m := protowire.ConsumeFieldValue(num, wt, p)
+			if m < 0 {
+				return errMalformed
+			}
+			p = p[m:]
+		}
+	}
+	if fam == familyOther {
+		return nil
+	}
+	if typ > typeMaxKnown {
+		mc.bad[reasonUnknownType]++
+		return nil
+	}
+	valueField, want := fieldMetricGauge, uint64(typeGauge)
+	if fam == familyTotal {
+		valueField, want = fieldMetricCounter, typeCounter
+	}
+	if typ != want {
+		mc.bad[reasonWrongType]++
+		return nil
+	}
+	if metrics == 1 {
+		p, err := decodeMetric(metric, valueField)
+		if err != nil {
+			return err
+		}
+		n.point(fam, &p, mc)
+		return nil
+	}
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return err
+		}
+		b = rest
+		if f.num != fieldFamilyMetric || f.typ != protowire.BytesType {
+			continue
+		}
+		p, err := decodeMetric(f.bytes, valueField)
+		if err != nil {
+			return err
+		}
+		n.point(fam, &p, mc)
+	}
+	return nil
+}
+
+// point applies one metric to its cluster's entry.
+func (n *node) point(fam family, p *point, mc *msgCtx) {
+	if !mc.started {
+		n.startFlush(p.timestampMs, mc)
+	}
+	switch {
+	case !p.hasValue:
+		mc.bad[reasonWrongType]++
+		return
+	case math.IsNaN(p.value) || math.IsInf(p.value, 0):
+		mc.bad[reasonNotFinite]++
+		return
+	case p.value < 0:
+		mc.bad[reasonNegative]++
+		return
+	case p.cluster == nil:
+		mc.bad[reasonNoClusterLabel]++
+		return
+	}
+	e := n.entries[string(p.cluster)] // no allocation for the lookup
+	if e == nil {
+		if len(n.entries) >= maxClustersPerNode {
+			mc.bad[reasonTooManyClusters]++
+			return
+		}
+		name := string(p.cluster)
+		key, ok := revision.RevisionFromCluster(name)
+		e = &entry{key: key, isRev: ok}
+		n.entries[name] = e
+	}
+	e.seenGen = n.gen
+	if !e.isRev {
+		return
+	}
+	if e.msg != n.msgSeq {
+		e.msg = n.msgSeq
+		e.hasActive, e.hasPending, e.hasTotal = false, false, false
+		n.touched = append(n.touched, e)
+	}
+	switch fam {
+	case familyActive:
+		e.active, e.hasActive = p.value, true
+	case familyPending:
+		e.pending, e.hasPending = p.value, true
+	case familyTotal:
+		e.total, e.hasTotal = p.value, true
+	}
+}
+
+// startFlush decides, at the first metric of a message, whether the message
+// starts a new flush: Envoy stamps every metric of one flush with the same
+// snapshot time, so a new timestamp means a new flush (with batch_size set, a
+// flush spans several messages with one timestamp).
+func (n *node) startFlush(tsMs int64, mc *msgCtx) {
+	mc.started = true
+	key := tsMs
+	if tsMs > 0 {
+		t := time.UnixMilli(tsMs)
+		if d := t.Sub(mc.now); d > maxClockSkew || d < -maxClockSkew {
+			mc.bad[reasonTimestamp]++
+			key = mc.now.UnixMilli()
+		} else {
+			mc.time = t
+		}
+	} else {
+		key = mc.now.UnixMilli()
+	}
+	if n.gen == 0 || key != n.flushKey {
+		n.gen++
+		n.flushKey = key
+		mc.newFlush = true
+	}
+}
+
+// emit records one sample per revision touched by the message and, at the
+// start of a flush, a zero sample for revisions absent from the whole
+// previous flush.
+func (n *node) emit(mc *msgCtx) {
+	rec, m := n.sink.rec, n.sink.m
+	samples, resets := 0, 0
+	for _, e := range n.touched {
+		var conc, req float64
+		if e.hasActive {
+			conc += e.active
+		}
+		if e.hasPending {
+			conc += e.pending
+		}
+		if e.hasTotal {
+			switch {
+			case !e.hasBase:
+				// Envoy sends only stats that were written, so a counter that
+				// appears after the first flush of a stream was written since
+				// the previous flush: all of it is new.
+				if n.gen > n.baseGen {
+					req = e.total
+				}
+			case e.total >= e.base:
+				req = e.total - e.base
+			default:
+				// Envoy restarted or recreated the stat. Its value counts an
+				// unknown period: take it as the new base, never a negative delta.
+				resets++
+			}
+			e.base, e.hasBase = e.total, true
+		}
+		e.zeroed = false
+		rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time,
+			Concurrency: conc, Requests: req})
+		samples++
+	}
+	if mc.newFlush && n.gen >= 2 {
+		for name, e := range n.entries {
+			if e.seenGen+1 >= n.gen {
+				continue
+			}
+			if e.isRev && !e.zeroed {
+				e.zeroed = true
+				rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time})
+				samples++
+			}
+			if e.seenGen+staleFlushes < n.gen {
+				delete(n.entries, name)
+			}
+		}
+	}
+	m.samples.Add(float64(samples))
+	if resets > 0 {
+		m.counterResets.Add(float64(resets))
+	}
+}
+
+// zeroAll records a zero sample for every revision the node reported: its
+// Envoy is gone, and so are the requests it had in flight.
+func (n *node) zeroAll(now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	samples := 0
+	for _, e := range n.entries {
+		if e.isRev && !e.zeroed {
+			e.zeroed = true
+			n.sink.rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: now})
+			samples++
+		}
+	}
+	n.sink.m.samples.Add(float64(samples))
+}
+
+// noteBad counts bad input and logs it at most once per logEvery per node,
+// with the counts accumulated since the previous log.
+func (n *node) noteBad(b *badCounts, now time.Time) {
+	if !b.any() {
+		return
+	}
+	n.sink.m.addBad(b)
+	for r, c := range b {
+		n.bad[r] += c
+	}
+	if !n.lastLog.IsZero() && now.Sub(n.lastLog) < logEvery {
+		return
+	}
+	n.lastLog = now
+	n.log.Warn("bad stats input from Envoy (logged at most once a minute per node)", badFields(&n.bad)...)
+	n.bad = badCounts{}
+}
+
+func badFields(b *badCounts) []zap.Field {
+	fields := make([]zap.Field, 0, numReasons)
+	for r, c := range b {
+		if c > 0 {
+			fields = append(fields, zap.Int(reason(r).String(), c))
+		}
+	}
+	return fields
+}

@@ -1,0 +1,270 @@
+package statsink
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/service/metrics/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+)
+
+// MaxRecvMsgSize is the gRPC receive limit, in bytes, the server that hosts
+// the sink should set (grpc.MaxRecvMsgSize; ServerOptions returns it). Envoy
+// sends a whole flush in one message unless batch_size is set: about 60 bytes
+// per stat, so 10,000 revision clusters with the stats_matcher of
+// envoy/stats-sink.yaml (3 stats thaw reads plus a few for operators) make
+// 2-4 MiB, close to gRPC's 4 MiB default. 64 MiB leaves room for 100k
+// clusters; a larger message is refused by gRPC, counted as reason
+// "oversized", and ends the stream (Envoy reconnects at the next flush).
+const MaxRecvMsgSize = 64 << 20
+
+// DefaultNodeExpiry is how long a node's state is kept after its last stream
+// ended when Options.NodeExpiry is zero.
+const DefaultNodeExpiry = 10 * time.Second
+
+// ServerOptions returns the grpc.ServerOptions the sink needs on the shared
+// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize).
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}
+}
+
+// Options configures New.
+type Options struct {
+	// Logger receives connection events and rate-limited bad-input warnings.
+	// Nil means no logging.
+	Logger *zap.Logger
+	// Recorder receives one Sample per revision per Envoy flush. Required.
+	Recorder autoscaler.Recorder
+	// Clock drives node expiry. Nil means the real clock.
+	Clock clock.Clock
+	// NodeExpiry is how long a node's state (counter bases, revisions seen)
+	// is kept after its last stream ended; a node reconnecting within it
+	// continues where it stopped, otherwise it starts afresh and zero samples
+	// are recorded for its revisions. Zero means DefaultNodeExpiry.
+	NodeExpiry time.Duration
+	// Registerer receives the sink's metrics (thaw_statsink_*). Nil means a
+	// private registry (metrics not exported).
+	Registerer prometheus.Registerer
+}
+
+// Server is the envoy.service.metrics.v3.MetricsService server. It is safe
+// for concurrent use; each Envoy stream is served by its own goroutine.
+type Server struct {
+	log    *zap.Logger
+	rec    autoscaler.Recorder
+	clk    clock.Clock
+	expiry time.Duration
+	m      *metrics
+
+	mu    sync.Mutex
+	nodes map[string]*node
+	// lastAnonLog rate-limits logs about streams without a node id.
+	lastAnonLog time.Time
+}
+
+// rawMetricsServer is the handler type of serviceDesc.
+type rawMetricsServer interface {
+	streamMetrics(stream grpc.ServerStream) error
+}
+
+var _ rawMetricsServer = (*Server)(nil)
+
+// serviceDesc serves MetricsService/StreamMetrics like the generated
+// descriptor, but receives each message as raw bytes (rawMessage), which the
+// sink decodes itself without building a Go struct per metric.
+var serviceDesc = grpc.ServiceDesc{
+	ServiceName: metricsv3.MetricsService_ServiceDesc.ServiceName,
+	HandlerType: (*rawMetricsServer)(nil),
+	Streams: []grpc.StreamDesc{{
+		StreamName:    metricsv3.MetricsService_ServiceDesc.Streams[0].StreamName,
+		ClientStreams: true,
+		Handler: func(srv any, stream grpc.ServerStream) error {
+			return srv.(rawMetricsServer).streamMetrics(stream)
+		},
+	}},
+	Metadata: metricsv3.MetricsService_ServiceDesc.Metadata,
+}
+
+// New returns a sink that records samples into opts.Recorder. It panics when
+// opts.Recorder is nil.
+func New(opts Options) *Server {
+	if opts.Recorder == nil {
+		panic("statsink: Options.Recorder is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.NodeExpiry <= 0 {
+		opts.NodeExpiry = DefaultNodeExpiry
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	return &Server{
+		log:    opts.Logger.With(zap.String("component", "statsink")),
+		rec:    opts.Recorder,
+		clk:    opts.Clock,
+		expiry: opts.NodeExpiry,
+		m:      newMetrics(opts.Registerer),
+		nodes:  map[string]*node{},
+	}
+}
+
+// Register adds the MetricsService to s. Set ServerOptions on s so that large
+// flushes fit.
+func (srv *Server) Register(s *grpc.Server) {
+	s.RegisterService(&serviceDesc, srv)
+}
+
+// streamMetrics serves one Envoy stream until it ends.
+func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
+	srv.m.streams.Inc()
+	defer srv.m.streams.Dec()
+	var (
+		msg rawMessage
+		n   *node
+	)
+	defer func() {
+		if n != nil {
+			srv.disconnect(n)
+		}
+	}()
+	for {
+		if err := stream.RecvMsg(&msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return stream.SendMsg(&metricsv3.StreamMetricsResponse{})
+			}
+			var bad badCounts
+			switch status.Code(err) {
+			case codes.ResourceExhausted: // above the receive limit
+				bad[reasonOversized]++
+			}
+			if bad.any() {
+				if n != nil {
+					n.mu.Lock()
+					n.noteBad(&bad, srv.clk.Now())
+					n.mu.Unlock()
+				} else {
+					srv.noteAnonBad(stream, &bad)
+				}
+			}
+			return err
+		}
+		raw := msg.b
+		now := srv.clk.Now()
+		if n == nil {
+			id, err := nodeID(raw)
+			if err != nil || id == "" {
+				var bad badCounts
+				bad[reasonNoIdentifier]++
+				srv.noteAnonBad(stream, &bad)
+				return status.Error(codes.InvalidArgument,
+					"statsink: the first message of a stream must carry identifier.node.id")
+			}
+			n = srv.connect(id)
+		}
+		n.ingest(raw, now)
+	}
+}
+
+// connect attaches a stream to the node id, creating or reviving its state.
+func (srv *Server) connect(id string) *node {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	n := srv.nodes[id]
+	if n == nil {
+		n = &node{id: id, sink: srv, log: srv.log.With(zap.String("node", id)), entries: map[string]*entry{}}
+		srv.nodes[id] = n
+		srv.m.nodes.Inc()
+		n.log.Info("Envoy connected")
+	} else {
+		n.log.Info("Envoy reconnected", zap.Int("streams", n.streams+1))
+	}
+	n.streams++
+	n.epoch++
+	if n.expiryStop != nil {
+		close(n.expiryStop)
+		n.expiryStop = nil
+	}
+	n.mu.Lock()
+	n.baseGen = n.gen + 1
+	if n.streams > 1 {
+		var bad badCounts
+		bad[reasonDuplicateNode]++
+		n.noteBad(&bad, srv.clk.Now())
+	}
+	n.mu.Unlock()
+	return n
+}
+
+// disconnect detaches a stream; after the node's last stream it starts the
+// expiry timer.
+func (srv *Server) disconnect(n *node) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	n.streams--
+	if n.streams > 0 {
+		return
+	}
+	n.log.Info("Envoy stream ended", zap.Duration("expiry", srv.expiry))
+	epoch, stop := n.epoch, make(chan struct{})
+	n.expiryStop = stop
+	t := srv.clk.NewTimer(srv.expiry)
+	go func() {
+		select {
+		case <-t.C():
+			srv.expire(n, epoch)
+		case <-stop:
+			t.Stop()
+		}
+	}()
+}
+
+// expire forgets a node that did not reconnect within the expiry and records
+// zero samples for its revisions.
+func (srv *Server) expire(n *node, epoch uint64) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if n.epoch != epoch || n.streams > 0 || srv.nodes[n.id] != n {
+		return
+	}
+	delete(srv.nodes, n.id)
+	srv.m.nodes.Dec()
+	n.log.Info("Envoy expired")
+	// Under srv.mu so that a reconnect of the same id cannot record samples
+	// before these zeros.
+	n.zeroAll(srv.clk.Now())
+}
+
+// noteAnonBad counts bad input of a stream without a node id and logs it at
+// most once per logEvery for all such streams together.
+func (srv *Server) noteAnonBad(stream grpc.ServerStream, b *badCounts) {
+	srv.m.addBad(b)
+	now := srv.clk.Now()
+	srv.mu.Lock()
+	if !srv.lastAnonLog.IsZero() && now.Sub(srv.lastAnonLog) < logEvery {
+		srv.mu.Unlock()
+		return
+	}
+	srv.lastAnonLog = now
+	srv.mu.Unlock()
+	addr := ""
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		addr = p.Addr.String()
+	}
+	srv.log.Warn("bad stats stream (logged at most once a minute)",
+		append(badFields(b), zap.String("peer", addr))...)
+}
