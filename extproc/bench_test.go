@@ -1,0 +1,47 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+// BenchmarkDecisions measures complete ext_proc decisions per second over
+// real gRPC on loopback, as Envoy makes them: open a stream, send request
+// headers, receive the routing answer, half-close (request over), wait for
+// the server to end the stream. Parallel clients share one connection, as
+// Envoy's workers share the thaw_extproc cluster's HTTP/2 connection.
+func BenchmarkDecisions(b *testing.B) {
+	e := newEnv(b, 5*time.Second)
+	e.revision(demo, 0, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	req := headers("x-thaw-revision", "default/demo", "host", "demo.example.com", "user-agent", "bench")
+	b.ReportAllocs()
+	b.SetParallelism(16) // many concurrent streams, as under load
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			st, err := e.client.Process(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := st.Send(req); err != nil {
+				b.Error(err)
+				return
+			}
+			resp, err := st.Recv()
+			if err != nil || resp.GetRequestHeaders() == nil {
+				b.Errorf("answer %v, %v", resp, err)
+				return
+			}
+			st.CloseSend()
+			if _, err := st.Recv(); !errors.Is(err, io.EOF) {
+				b.Errorf("stream end: %v", err)
+				return
+			}
+		}
+	})
+}
