@@ -97,7 +97,8 @@ type shard struct {
 type series struct {
 	mu      sync.Mutex
 	ring    []bucket
-	sources map[string]*source
+	sources map[string]*source // lookup by name
+	srcs    []*source          // the same sources, for iteration
 	hasData bool
 	first   int64 // oldest second of the current run of data
 	last    int64 // newest second any source reported
@@ -110,10 +111,11 @@ type bucket struct {
 }
 
 type source struct {
-	sec int64   // newest second it reported
-	sum float64 // of its concurrency samples in sec
-	n   float64
-	avg float64 // sum/n: what it contributes to bucket sec
+	name string
+	sec  int64   // newest second it reported
+	sum  float64 // of its concurrency samples in sec
+	n    float64
+	avg  float64 // sum/n: what it contributes to bucket sec
 }
 
 // NewCollector returns an empty Collector.
@@ -222,6 +224,7 @@ func (s *series) record(sec int64, name string, conc, reqs float64, expiry, wind
 		// First data, or nothing for a whole ring: start a new run.
 		s.hasData, s.first, s.last = true, sec, sec
 		clear(s.sources)
+		s.srcs = s.srcs[:0]
 	}
 	if sec <= s.last-size {
 		return false
@@ -244,7 +247,9 @@ func (s *series) record(sec int64, name string, conc, reqs float64, expiry, wind
 		if len(s.sources) >= maxSources {
 			return true // requests counted; refuse unbounded source churn
 		}
-		s.sources[name] = &source{sec: sec, sum: conc, n: 1, avg: conc}
+		src = &source{name: name, sec: sec, sum: conc, n: 1, avg: conc}
+		s.sources[name] = src
+		s.srcs = append(s.srcs, src)
 		b.conc += conc
 	case sec == src.sec:
 		old := src.avg
@@ -254,7 +259,7 @@ func (s *series) record(sec int64, name string, conc, reqs float64, expiry, wind
 		b.conc += src.avg - old
 	case sec > src.sec:
 		s.hold(src, sec-1, expiry)
-		*src = source{sec: sec, sum: conc, n: 1, avg: conc}
+		src.sec, src.sum, src.n, src.avg = sec, conc, 1, conc
 		b.conc += conc
 	}
 	return true
@@ -278,11 +283,16 @@ func (s *series) hold(src *source, until int64, expiry int64) {
 // any more (its hold ended more than a ring ago). Sources are kept until
 // then so a late sample is still recognised as out of order.
 func (s *series) pruneSources(expiry int64) {
-	for name, src := range s.sources {
+	keep := s.srcs[:0]
+	for _, src := range s.srcs {
 		if src.sec+expiry <= s.last-int64(len(s.ring)) {
-			delete(s.sources, name)
+			delete(s.sources, src.name)
+			continue
 		}
+		keep = append(keep, src)
 	}
+	clear(s.srcs[len(keep):])
+	s.srcs = keep
 }
 
 // bucket returns the bucket for sec, resetting a slot that holds an older

@@ -61,7 +61,11 @@ func (m *refModel) window(nowSec, n int64, weighted bool) (conc, rps float64, va
 	if len(m.samples) == 0 {
 		return 0, 0, nil, false
 	}
-	start, end := max(nowSec-n+1, first), min(nowSec, last)
+	ref := nowSec
+	if last < nowSec {
+		ref--
+	}
+	start, end := max(ref-n+1, first), min(ref, last)
 	if end < start {
 		return 0, 0, nil, false
 	}

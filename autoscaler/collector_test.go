@@ -126,13 +126,18 @@ func TestCollectorWindows(t *testing.T) {
 		now:     9.5, stable: 10 * time.Second, panic: 2 * time.Second,
 		want: WindowStats{StableConcurrency: 3, StableRPS: 2},
 	}, {
+		name:    "the current second without a report yet is left out",
+		samples: concat(every("e1", 0, 7, 4, 0), every("e1", 8, 8, 8, 0)),
+		now:     9.5, stable: 10 * time.Second, panic: time.Second,
+		want: WindowStats{StableConcurrency: (8*4 + 8) / 9.0, PanicConcurrency: 8},
+	}, {
 		name:    "older than the stable window is no data",
 		samples: every("e1", 0, 5, 3, 2),
 		now:     16, stable: 10 * time.Second, panic: 2 * time.Second,
 		wantErr: ErrNoData,
 	}, {
-		name:    "unknown revision is no data",
-		now:     1, stable: 10 * time.Second, panic: 2 * time.Second,
+		name: "unknown revision is no data",
+		now:  1, stable: 10 * time.Second, panic: 2 * time.Second,
 		wantErr: ErrNoData,
 	}, {
 		name:    "an out-of-order sample adds requests but not concurrency",

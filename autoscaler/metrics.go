@@ -38,6 +38,7 @@ type revMetrics struct {
 	stableRPS, panicRPS           prometheus.Gauge
 	target, ebc, panic            prometheus.Gauge
 	changes, getErrors, setErrors prometheus.Counter
+	lastTarget                    float64
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -105,19 +106,37 @@ func (m *metrics) forget(key revision.Key) {
 	m.errors.DeleteLabelValues(l, "set")
 }
 
-func (r *revMetrics) observe(d *Decision, target float64) {
-	r.desired.Set(float64(d.DesiredScale))
-	r.recommended.Set(float64(d.Recommended))
-	r.ready.Set(float64(d.ReadyPods))
-	r.stableConc.Set(d.StableConcurrency)
-	r.panicConc.Set(d.PanicConcurrency)
-	r.stableRPS.Set(d.StableRPS)
-	r.panicRPS.Set(d.PanicRPS)
-	r.target.Set(target)
-	r.ebc.Set(float64(d.ExcessBurstCapacity))
-	if d.InPanic {
-		r.panic.Set(1)
-	} else {
-		r.panic.Set(0)
+// observe sets the gauges that differ from prev (nil: all of them); a tick
+// over many revisions mostly changes nothing, and skipping the atomic
+// stores keeps it cache-friendly.
+func (r *revMetrics) observe(d, prev *Decision, target float64) {
+	all := prev == nil
+	set := func(g prometheus.Gauge, v, old float64) {
+		if all || v != old {
+			g.Set(v)
+		}
 	}
+	if all {
+		prev = &Decision{}
+		r.target.Set(target)
+	} else if target != r.lastTarget {
+		r.target.Set(target)
+	}
+	r.lastTarget = target
+	set(r.desired, float64(d.DesiredScale), float64(prev.DesiredScale))
+	set(r.recommended, float64(d.Recommended), float64(prev.Recommended))
+	set(r.ready, float64(d.ReadyPods), float64(prev.ReadyPods))
+	set(r.stableConc, d.StableConcurrency, prev.StableConcurrency)
+	set(r.panicConc, d.PanicConcurrency, prev.PanicConcurrency)
+	set(r.stableRPS, d.StableRPS, prev.StableRPS)
+	set(r.panicRPS, d.PanicRPS, prev.PanicRPS)
+	set(r.ebc, float64(d.ExcessBurstCapacity), float64(prev.ExcessBurstCapacity))
+	set(r.panic, boolFloat(d.InPanic), boolFloat(prev.InPanic))
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

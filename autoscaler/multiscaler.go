@@ -20,7 +20,7 @@ const (
 	// DefaultTickInterval is how often each revision is decided (Knative's
 	// tick).
 	DefaultTickInterval = 2 * time.Second
-	// DefaultScaleTimeout bounds each ScaleTarget call.
+	// DefaultScaleTimeout bounds each ScaleTarget.SetScale call.
 	DefaultScaleTimeout = 10 * time.Second
 	// expireInterval is how often the collector drops idle revisions.
 	expireInterval = time.Minute
@@ -49,7 +49,9 @@ type MultiscalerOptions struct {
 	// Registerer receives the per-revision metrics. Default: a private
 	// registry (metrics not exported).
 	Registerer prometheus.Registerer
-	// ScaleTimeout bounds each ScaleTarget call (default 10 s).
+	// ScaleTimeout bounds each ScaleTarget.SetScale call (default 10 s).
+	// GetScale runs every tick for every revision with the loop's context
+	// only: implementations should answer it from a cache.
 	ScaleTimeout time.Duration
 }
 

@@ -92,8 +92,6 @@ func (r *runner) step(ctx context.Context, poked bool) {
 	m := r.m
 	now := m.opts.Clock.Now()
 	spec := &r.rev.Load().Spec
-	ctx, cancel := context.WithTimeout(ctx, m.opts.ScaleTimeout)
-	defer cancel()
 
 	current, ready, err := m.opts.Target.GetScale(ctx, r.key)
 	if err != nil {
@@ -115,7 +113,7 @@ func (r *runner) step(ctx context.Context, poked bool) {
 
 	applyErr := error(nil)
 	if d.DesiredScale != current {
-		if applyErr = m.opts.Target.SetScale(ctx, r.key, d.DesiredScale); applyErr != nil {
+		if applyErr = r.setScale(ctx, d.DesiredScale); applyErr != nil {
 			r.met.setErrors.Inc()
 			r.reportError("setting the scale failed", applyErr, zap.Int32("desired", d.DesiredScale))
 		} else {
@@ -148,7 +146,7 @@ func (r *runner) step(ctx context.Context, poked bool) {
 		r.mu.Unlock()
 		return
 	}
-	r.met.observe(&d, max(spec.EffectiveTarget()*spec.TargetUtilizationPercentage/100, minTargetPerPod))
+	r.met.observe(&d, r.status.Load(), max(spec.EffectiveTarget()*spec.TargetUtilizationPercentage/100, minTargetPerPod))
 	r.status.Store(&d)
 	publish := d.changedFrom(r.published)
 	if publish {
@@ -181,6 +179,12 @@ func (r *runner) decision(now time.Time, res Result, out GateOutput, current int
 		}
 	}
 	return d
+}
+
+func (r *runner) setScale(ctx context.Context, replicas int32) error {
+	ctx, cancel := context.WithTimeout(ctx, r.m.opts.ScaleTimeout)
+	defer cancel()
+	return r.m.opts.Target.SetScale(ctx, r.key, replicas)
 }
 
 // reportError logs err at Error level once per distinct message, so a

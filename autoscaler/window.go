@@ -29,11 +29,13 @@ var _ StatsSource = (*Collector)(nil)
 // ending at now (both rounded up to whole seconds; the panic window is at
 // most the stable one).
 //
-// A window covers the seconds (now-window, now], clipped to the current run
-// of data: it starts no earlier than the revision's first sample (a new
-// revision is not diluted by the time before it existed) and ends at the
-// newest second any source reported (a second still being reported is not
-// counted as idle). Seconds inside that range without data count as 0. It
+// A window covers the last `window` seconds up to now's second, or up to
+// the second before when no source has reported for now's second yet (a
+// report may still be in flight), clipped to the current run of data: it
+// starts no earlier than the revision's first sample (a new revision is
+// not diluted by the time before it existed) and ends at the newest second
+// any source reported (silence at the end is missing data, not idleness).
+// Seconds inside that range without data count as 0. It
 // returns ErrNoData when the clipped stable window is empty; a panic window
 // that is empty while the stable one is not averages to 0.
 func (c *Collector) StableAndPanic(key revision.Key, now time.Time, stableWindow, panicWindow time.Duration) (WindowStats, error) {
@@ -65,9 +67,13 @@ func (s *series) windows(nowSec, ns, np, expiry int64, alg Algorithm) (WindowSta
 	if !s.hasData {
 		return WindowStats{}, ErrNoData
 	}
-	end := min(nowSec, s.last)
-	sStart := max(nowSec-ns+1, s.first)
-	pStart := max(nowSec-np+1, s.first)
+	ref := nowSec
+	if s.last < nowSec {
+		ref-- // the current second may still be in flight
+	}
+	end := min(ref, s.last)
+	sStart := max(ref-ns+1, s.first)
+	pStart := max(ref-np+1, s.first)
 	if end < sStart {
 		return WindowStats{}, ErrNoData
 	}
@@ -79,10 +85,14 @@ func (s *series) windows(nowSec, ns, np, expiry int64, alg Algorithm) (WindowSta
 	var st, pa accum
 	size := int64(len(s.ring))
 	wS, wP := 1.0, 1.0
+	i := mod(end, size)
 	for t := end; t >= sStart; t-- {
 		var conc, reqs float64
-		if b := &s.ring[mod(t, size)]; b.sec == t {
+		if b := &s.ring[i]; b.sec == t {
 			conc, reqs = b.conc, b.reqs
+		}
+		if i--; i < 0 {
+			i = size - 1
 		}
 		st.conc += wS * conc
 		st.reqs += wS * reqs
@@ -97,7 +107,7 @@ func (s *series) windows(nowSec, ns, np, expiry int64, alg Algorithm) (WindowSta
 	}
 	// Sources silent since their newest second still count with their last
 	// value for up to expiry seconds.
-	for _, src := range s.sources {
+	for _, src := range s.srcs {
 		lo := max(src.sec+1, sStart)
 		hi := min(src.sec+expiry, end)
 		if lo > hi {

@@ -1,0 +1,138 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// BenchmarkCollectorRecord measures ingestion: 1,000 revisions × 2 sources,
+// each reporting once per second, time advancing as a stats sink would see
+// it. Run with -cpu 1 for the per-core figure (samples/s).
+func BenchmarkCollectorRecord(b *testing.B) {
+	const revisions, sources = 1000, 2
+	keys := make([]revision.Key, revisions)
+	for i := range keys {
+		keys[i] = revision.Key{Namespace: "bench", Name: fmt.Sprintf("rev-%05d", i)}
+	}
+	names := []string{"envoy-0", "envoy-1"}
+	clk := testingclock.NewFakePassiveClock(t0.Add(24 * time.Hour))
+	c := NewCollector(CollectorOptions{Clock: clk})
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		perSecond := revisions * sources
+		sec := i / perSecond
+		j := i % perSecond
+		c.Record(Sample{
+			Revision: keys[j/sources], Source: names[j%sources],
+			Time:        t0.Add(time.Duration(sec) * time.Second),
+			Concurrency: float64(j % 7), Requests: 3,
+		})
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "samples/s")
+}
+
+// BenchmarkCollectorRecordParallel is the same from GOMAXPROCS goroutines,
+// each its own revisions (as several stats streams would).
+func BenchmarkCollectorRecordParallel(b *testing.B) {
+	clk := testingclock.NewFakePassiveClock(t0.Add(24 * time.Hour))
+	c := NewCollector(CollectorOptions{Clock: clk})
+	var workers atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		worker := workers.Add(1)
+		keys := make([]revision.Key, 500)
+		for i := range keys {
+			keys[i] = revision.Key{Namespace: "bench", Name: fmt.Sprintf("w%d-rev-%04d", worker, i)}
+		}
+		i := 0
+		for pb.Next() {
+			c.Record(Sample{Revision: keys[i%500], Source: "envoy-0",
+				Time: t0.Add(time.Duration(i/500) * time.Second), Concurrency: 1, Requests: 1})
+			i++
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "samples/s")
+}
+
+// fill records 60 s of one-source data for key ending at end.
+func fill(c *Collector, key revision.Key, end time.Time, conc float64) {
+	for s := 59; s >= 0; s-- {
+		c.Record(Sample{Revision: key, Source: "envoy-0", Time: end.Add(-time.Duration(s) * time.Second), Concurrency: conc, Requests: conc})
+	}
+}
+
+// BenchmarkDecide measures one decision: window averages over a 60 s ring
+// (one source) and the KPA step.
+func BenchmarkDecide(b *testing.B) {
+	for _, alg := range []Algorithm{AlgorithmLinear, AlgorithmWeightedExponential} {
+		b.Run(string(alg), func(b *testing.B) {
+			now := t0.Add(time.Hour)
+			c := NewCollector(CollectorOptions{Clock: testingclock.NewFakePassiveClock(now), Algorithm: alg})
+			fill(c, keyA, now, 42)
+			d := NewDecider(keyA, revision.DefaultSpec(), c, func() int32 { return 3 })
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if r := d.Scale(now); !r.ScaleValid {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTick10kRevisions measures one tick over 10,000 revisions: for
+// each, GetScale (in-memory target), window averages over 60 s of data,
+// the KPA step, the gate, metrics and status. Target: ≤ 20 ms per op.
+func BenchmarkTick10kRevisions(b *testing.B) {
+	const n = 10000
+	now := t0.Add(time.Hour)
+	clk := testingclock.NewFakeClock(now)
+	col := NewCollector(CollectorOptions{Clock: clk})
+	target := newFakeTarget()
+	ms := NewMultiscaler(MultiscalerOptions{Clock: clk, Collector: col, Target: target, Confirmer: &fakeConfirmer{}})
+	runners := make([]*runner, n)
+	for i := range runners {
+		key := revision.Key{Namespace: "bench", Name: fmt.Sprintf("rev-%05d", i)}
+		spec := revision.DefaultSpec()
+		fill(col, key, now, float64(i%500))
+		target.set(key, int32(1+i%8), int32(1+i%8))
+		runners[i] = ms.newRunner(&revision.Revision{Key: key, Spec: spec})
+	}
+	ctx := context.Background()
+	for _, r := range runners { // first decisions publish; steady state after
+		r.step(ctx, false)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		for _, r := range runners {
+			r.step(ctx, false)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/tick")
+	// CPU time (all threads, GC included) is robust to a loaded machine.
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/tick")
+}
+
+// cpuTime returns the process's user+system CPU time.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
