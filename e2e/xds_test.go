@@ -1,0 +1,427 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	metricssvc "github.com/envoyproxy/go-control-plane/envoy/service/metrics/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
+)
+
+// xdsEnv is thaw's xDS server, a stub ext_proc server and a stats drain on
+// one loopback gRPC server, plus a real Envoy started from the shipped
+// bootstrap.
+type xdsEnv struct {
+	srv      *xds.Server
+	reg      *revision.Registry
+	grpcAddr string
+	httpPort int
+	extproc  *stubExtProc
+	envoy    *harness.Envoy
+}
+
+type xdsEnvOptions struct {
+	logger *zap.Logger
+	// setup fills the registry before it is marked synced.
+	setup func(reg *revision.Registry)
+	// skipEnvoy leaves starting Envoy to the caller.
+	skipEnvoy bool
+}
+
+func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
+	t.Helper()
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	env := &xdsEnv{httpPort: harness.PickPort(t), extproc: &stubExtProc{}}
+	env.reg = revision.NewRegistry(revision.RegistryOptions{Logger: o.logger})
+	cfg := xds.DefaultConfig()
+	cfg.HTTPAddress = "127.0.0.1"
+	cfg.HTTPPort = uint32(env.httpPort)
+	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg})
+	g := grpc.NewServer()
+	env.srv.Register(g)
+	extprocsvc.RegisterExternalProcessorServer(g, env.extproc)
+	metricssvc.RegisterMetricsServiceServer(g, statsDrain{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.grpcAddr = ln.Addr().String()
+	go g.Serve(ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- env.srv.Run(ctx, env.reg) }()
+	if o.setup != nil {
+		o.setup(env.reg)
+	}
+	env.reg.SetSynced()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("xds Run: %v", err)
+		}
+		g.Stop()
+	})
+	if !o.skipEnvoy {
+		env.envoy = env.startEnvoy(t, "e2e-xds")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := env.srv.WaitFirstAck(ctx); err != nil {
+			t.Fatalf("Envoy never ACKed the first snapshot: %v", err)
+		}
+	}
+	return env
+}
+
+// startEnvoy renders the shipped bootstrap for this env and starts Envoy.
+func (env *xdsEnv) startEnvoy(t testing.TB, nodeID string) *harness.Envoy {
+	t.Helper()
+	boot, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: nodeID, XDSAddress: env.grpcAddr,
+		AdminPort: uint32(harness.PickPort(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(boot), LogLevel: "warn"})
+}
+
+// confirm waits until every connected Envoy ACKed key's current routing.
+func (env *xdsEnv) confirm(t testing.TB, key revision.Key) {
+	t.Helper()
+	gen := env.reg.Snapshot().Get(key).Generation
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := env.srv.WaitConfirmed(ctx, key, gen); err != nil {
+		t.Fatalf("revision %s generation %d not confirmed: %v (nodes %+v)", key, gen, err, env.srv.Nodes())
+	}
+}
+
+// noNACKs fails if any connected node rejected anything.
+func (env *xdsEnv) noNACKs(t testing.TB) {
+	t.Helper()
+	for _, n := range env.srv.Nodes() {
+		if len(n.NACKs) > 0 {
+			t.Fatalf("node %s NACKed: %+v", n.ID, n.NACKs)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stats, err := env.envoy.Stats(ctx, "update_rejected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range stats {
+		if v != 0 {
+			t.Fatalf("Envoy %s = %d", name, v)
+		}
+	}
+}
+
+// backend is a loopback HTTP server that names itself and echoes the
+// x-thaw-revision header it received.
+type backend struct {
+	name string
+	port int32
+	hits atomic.Int64
+}
+
+func startBackend(t testing.TB, name string) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{name: name, port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.hits.Add(1)
+		fmt.Fprintf(w, "backend=%s revision=%s", b.name, r.Header.Get("x-thaw-revision"))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return b
+}
+
+func (b *backend) addr() revision.Backend {
+	return revision.Backend{Address: "127.0.0.1", Port: b.port, Ready: true}
+}
+
+// stubExtProc answers every request-headers message with destination
+// metadata pointing at dest (a stand-in for the activator) and records the
+// x-thaw-revision header it saw. An empty dest answers CONTINUE without
+// metadata; a nil dest fails the stream.
+type stubExtProc struct {
+	extprocsvc.UnimplementedExternalProcessorServer
+	dest atomic.Pointer[string]
+
+	mu        sync.Mutex
+	revisions []string
+}
+
+func (s *stubExtProc) Process(stream extprocsvc.ExternalProcessor_ProcessServer) error {
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return nil // end of request (stream-close optimization off) or Envoy gone
+		}
+		hs := req.GetRequestHeaders()
+		if hs == nil {
+			continue
+		}
+		s.mu.Lock()
+		s.revisions = append(s.revisions, headerValue(hs.GetHeaders().GetHeaders(), "x-thaw-revision"))
+		s.mu.Unlock()
+		dest := s.dest.Load()
+		if dest == nil {
+			return errors.New("stub ext_proc: no destination")
+		}
+		var md *structpb.Struct
+		if *dest != "" {
+			if md, err = structpb.NewStruct(map[string]any{xds.MetadataNamespace: map[string]any{xds.MetadataDestinationKey: *dest}}); err != nil {
+				return err
+			}
+		}
+		if err := stream.Send(&extprocsvc.ProcessingResponse{
+			Response: &extprocsvc.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocsvc.HeadersResponse{
+				Response: &extprocsvc.CommonResponse{Status: extprocsvc.CommonResponse_CONTINUE, ClearRouteCache: true},
+			}},
+			DynamicMetadata: md,
+		}); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *stubExtProc) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.revisions...)
+}
+
+func headerValue(hs []*corev3.HeaderValue, key string) string {
+	for _, h := range hs {
+		if strings.EqualFold(h.GetKey(), key) {
+			if len(h.GetRawValue()) > 0 {
+				return string(h.GetRawValue())
+			}
+			return h.GetValue()
+		}
+	}
+	return ""
+}
+
+// statsDrain accepts the metrics_service stream and discards it (the stats
+// sink is tested elsewhere).
+type statsDrain struct {
+	metricssvc.UnimplementedMetricsServiceServer
+}
+
+func (statsDrain) StreamMetrics(stream metricssvc.MetricsService_StreamMetricsServer) error {
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return nil
+		}
+	}
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// get sends GET / with a Host and extra headers through Envoy's thaw_http
+// listener and returns status and body.
+func (env *xdsEnv) get(t testing.TB, host string, headers map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", env.httpPort), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", host, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// waitServed polls host until it answers 200 with a body containing want
+// (the listener and route may still be warming right after an ACK). It
+// fails after 200 attempts or 20 s.
+func (env *xdsEnv) waitServed(t testing.TB, host, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var code int
+	var body string
+	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
+		if code, body = env.get(t, host, nil); code == 200 && strings.Contains(body, want) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never served %q: last answer %d %q", host, want, code, body)
+}
+
+// steering are client headers that must never choose the upstream: a forged
+// revision, and every address header Envoy or its clusters might honour.
+func steering(target *backend) map[string]string {
+	addr := fmt.Sprintf("127.0.0.1:%d", target.port)
+	return map[string]string{
+		"x-thaw-revision":                "evil/other",
+		"x-envoy-original-dst-host":      addr,
+		"x-envoy-upstream-host":          addr,
+		"x-envoy-internal":               "true",
+		"x-forwarded-host":               addr,
+		"x-envoy-upstream-rq-timeout-ms": "1",
+	}
+}
+
+func TestXDSEnvoyModeFlips(t *testing.T) {
+	warm := startBackend(t, "warm")
+	held := startBackend(t, "activator-choice")
+	attacker := startBackend(t, "attacker")
+	key := revision.Key{Namespace: "e2e", Name: "hello"}
+	env := startXDSEnv(t, xdsEnvOptions{logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), setup: func(reg *revision.Registry) {
+		spec := revision.DefaultSpec()
+		spec.Hosts = []string{"hello.test"}
+		spec.Port = warm.port
+		reg.Upsert(key, spec)
+		reg.SetBackends(key, []revision.Backend{warm.addr()})
+		reg.SetMode(key, revision.ModeServe)
+	}})
+	heldAddr := fmt.Sprintf("127.0.0.1:%d", held.port)
+	env.extproc.dest.Store(&heldAddr)
+	if nodes := env.srv.Nodes(); len(nodes) != 1 || nodes[0].ID != "e2e-xds" || !nodes[0].Delta {
+		t.Fatalf("nodes = %+v, want one delta stream from e2e-xds", nodes)
+	}
+	env.confirm(t, key)
+	env.waitServed(t, "hello.test", "backend=warm")
+
+	t.Run("serve mode reaches the backend and sets the revision header", func(t *testing.T) {
+		code, body := env.get(t, "hello.test:8080", steering(attacker))
+		if code != 200 || body != "backend=warm revision=e2e/hello" {
+			t.Fatalf("got %d %q, want the warm backend with x-thaw-revision e2e/hello", code, body)
+		}
+	})
+
+	t.Run("proxy mode goes through ext_proc to the chosen backend", func(t *testing.T) {
+		env.reg.SetMode(key, revision.ModeProxy)
+		env.confirm(t, key)
+		before := len(env.extproc.seen())
+		code, body := env.get(t, "hello.test", nil)
+		if code != 200 || body != "backend=activator-choice revision=e2e/hello" {
+			t.Fatalf("got %d %q, want the backend the ext_proc stub chose", code, body)
+		}
+		code, body = env.get(t, "HELLO.test", steering(attacker))
+		if code != 200 || !strings.HasPrefix(body, "backend=activator-choice") {
+			t.Fatalf("with steering headers got %d %q, want the ext_proc choice", code, body)
+		}
+		seen := env.extproc.seen()[before:]
+		if len(seen) != 2 || seen[0] != "e2e/hello" || seen[1] != "e2e/hello" {
+			t.Fatalf("ext_proc saw x-thaw-revision %q, want e2e/hello twice (client copy removed)", seen)
+		}
+	})
+
+	t.Run("proxy mode fails closed without an activator answer", func(t *testing.T) {
+		empty := ""
+		env.extproc.dest.Store(&empty)
+		if code, body := env.get(t, "hello.test", steering(attacker)); code < 500 {
+			t.Fatalf("CONTINUE without destination metadata: got %d %q, want a 5xx", code, body)
+		}
+		env.extproc.dest.Store(nil)
+		if code, body := env.get(t, "hello.test", steering(attacker)); code < 500 {
+			t.Fatalf("ext_proc stream error: got %d %q, want a 5xx", code, body)
+		}
+		env.extproc.dest.Store(&heldAddr)
+	})
+
+	t.Run("flip back to serve mode", func(t *testing.T) {
+		env.reg.SetMode(key, revision.ModeServe)
+		env.confirm(t, key)
+		before := len(env.extproc.seen())
+		code, body := env.get(t, "hello.test", steering(attacker))
+		if code != 200 || body != "backend=warm revision=e2e/hello" {
+			t.Fatalf("got %d %q, want the warm backend", code, body)
+		}
+		if n := len(env.extproc.seen()) - before; n != 0 {
+			t.Fatalf("ext_proc called %d times in serve mode", n)
+		}
+	})
+
+	t.Run("unknown host is 404", func(t *testing.T) {
+		if code, body := env.get(t, "nobody.test", steering(attacker)); code != 404 {
+			t.Fatalf("got %d %q, want 404", code, body)
+		}
+	})
+
+	if n := attacker.hits.Load(); n != 0 {
+		t.Fatalf("a client header steered %d requests to the attacker's backend", n)
+	}
+	env.noNACKs(t)
+}
+
+func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
+	first := startBackend(t, "first")
+	second := startBackend(t, "second")
+	keyA := revision.Key{Namespace: "e2e", Name: "a"}
+	keyB := revision.Key{Namespace: "e2e", Name: "b"}
+	upsert := func(reg *revision.Registry, key revision.Key, host string, b *backend) {
+		spec := revision.DefaultSpec()
+		spec.Hosts = []string{host}
+		reg.Upsert(key, spec)
+		reg.SetBackends(key, []revision.Backend{b.addr()})
+		reg.SetMode(key, revision.ModeServe)
+	}
+	env := startXDSEnv(t, xdsEnvOptions{logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)),
+		setup: func(reg *revision.Registry) { upsert(reg, keyA, "a.test", first) }})
+	env.waitServed(t, "a.test", "backend=first")
+	if code, _ := env.get(t, "b.test", nil); code != 404 {
+		t.Fatalf("b.test before it exists: %d, want 404", code)
+	}
+
+	upsert(env.reg, keyB, "b.test", second)
+	env.confirm(t, keyB)
+	env.waitServed(t, "b.test", "backend=second")
+
+	env.reg.Delete(keyB)
+	deadline := time.Now().Add(20 * time.Second)
+	code := 0
+	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
+		if code, _ = env.get(t, "b.test", nil); code == 404 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code != 404 {
+		t.Fatalf("b.test after delete: %d, want 404", code)
+	}
+	if code, body := env.get(t, "a.test", nil); code != 200 || !strings.Contains(body, "backend=first") {
+		t.Fatalf("a.test after deleting b: %d %q", code, body)
+	}
+	env.noNACKs(t)
+}
