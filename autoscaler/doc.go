@@ -9,4 +9,55 @@
 // revision every tick, or at once when poked; the scaler applies decisions to
 // a ScaleTarget, gated so that a revision reaches zero only after every Envoy
 // confirmed proxy mode for the scale-to-zero grace period.
+//
+// # Pipeline
+//
+//	Record(Sample) ─► Collector ─► StableAndPanic ─► Decider (KPA.Step) ─► Result
+//	                                                                      │
+//	ScaleTarget.GetScale ─► current, ready ─────────────────► Gate ◄──────┘
+//	ModeConfirmer.ProxyConfirmedSince ──────────────────────►  │
+//	                                                           ▼
+//	                  Decision ─► ScaleTarget.SetScale (when it differs)
+//	                           ─► registry SetDesiredScale, OnDecision (when it changed)
+//
+// # Collector
+//
+// Within one second, the concurrency samples of one source are averaged; a
+// source that did not report in a second counts with its last value for up
+// to SourceExpiry; sources are summed. Request counts are deltas, summed.
+// A window covers the last N seconds, clipped to the revision's data (from
+// its first sample to the newest reported second); empty seconds inside
+// count as zero. No data in the stable window is ErrNoData: the autoscaler
+// never scales on missing data. Averaging is linear or weighted-exponential
+// (see Algorithm for the decay rule). Record takes two short locks and does
+// not allocate; memory per revision is a ring of one bucket per second of
+// the longest stable window asked for.
+//
+// # Decider
+//
+// KPA.Step follows Knative: desired = ceil(observed / (target ×
+// utilization)) within the scale rate bounds, panic mode when the panic
+// desired count reaches the panic threshold times the ready pods, no
+// scale-down while panicking, the scale-down delay as a sliding maximum, and
+// excess burst capacity from the full per-pod target.
+//
+// # Gate and mode control
+//
+// Gate applies min/max scale, the initial scale until reached, the
+// activation scale as the lowest non-zero scale, and the scale-to-zero gate.
+// A Decision carries both what the decider wants and what is applied:
+// WantZero (the revision is idle and should go to zero: put it in proxy
+// mode) and Recommended (bounded, before the gate) next to DesiredScale
+// (applied). Mode control switches a revision to proxy mode on WantZero or a
+// negative ExcessBurstCapacity; once every Envoy confirmed proxy mode for
+// ScaleToZeroGracePeriod, DesiredScale follows to 0. A request arriving at
+// zero calls Poke, which decides at once and wakes the revision to at least
+// ActivationScale even before its first sample arrives.
+//
+// # Metrics
+//
+// Gauges per revision (label revision="namespace/name"): desired,
+// recommended and ready pods, stable/panic concurrency and RPS, target,
+// excess burst capacity, panic mode; counters of applied scale changes and
+// of failed ScaleTarget calls by operation. Names are the Metric* constants.
 package autoscaler
