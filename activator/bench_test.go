@@ -38,8 +38,10 @@ func benchActivator(b *testing.B, cc, pods int) *Activator {
 
 // BenchmarkAcquireRelease measures activator decisions (Acquire + release of
 // a warm revision) per second, in parallel, without any protocol around.
+// cc=1/pods=1 has every other request wait in the queue (the slow path:
+// handoff under the revision lock, wake-up by channel close).
 func BenchmarkAcquireRelease(b *testing.B) {
-	for _, c := range []struct{ cc, pods int }{{0, 1}, {0, 10}, {100, 10}, {1, 64}} {
+	for _, c := range []struct{ cc, pods int }{{0, 1}, {0, 10}, {100, 10}, {1, 64}, {1, 1}} {
 		b.Run(fmt.Sprintf("cc=%d/pods=%d", c.cc, c.pods), func(b *testing.B) {
 			act := benchActivator(b, c.cc, c.pods)
 			ctx := context.Background()
