@@ -205,3 +205,12 @@ func testSpec(fns ...func(*revision.Spec)) revision.Spec {
 	}
 	return s
 }
+
+type keyScale struct {
+	key   revision.Key
+	scale int32
+}
+
+func revisionFor(key revision.Key) *revision.Revision {
+	return &revision.Revision{Key: key, Spec: testSpec()}
+}
