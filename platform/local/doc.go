@@ -46,4 +46,27 @@
 // restarted with exponential backoff. Output is logged line by line with
 // the revision and instance as fields. When Run's context ends, every
 // process is stopped (no drain period) and Run returns once all are gone.
+//
+// # Surviving a crash of thaw
+//
+// Processes run in their own process groups and are not killed when thaw
+// dies, so Envoy (which keeps its configuration) goes on routing warm
+// traffic to them. With Options.StateDir the platform records every
+// running process in StateDir/local-instances.json (replaced atomically on
+// every start and exit) and sends process output to files under
+// StateDir/output, which it follows (a pipe would break when thaw dies and
+// kill the next writer with SIGPIPE). The next Run adopts a recorded
+// process when it is provably the one recorded (same boot, pid, start
+// time and process group, and the recorded command line or, after an
+// exec, the PORT/THAW_REVISION/THAW_INSTANCE environment thaw gave it) and
+// its revision is still configured with the same command, directory and
+// environment and an executable not replaced on disk. Adopted processes
+// are probed once and published before the registry is marked synced, so
+// the first snapshot Envoy gets after the restart still routes to them;
+// the revision's desired scale becomes the adopted count. They are
+// watched by polling /proc (they are not children: exit status unknown)
+// and stopped like the others. Recorded processes that are ours but no
+// longer match are stopped after the drain period; anything else in the
+// file is left alone. A clean shutdown stops everything and removes the
+// state file.
 package local

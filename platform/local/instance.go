@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,7 +23,9 @@ type instance struct {
 	// backend set) when the slot is scaled away.
 	stop chan struct{}
 
-	// Guarded by Platform.mu.
+	// Guarded by Platform.mu. proc is the running process (nil between
+	// restarts); port and pid are its.
+	proc     *process
 	port     int32
 	pid      int
 	ready    bool
@@ -49,35 +50,39 @@ const (
 	stopped                // we stopped it
 )
 
-// run starts the process and restarts it with exponential backoff after
-// crashes until the slot is stopped or ctx (the platform's Run) ends.
-func (in *instance) run(ctx context.Context) {
+// run supervises the process (adopted, or nil to start one; ready when an
+// adopted one passed its probe) and restarts it with exponential backoff
+// after crashes until the slot is stopped or ctx (the platform's Run) ends.
+func (in *instance) run(ctx context.Context, proc *process, ready bool) {
 	p := in.p
 	defer p.wg.Done()
 	defer in.remove()
 	backoff := p.opts.RestartBackoff
 	for {
-		select {
-		case <-in.stop:
-			return
-		case <-ctx.Done():
-			return
-		default:
+		if proc == nil {
+			select {
+			case <-in.stop:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
+			var err error
+			if proc, err = in.start(); err != nil {
+				in.log.Error("process did not start; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+			}
 		}
-		proc, err := in.start()
-		if err == nil {
-			startedAt := p.opts.Clock.Now()
-			if in.supervise(ctx, proc, startedAt) == stopped {
+		if proc != nil {
+			if in.supervise(ctx, proc, ready) == stopped {
 				return
 			}
-			if p.opts.Clock.Since(startedAt) >= backoffReset {
+			if p.opts.Clock.Since(proc.startedAt) >= backoffReset {
 				backoff = p.opts.RestartBackoff
 			}
 			in.log.Warn("process exited; restarting", zap.Int("pid", proc.pid),
 				zap.String("status", proc.status()), zap.Duration("backoff", backoff))
-		} else {
-			in.log.Error("process did not start; retrying", zap.Error(err), zap.Duration("backoff", backoff))
 		}
+		proc, ready = nil, false
 		if !in.sleep(ctx, backoff) {
 			return
 		}
@@ -97,27 +102,36 @@ func (in *instance) start() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := startProcess(in.rs.cfg, in.name, port, in.log)
+	var out *outputFiles
+	if p.store != nil {
+		out = &outputFiles{store: p.store, base: in.fileBase()}
+	}
+	proc, err := startProcess(in.rs.cfg, in.name, port, out, in.log)
 	if err != nil {
 		in.releasePort()
 		return nil, err
 	}
+	proc.startedAt = p.opts.Clock.Now()
 	p.mu.Lock()
-	in.pid = proc.pid
+	in.proc, in.pid = proc, proc.pid
+	p.saveStateLocked()
 	p.mu.Unlock()
 	in.log.Info("process started", zap.Int("pid", proc.pid), zap.Int32("port", port))
 	return proc, nil
 }
 
 // supervise probes the process until it exits or is stopped, publishing
-// readiness changes.
-func (in *instance) supervise(ctx context.Context, proc *process, startedAt time.Time) outcome {
+// readiness changes. everReady says it already passed a probe (adopted).
+func (in *instance) supervise(ctx context.Context, proc *process, everReady bool) outcome {
 	p := in.p
 	probe := in.rs.cfg.Readiness
-	everReady := false
 	failures := 0
 	startup := min(probe.Period, p.opts.StartupProbeInterval)
-	timer := p.opts.Clock.NewTimer(startup)
+	next := startup
+	if everReady {
+		next = probe.Period
+	}
+	timer := p.opts.Clock.NewTimer(next)
 	defer timer.Stop()
 	for {
 		select {
@@ -140,7 +154,7 @@ func (in *instance) supervise(ctx context.Context, proc *process, startedAt time
 			failures = 0
 			if !everReady {
 				in.log.Info("process ready", zap.Int("pid", proc.pid), zap.Int32("port", proc.port),
-					zap.Duration("startup", p.opts.Clock.Since(startedAt)))
+					zap.Duration("startup", p.opts.Clock.Since(proc.startedAt)))
 			}
 			everReady = true
 			in.setReady(true)
@@ -151,7 +165,7 @@ func (in *instance) supervise(ctx context.Context, proc *process, startedAt time
 				in.setReady(false)
 			}
 		}
-		next := probe.Period
+		next = probe.Period
 		if !everReady {
 			next = startup
 		}
@@ -184,26 +198,7 @@ func (in *instance) stopProcess(ctx context.Context, proc *process, drain bool) 
 			cancel()
 		}
 	}
-	select {
-	case <-proc.done:
-		in.releasePort()
-		return
-	default:
-	}
-	timeout := in.rs.cfg.StopTimeout
-	in.log.Info("stopping process", zap.Int("pid", proc.pid), zap.Duration("timeout", timeout))
-	proc.signal(syscall.SIGTERM)
-	t := p.opts.Clock.NewTimer(timeout)
-	select {
-	case <-proc.done:
-		t.Stop()
-	case <-t.C():
-		in.log.Warn("process still running after SIGTERM; sending SIGKILL", zap.Int("pid", proc.pid),
-			zap.Duration("timeout", timeout))
-		proc.signal(syscall.SIGKILL)
-		<-proc.done
-	}
-	in.log.Info("process stopped", zap.Int("pid", proc.pid), zap.String("status", proc.status()))
+	p.terminate(proc, in.rs.cfg.StopTimeout, in.log)
 	in.releasePort()
 }
 
@@ -240,6 +235,10 @@ func (in *instance) releasePort() {
 	if in.port != 0 {
 		delete(p.ports, in.port)
 		in.port, in.pid = 0, 0
+	}
+	if in.proc != nil {
+		in.proc = nil
+		p.saveStateLocked()
 	}
 }
 

@@ -25,6 +25,9 @@ import (
 var workloadBin string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(crashChildEnv); spec != "" {
+		crashChild(spec) // never returns: killed by the test that started it
+	}
 	dir, err := os.MkdirTemp("", "thaw-local-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -51,6 +54,10 @@ type harness struct {
 	reg  *revision.Registry
 	p    *Platform
 	logs *observer.ObservedLogs
+	// synced is the first snapshot seen with Synced set.
+	synced *revision.Snapshot
+	// stop cancels Run and waits (bounded) for it to return; idempotent.
+	stop func()
 }
 
 // startPlatform runs a Platform for revs until the test ends; cleanup waits
@@ -69,7 +76,7 @@ func startPlatform(t *testing.T, cfg *Config, tweak func(*Options)) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -80,8 +87,9 @@ func startPlatform(t *testing.T, cfg *Config, tweak func(*Options)) *harness {
 			t.Errorf("Run did not return within %s of cancel", waitLimit)
 		}
 	})
-	h := &harness{t: t, reg: reg, p: p, logs: logs}
-	h.waitSnapshot("synced", func(s *revision.Snapshot) bool { return s.Synced })
+	t.Cleanup(stop)
+	h := &harness{t: t, reg: reg, p: p, logs: logs, stop: stop}
+	h.synced = h.waitSnapshot("synced", func(s *revision.Snapshot) bool { return s.Synced })
 	return h
 }
 
@@ -117,9 +125,15 @@ func (h *harness) setScale(key revision.Key, n int32) {
 // returns them.
 func (h *harness) waitLogs(msg string, n int) []observer.LoggedEntry {
 	h.t.Helper()
+	return h.waitLogsWhere(msg, func(observer.LoggedEntry) bool { return true }, n)
+}
+
+// waitLogsWhere is waitLogs counting only the entries keep accepts.
+func (h *harness) waitLogsWhere(msg string, keep func(observer.LoggedEntry) bool, n int) []observer.LoggedEntry {
+	h.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		got := h.logs.FilterMessage(msg).All()
+		got := h.logs.FilterMessage(msg).Filter(keep).All()
 		if len(got) >= n {
 			return got
 		}
@@ -215,13 +229,18 @@ func (d *recordingDrainer) recorded() []drainCall {
 // workloadRev returns a revision running the example workload.
 func workloadRev(t *testing.T, name string, env map[string]string) RevisionConfig {
 	t.Helper()
+	return workloadRevIn(name, t.TempDir(), env)
+}
+
+// workloadRevIn is workloadRev with a given working directory.
+func workloadRevIn(name, dir string, env map[string]string) RevisionConfig {
 	spec := revision.DefaultSpec()
 	spec.Hosts = []string{name + ".localhost"}
 	return RevisionConfig{
 		Key:         revision.Key{Namespace: DefaultNamespace, Name: name},
 		Spec:        spec,
 		Command:     []string{workloadBin, "--port", PortPlaceholder},
-		Dir:         t.TempDir(),
+		Dir:         dir,
 		Env:         env,
 		Readiness:   Probe{HTTPPath: "/healthz", Period: 50 * time.Millisecond, Timeout: time.Second, FailureThreshold: 3},
 		StopTimeout: 5 * time.Second,

@@ -67,6 +67,13 @@ type Options struct {
 	// process stayed up for 10s. Defaults DefaultRestartBackoff and
 	// DefaultMaxBackoff.
 	RestartBackoff, MaxBackoff time.Duration
+	// StateDir, when set, is a directory (created 0700) where the platform
+	// records its running processes (local-instances.json) and sends their
+	// output (output/), so that after a crash of thaw the processes keep
+	// serving and the next Run adopts them. Run fails with ErrStateDirInUse
+	// while another Platform holds it. Empty: no state, processes' output
+	// goes through pipes, and processes left by a crash are not adopted.
+	StateDir string
 }
 
 // Platform runs each revision of a Config as a group of local processes and
@@ -84,16 +91,22 @@ type Platform struct {
 	started bool
 	closed  bool
 	wg      sync.WaitGroup
+	// store is the opened StateDir (nil without one); stale holds the
+	// recorded processes Run found and is stopping, until they are gone.
+	store *stateStore
+	boot  string
+	stale map[*process]stateInstance
 }
 
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
 
 type revState struct {
-	cfg       RevisionConfig
-	log       *zap.Logger
-	desired   int32
-	seq       int
-	instances []*instance // live ones, including stopping ones
+	cfg         RevisionConfig
+	fingerprint string // configFingerprint(cfg)
+	log         *zap.Logger
+	desired     int32
+	seq         int
+	instances   []*instance // live ones, including stopping ones
 }
 
 // New returns a Platform for cfg. It starts nothing: call Run. It panics if
@@ -117,9 +130,11 @@ func New(opts Options) *Platform {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
-	p := &Platform{opts: opts, log: opts.Logger, revs: map[revision.Key]*revState{}, ports: map[int32]bool{}}
+	p := &Platform{opts: opts, log: opts.Logger, revs: map[revision.Key]*revState{}, ports: map[int32]bool{},
+		stale: map[*process]stateInstance{}}
 	for _, rc := range opts.Config.Revisions {
-		p.revs[rc.Key] = &revState{cfg: rc, log: opts.Logger.With(zap.String("revision", rc.Key.String()))}
+		p.revs[rc.Key] = &revState{cfg: rc, fingerprint: configFingerprint(rc),
+			log: opts.Logger.With(zap.String("revision", rc.Key.String()))}
 	}
 	return p
 }
@@ -127,8 +142,14 @@ func New(opts Options) *Platform {
 // Run publishes every revision of the Config to the registry (valid ones
 // with no backends, invalid ones with their error), marks the registry
 // synced, and then manages processes until ctx ends. It then stops every
-// process (SIGTERM, SIGKILL after the revision's StopTimeout) and returns
-// once all have exited. It returns an error only when called twice.
+// process (SIGTERM, SIGKILL after the revision's StopTimeout), removes the
+// state file and returns once all have exited.
+//
+// With a StateDir, Run first adopts the processes a crashed thaw recorded
+// there (see adopt): they are probed once and published as backends before
+// the registry is marked synced, so the first synced snapshot already
+// routes to them. Run returns an error when called twice or when the
+// StateDir cannot be used (ErrStateDirInUse when another thaw holds it).
 func (p *Platform) Run(ctx context.Context) error {
 	p.mu.Lock()
 	if p.started {
@@ -136,6 +157,23 @@ func (p *Platform) Run(ctx context.Context) error {
 		return errors.New("local platform: Run called twice")
 	}
 	p.started = true
+	p.mu.Unlock()
+
+	var adopted []adoptedInstance
+	if p.opts.StateDir != "" {
+		store, err := openStateStore(p.opts.StateDir)
+		if err != nil {
+			p.mu.Lock()
+			p.closed = true
+			p.mu.Unlock()
+			return err
+		}
+		defer store.close()
+		p.store, p.boot = store, bootID()
+		adopted = p.adopt(ctx)
+	}
+
+	p.mu.Lock()
 	reg := p.opts.Registry
 	for _, rc := range p.opts.Config.Revisions {
 		reg.Upsert(rc.Key, rc.Spec)
@@ -147,11 +185,13 @@ func (p *Platform) Run(ctx context.Context) error {
 	for _, err := range p.opts.Config.Errors {
 		p.log.Error("invalid revision: not started", zap.Error(err))
 	}
-	reg.SetSynced()
 	p.runCtx = ctx
+	p.installAdoptedLocked(adopted)
+	reg.SetSynced()
 	for _, rs := range p.revs {
 		p.reconcileLocked(rs)
 	}
+	p.saveStateLocked()
 	p.mu.Unlock()
 
 	<-ctx.Done()
@@ -159,6 +199,12 @@ func (p *Platform) Run(ctx context.Context) error {
 	p.closed = true
 	p.mu.Unlock()
 	p.wg.Wait()
+	if p.store != nil {
+		// Every process is gone: this removes the state file.
+		p.mu.Lock()
+		p.saveStateLocked()
+		p.mu.Unlock()
+	}
 	p.log.Info("local platform stopped")
 	return nil
 }
@@ -225,7 +271,7 @@ func (p *Platform) reconcileLocked(rs *revState) {
 		in := newInstance(p, rs, rs.seq)
 		rs.instances = append(rs.instances, in)
 		p.wg.Add(1)
-		go in.run(p.runCtx)
+		go in.run(p.runCtx, nil, false)
 	}
 	if excess := len(active) - int(rs.desired); excess > 0 {
 		slices.SortStableFunc(active, func(a, b *instance) int {

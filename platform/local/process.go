@@ -1,10 +1,8 @@
 package local
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,18 +20,18 @@ import (
 // loopback is the address every process listens on.
 const loopback = "127.0.0.1"
 
-// maxLine is the longest output line logged in one entry; longer lines are
-// split.
-const maxLine = 16 << 10
+// adoptPoll is how often an adopted process is checked for exit.
+const adoptPoll = 200 * time.Millisecond
 
-// outputGrace bounds how long output is still read after the process group
-// was killed (a daemonized grandchild could hold the pipe forever).
-const outputGrace = time.Second
-
-// process is one started OS process, leader of its own process group.
+// process is one OS process, leader of its own process group: started by
+// this platform (a child) or adopted from a crashed thaw's state file.
 type process struct {
-	pid  int
-	port int32
+	pid        int
+	port       int32
+	argv       []string // as started, port substituted
+	startTicks uint64   // see procStat; 0 if unknown
+	startedAt  time.Time
+	adopted    bool
 	// done is closed once the process has exited, its group was killed and
 	// its output was logged.
 	done chan struct{}
@@ -44,9 +42,11 @@ type process struct {
 }
 
 // startProcess starts rc's command for one instance on port. The process
-// gets its own process group, so signals reach its children; stdout and
-// stderr are logged line by line.
-func startProcess(rc RevisionConfig, instance string, port int32, log *zap.Logger) (*process, error) {
+// gets its own process group, so signals reach its children. Its stdout and
+// stderr are logged line by line; they go through pipes, or through the
+// files of out when set (a pipe would break, and kill the process with
+// SIGPIPE, when thaw crashes).
+func startProcess(rc RevisionConfig, instance string, port int32, out *outputFiles, log *zap.Logger) (*process, error) {
 	ps := strconv.Itoa(int(port))
 	args := make([]string, len(rc.Command))
 	for i, a := range rc.Command {
@@ -58,31 +58,33 @@ func startProcess(rc RevisionConfig, instance string, port int32, log *zap.Logge
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdin = nil
 
-	outR, outW, err := os.Pipe()
+	var streams [2]stream
+	var err error
+	if out != nil {
+		streams, err = out.create()
+	} else {
+		streams, err = pipeStreams()
+	}
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = streams[0].w, streams[1].w
 	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	for _, s := range streams {
+		s.w.Close()
+	}
 	if err != nil {
-		outR.Close()
-		errR.Close()
+		for _, s := range streams {
+			s.r.close()
+		}
 		return nil, fmt.Errorf("start %s: %w", args[0], err)
 	}
-	proc := &process{pid: cmd.Process.Pid, port: port, done: make(chan struct{})}
-	plog := log.With(zap.Int("pid", proc.pid))
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go logLines(&readers, outR, plog.With(zap.String("stream", "stdout")))
-	go logLines(&readers, errR, plog.With(zap.String("stream", "stderr")))
+	proc := &process{pid: cmd.Process.Pid, port: port, argv: args, done: make(chan struct{})}
+	// The child is not reaped before waitExit below, so its pid is stable.
+	if st, err := readProcStat(proc.pid); err == nil {
+		proc.startTicks = st.startTicks
+	}
+	readers := logStreams(streams[:], log.With(zap.Int("pid", proc.pid)))
 	go func() {
 		// Wait for the leader to exit without reaping it: while it is a
 		// zombie its pid, and so the group id, cannot be reused. Children
@@ -94,22 +96,36 @@ func startProcess(rc RevisionConfig, instance string, port int32, log *zap.Logge
 		proc.reaped = true
 		proc.mu.Unlock()
 		proc.err = cmd.Wait()
-		out := make(chan struct{})
-		go func() { readers.Wait(); close(out) }()
-		t := time.NewTimer(outputGrace)
-		select {
-		case <-out:
-		case <-t.C:
-			outR.Close()
-			errR.Close()
-			<-out
-		}
-		t.Stop()
-		outR.Close()
-		errR.Close()
+		finishStreams(streams[:], readers)
 		close(proc.done)
 	}()
 	return proc, nil
+}
+
+// adoptProcess returns the process e recorded (verified by the caller). It
+// is not a child: its exit is seen by polling /proc every adoptPoll, and its
+// exit status is unknown. streams follow its output files (none: output not
+// captured).
+func adoptProcess(e stateInstance, streams []stream, log *zap.Logger) *process {
+	proc := &process{pid: e.Pid, port: e.Port, argv: e.Argv, startTicks: e.StartTicks,
+		adopted: true, done: make(chan struct{})}
+	readers := logStreams(streams, log.With(zap.Int("pid", proc.pid)))
+	go func() {
+		t := time.NewTicker(adoptPoll)
+		for sameProcess(proc.pid, proc.startTicks) {
+			<-t.C
+		}
+		t.Stop()
+		// Children left in its group are not killed: once the leader is
+		// gone (and reaped by its new parent) the group id can name
+		// another group.
+		proc.mu.Lock()
+		proc.reaped = true
+		proc.mu.Unlock()
+		finishStreams(streams, readers)
+		close(proc.done)
+	}()
+	return proc
 }
 
 // processEnv is thaw's environment, then the revision's env, then PORT,
@@ -128,14 +144,16 @@ func processEnv(rc RevisionConfig, instance, port string) []string {
 }
 
 // signal sends sig to the process group (by its id, the leader's pid)
-// unless the leader was already reaped. Errors are ignored: the group may be
+// unless the leader was already reaped (or, adopted, is no longer the
+// recorded process). Errors are ignored: the group may be
 // exiting.
 func (p *process) signal(sig syscall.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.reaped {
-		_ = syscall.Kill(-p.pid, sig)
+	if p.reaped || p.adopted && !sameProcess(p.pid, p.startTicks) {
+		return
 	}
+	_ = syscall.Kill(-p.pid, sig)
 }
 
 // waitExit blocks until process pid has exited, leaving it unreaped
@@ -152,24 +170,13 @@ func waitExit(pid int) {
 
 // status describes how the process ended; call after done.
 func (p *process) status() string {
+	if p.adopted {
+		return "exited (adopted process: exit status unknown)"
+	}
 	if p.err == nil {
 		return "exit status 0"
 	}
 	return p.err.Error()
-}
-
-func logLines(wg *sync.WaitGroup, r io.Reader, log *zap.Logger) {
-	defer wg.Done()
-	br := bufio.NewReaderSize(r, maxLine)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			log.Info("process output", zap.String("line", strings.TrimRight(string(line), "\r\n")))
-		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return
-		}
-	}
 }
 
 // freePort asks the kernel for a free loopback port by listening on port 0
