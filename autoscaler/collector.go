@@ -2,7 +2,6 @@ package autoscaler
 
 import (
 	"hash/maphash"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,31 +90,6 @@ var _ Recorder = (*Collector)(nil)
 type shard struct {
 	mu sync.RWMutex
 	m  map[revision.Key]*series
-}
-
-// series is one revision's history. Seconds are Unix seconds.
-type series struct {
-	mu      sync.Mutex
-	ring    []bucket
-	sources map[string]*source // lookup by name
-	srcs    []*source          // the same sources, for iteration
-	hasData bool
-	first   int64 // oldest second of the current run of data
-	last    int64 // newest second any source reported
-}
-
-type bucket struct {
-	sec  int64
-	conc float64 // sum over sources of their per-second average
-	reqs float64 // sum of request deltas
-}
-
-type source struct {
-	name string
-	sec  int64   // newest second it reported
-	sum  float64 // of its concurrency samples in sec
-	n    float64
-	avg  float64 // sum/n: what it contributes to bucket sec
 }
 
 // NewCollector returns an empty Collector.
@@ -215,126 +189,4 @@ func (c *Collector) series(key revision.Key, create bool) *series {
 		sh.m[key] = ser
 	}
 	return ser
-}
-
-// record applies one sample; false when it was dropped as too old.
-func (s *series) record(sec int64, name string, conc, reqs float64, expiry, window int64) bool {
-	size := int64(len(s.ring))
-	if !s.hasData || sec > s.last+size {
-		// First data, or nothing for a whole ring: start a new run.
-		s.hasData, s.first, s.last = true, sec, sec
-		clear(s.sources)
-		s.srcs = s.srcs[:0]
-	}
-	if sec <= s.last-size {
-		return false
-	}
-	if sec > s.last {
-		s.last = sec
-		s.pruneSources(expiry)
-	}
-	if sec < s.first {
-		s.first = sec
-	}
-	b := s.bucket(sec)
-	if b == nil {
-		return false
-	}
-	b.reqs += reqs
-	src := s.sources[name]
-	switch {
-	case src == nil:
-		if len(s.sources) >= maxSources {
-			return true // requests counted; refuse unbounded source churn
-		}
-		src = &source{name: name, sec: sec, sum: conc, n: 1, avg: conc}
-		s.sources[name] = src
-		s.srcs = append(s.srcs, src)
-		b.conc += conc
-	case sec == src.sec:
-		old := src.avg
-		src.sum += conc
-		src.n++
-		src.avg = src.sum / src.n
-		b.conc += src.avg - old
-	case sec > src.sec:
-		s.hold(src, sec-1, expiry)
-		src.sec, src.sum, src.n, src.avg = sec, conc, 1, conc
-		b.conc += conc
-	}
-	return true
-}
-
-// maxSources bounds the sources tracked per revision.
-const maxSources = 1024
-
-// hold writes src's last value into the seconds after its newest one, up
-// to until and at most expiry seconds, where it did not report.
-func (s *series) hold(src *source, until int64, expiry int64) {
-	end := min(until, src.sec+expiry)
-	for t := src.sec + 1; t <= end; t++ {
-		if b := s.bucket(t); b != nil {
-			b.conc += src.avg
-		}
-	}
-}
-
-// pruneSources drops sources whose last value cannot reach into the ring
-// any more (its hold ended more than a ring ago). Sources are kept until
-// then so a late sample is still recognised as out of order.
-func (s *series) pruneSources(expiry int64) {
-	keep := s.srcs[:0]
-	for _, src := range s.srcs {
-		if src.sec+expiry <= s.last-int64(len(s.ring)) {
-			delete(s.sources, src.name)
-			continue
-		}
-		keep = append(keep, src)
-	}
-	clear(s.srcs[len(keep):])
-	s.srcs = keep
-}
-
-// bucket returns the bucket for sec, resetting a slot that holds an older
-// second; nil when the slot holds a newer second (sec is out of the ring).
-func (s *series) bucket(sec int64) *bucket {
-	b := &s.ring[mod(sec, int64(len(s.ring)))]
-	switch {
-	case b.sec == sec:
-		return b
-	case b.sec < sec:
-		*b = bucket{sec: sec}
-		return b
-	default:
-		return nil
-	}
-}
-
-// newRing returns n empty buckets; their second matches no real one.
-func newRing(n int64) []bucket {
-	r := make([]bucket, n)
-	for i := range r {
-		r[i].sec = math.MinInt64
-	}
-	return r
-}
-
-func mod(a, n int64) int64 {
-	m := a % n
-	if m < 0 {
-		m += n
-	}
-	return m
-}
-
-func clean(v float64) float64 {
-	if v > 0 && !math.IsInf(v, 1) {
-		return v
-	}
-	return 0
-}
-
-func ceilSeconds(d time.Duration) int64 {
-	s := int64((d + time.Second - 1) / time.Second)
-	return max(s, 1)
 }
