@@ -48,10 +48,13 @@ type Decision struct {
 }
 
 // changedFrom reports whether d must be published after prev: the desired
-// scale, WantZero or the sign of the excess burst capacity changed.
+// or recommended scale, WantZero, validity or the sign of the excess burst
+// capacity changed.
 func (d *Decision) changedFrom(prev *Decision) bool {
 	return prev == nil ||
 		d.DesiredScale != prev.DesiredScale ||
+		d.Recommended != prev.Recommended ||
 		d.WantZero != prev.WantZero ||
+		d.Valid != prev.Valid ||
 		(d.ExcessBurstCapacity < 0) != (prev.ExcessBurstCapacity < 0)
 }

@@ -60,8 +60,8 @@ type MultiscalerOptions struct {
 // scale target, runs the Decider and the Gate, applies the result through
 // ScaleTarget.SetScale when it differs from the current replicas, records
 // it in the registry (SetDesiredScale) and tells OnDecision subscribers when
-// the desired scale, WantZero or the sign of the excess burst capacity
-// changed. A failing revision is reported (log, metric) without affecting
+// the desired or recommended scale, WantZero, validity or the sign of the
+// excess burst capacity changed. A failing revision is reported (log, metric) without affecting
 // others.
 type Multiscaler struct {
 	opts      MultiscalerOptions

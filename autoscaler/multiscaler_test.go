@@ -99,6 +99,27 @@ func TestMultiscalerPublishesOnlyOnChange(t *testing.T) {
 		if got := h.published(); len(got) != 1 || got[0].DesiredScale != 1 || got[0].ExcessBurstCapacity >= 0 {
 			t.Fatalf("published %+v, want one decision at scale 1 with negative EBC", got)
 		}
+		// Data turning valid is published even at the same scale.
+		h.target.set(keyB, 1, 1)
+		h.reg.Upsert(keyB, testSpec(func(s *revision.Spec) { s.Hosts = []string{"b.example.com"} }))
+		synctest.Wait()
+		h.load(keyB, 5, 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		var forB []Decision
+		for _, d := range h.published() {
+			if d.Key == keyB {
+				forB = append(forB, d)
+			}
+		}
+		if len(forB) != 2 || forB[0].Valid || !forB[1].Valid || forB[1].DesiredScale != forB[0].DesiredScale {
+			t.Fatalf("published for b: %+v, want invalid then valid at the same scale", forB)
+		}
+		h.reg.Delete(keyB)
+		synctest.Wait()
+		h.mu.Lock()
+		h.decisions = h.decisions[:1]
+		h.mu.Unlock()
 		// TBC 0 makes EBC 0: the sign changes, so it is published.
 		h.reg.Upsert(keyA, testSpec(func(s *revision.Spec) { s.TargetBurstCapacity = 0 }))
 		h.load(keyA, 5, 3)
