@@ -60,7 +60,10 @@ type Activator struct {
 	// throttlers is an immutable map swapped whole by Run: the request path
 	// reads it with one atomic load.
 	throttlers atomic.Pointer[map[revision.Key]*throttler]
-	synced     chan struct{} // closed once Run applied a Synced snapshot
+	// removed keeps deleted revisions' throttlers while requests they sent
+	// are still in flight (for WaitIdle); pruned by Run.
+	removed atomic.Pointer[map[revision.Key]*throttler]
+	synced  chan struct{} // closed once Run applied a Synced snapshot
 
 	shutting  atomic.Bool
 	heldTotal atomic.Int64
@@ -95,6 +98,7 @@ func New(opts Options) *Activator {
 		drained: make(chan struct{}),
 	}
 	a.throttlers.Store(&map[revision.Key]*throttler{})
+	a.removed.Store(&map[revision.Key]*throttler{})
 	a.metrics = newMetrics(a)
 	if opts.Registerer != nil {
 		if err := a.metrics.register(opts.Registerer); err != nil {

@@ -277,3 +277,34 @@ func TestManyRevisionsIndependent(t *testing.T) {
 		}
 	})
 }
+
+// A deleted revision's backend is still waited for while requests the
+// activator sent it are in flight.
+func TestWaitIdleAfterRevisionDeleted(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		e := newEnv(t, Options{})
+		e.upsert(demo, 0, time.Minute, 100)
+		e.backends(demo, "127.0.0.1")
+		synctest.Wait()
+		_, rel := mustAcquire(t, e.act, demo)
+		e.reg.Delete(demo)
+		synctest.Wait()
+		done := make(chan error, 1)
+		go func() { done <- e.act.WaitIdle(context.Background(), demo, "127.0.0.1:8080") }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("WaitIdle returned %v with a request still in flight", err)
+		default:
+		}
+		rel()
+		if err := <-done; err != nil {
+			t.Fatalf("WaitIdle = %v", err)
+		}
+		e.upsert(revision.Key{Namespace: "x", Name: "y"}, 0, time.Minute, 1) // prunes the idle removed throttler
+		synctest.Wait()
+		if n := len(*e.act.removed.Load()); n != 0 {
+			t.Fatalf("%d removed throttlers kept after their requests ended, want 0", n)
+		}
+	})
+}

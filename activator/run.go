@@ -67,6 +67,12 @@ func (a *Activator) Run(ctx context.Context, reg *revision.Registry) {
 
 func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map[revision.Key]*revState, probeDone chan<- probeResult) {
 	keysChanged := false
+	removed := maps.Clone(*a.removed.Load())
+	for key, t := range removed {
+		if t.inFlight.Load() == 0 || snap.Revisions[key] != nil {
+			delete(removed, key)
+		}
+	}
 	for key, rev := range snap.Revisions {
 		rs := revs[key]
 		if rs == nil {
@@ -96,6 +102,9 @@ func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map
 		rs.t.remove()
 		delete(revs, key)
 		keysChanged = true
+		if rs.t.inFlight.Load() > 0 {
+			removed[key] = rs.t
+		}
 		rs.log.Info("revision removed; held requests fail", zap.Int64("held", rs.t.waiting.Load()))
 	}
 	if keysChanged {
@@ -104,6 +113,9 @@ func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map
 			m[k] = rs.t
 		}
 		a.throttlers.Store(&m)
+	}
+	if !maps.Equal(removed, *a.removed.Load()) {
+		a.removed.Store(&removed)
 	}
 	if snap.Synced {
 		select {

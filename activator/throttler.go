@@ -238,12 +238,25 @@ func (t *throttler) podFor(addr string) *podTracker {
 	return nil
 }
 
-// retiredFor returns the tracker of addr if it left but is still watched.
-func (t *throttler) retiredFor(addr string) *podTracker {
-	for _, p := range t.state.Load().retired {
-		if p.addr == addr {
-			return p
+// trackerFor returns the tracker of addr among current and retired pods.
+func (t *throttler) trackerFor(addr string) *podTracker {
+	st := t.state.Load()
+	for _, ps := range [][]*podTracker{st.pods, st.retired} {
+		for _, p := range ps {
+			if p.addr == addr {
+				return p
+			}
 		}
 	}
 	return nil
+}
+
+// isRemoved reports whether the revision left the registry.
+func (t *throttler) isRemoved() bool {
+	select {
+	case <-t.gone:
+		return true
+	default:
+		return false
+	}
 }
