@@ -18,18 +18,19 @@ type Recommendation struct {
 // Knative's PodAutoscaler rules:
 //   - proxy when no backend is ready (requests must be held), or when the
 //     target burst capacity is -1 (activator always in the path);
-//   - with no valid decision yet (thaw just started), serve when backends are
+//   - with no decision yet (thaw just restarted), serve when backends are
 //     ready so warm traffic keeps flowing straight to pods;
-//   - proxy when the decider wants 0 replicas (first step of scale to zero)
-//     or when the excess burst capacity is negative;
+//   - proxy when a valid decision wants 0 replicas (first step of scale to
+//     zero), or when the excess burst capacity is negative (an invalid,
+//     no-data decision carries the last valid EBC, or the initial one);
 //   - serve otherwise.
 func ChooseMode(spec *revision.Spec, readyBackends int, rec *Recommendation) revision.Mode {
 	switch {
 	case readyBackends == 0, spec.TargetBurstCapacity == -1:
 		return revision.ModeProxy
-	case rec == nil || !rec.Valid:
+	case rec == nil:
 		return revision.ModeServe
-	case rec.Wanted == 0, rec.ExcessBurstCapacity < 0:
+	case rec.Valid && rec.Wanted == 0, rec.ExcessBurstCapacity < 0:
 		return revision.ModeProxy
 	default:
 		return revision.ModeServe

@@ -1,18 +1,217 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/thaw-dev/thaw/activator"
+	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/internal/app"
+	"github.com/thaw-dev/thaw/platform/local"
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
 )
 
+type localFlags struct {
+	file           string
+	envoyBin       string
+	httpAddress    string
+	httpPort       int
+	grpcAddress    string
+	adminAddress   string
+	envoyAdminPort int
+	nodeID         string
+	stateDir       string
+	tick           time.Duration
+	holdBudget     time.Duration
+	drainTimeout   time.Duration
+	envoyWorkers   int
+}
+
 func newLocalCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "local",
+	f := &localFlags{}
+	cmd := &cobra.Command{
+		Use:   "local -f FILE",
 		Short: "Run thaw on the embedded default: local processes as backends, a real Envoy",
-		Args:  cobra.NoArgs,
+		Long: `thaw local runs every component in one process with revisions from a YAML
+file. Each backend is a local process on a free loopback port. thaw renders
+an Envoy bootstrap, starts Envoy (--envoy, $ENVOY_BIN or the one ` + "`make tools`" + `
+installs), waits until Envoy has acknowledged the first configuration and
+prints where to send traffic. SIGINT or SIGTERM drains held requests, stops
+the processes and Envoy, and exits 0.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errors.New("thaw local is not built yet")
+			logger, err := newLogger(g)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = logger.Sync() }()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runLocal(ctx, logger, f, cmd)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "revisions file (YAML); see examples/local.yaml")
+	fl.StringVar(&f.envoyBin, "envoy", "", "Envoy binary (default $ENVOY_BIN, then .tools/bin/envoy, then envoy on $PATH)")
+	fl.StringVar(&f.httpAddress, "http-address", "127.0.0.1", "address of Envoy's HTTP listener")
+	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of Envoy's HTTP listener")
+	fl.StringVar(&f.grpcAddress, "grpc-address", app.DefaultGRPCAddress, "address thaw serves xDS, ext_proc and stats on")
+	fl.StringVar(&f.adminAddress, "admin-address", app.DefaultAdminAddress, "address of thaw's admin HTTP server (/metrics, /status)")
+	fl.IntVar(&f.envoyAdminPort, "envoy-admin-port", app.DefaultEnvoyAdminPort, "Envoy admin port on 127.0.0.1")
+	fl.StringVar(&f.nodeID, "node-id", "thaw-local", "Envoy node id")
+	fl.StringVar(&f.stateDir, "state-dir", "", "where Envoy's bootstrap, log and pid file live (default: user cache dir)")
+	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
+	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
+	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+// drainer adapts the activator's per-address drain to the local platform.
+type drainer struct{ act *activator.Activator }
+
+func (d drainer) WaitIdle(ctx context.Context, key revision.Key, b revision.Backend) error {
+	return d.act.WaitIdle(ctx, key, b.HostPort())
+}
+
+func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra.Command) error {
+	bin, err := findEnvoy(f.envoyBin)
+	if err != nil {
+		return err
+	}
+	defaults := revision.DefaultSpec()
+	cfg, err := local.Load(f.file, defaults)
+	if err != nil {
+		return err
+	}
+	for _, e := range cfg.Errors {
+		logger.Error("invalid revision skipped; the others start", zap.Error(e))
+	}
+	stateDir := f.stateDir
+	if stateDir == "" {
+		if stateDir, err = defaultStateDir(f); err != nil {
+			return err
+		}
+	}
+	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
+	xcfg := xds.DefaultConfig()
+	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	a, err := app.New(app.Options{
+		Logger:   logger,
+		Registry: reg,
+		NewPlatform: func(act *activator.Activator) (app.Platform, error) {
+			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
+				Drainer: drainer{act}, StateDir: stateDir}), nil
+		},
+		GRPCAddress:    f.grpcAddress,
+		AdminAddress:   f.adminAddress,
+		XDS:            xcfg,
+		TickInterval:   f.tick,
+		DrainTimeout:   f.drainTimeout,
+		ReadyWhenAcked: true,
+	})
+	if err != nil {
+		return err
+	}
+	grpcAddr := a.GRPCAddress()
+	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{
+		NodeID: f.nodeID, Cluster: "thaw-local",
+		XDSAddress: grpcAddr, ExtProcAddress: grpcAddr, StatsAddress: grpcAddr,
+		AdminPort: uint32(f.envoyAdminPort),
+	})
+	if err != nil {
+		return fmt.Errorf("render envoy bootstrap: %w", err)
+	}
+	proc, err := app.StartOrAdoptEnvoy(app.EnvoyProcessOptions{Logger: logger.Named("envoy"), Binary: bin,
+		StateDir: stateDir, Bootstrap: bootstrap, AdminPort: f.envoyAdminPort, Concurrency: f.envoyWorkers})
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	go func() {
+		select {
+		case <-proc.Done():
+			logger.Error("envoy exited; stopping thaw")
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	go func() {
+		wctx, wcancel := context.WithTimeout(runCtx, 60*time.Second)
+		defer wcancel()
+		if err := a.XDS().WaitFirstAck(wctx); err != nil {
+			logger.Error("envoy did not acknowledge the first configuration", zap.Error(err))
+			return
+		}
+		printWelcome(cmd, f, cfg, a)
+	}()
+	runErr := <-done
+	proc.Stop(10 * time.Second)
+	if runErr != nil {
+		return runErr
+	}
+	select {
+	case <-proc.Done():
+	default:
+	}
+	if ctx.Err() == nil && runCtx.Err() != nil {
+		return errors.New("envoy exited unexpectedly")
+	}
+	return nil
+}
+
+func printWelcome(cmd *cobra.Command, f *localFlags, cfg *local.Config, a *app.App) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "\nthaw is ready. Envoy listens on http://%s:%d\n", f.httpAddress, f.httpPort)
+	for _, rc := range cfg.Revisions {
+		if len(rc.Spec.Hosts) > 0 {
+			fmt.Fprintf(out, "  %-20s curl -H 'Host: %s' http://%s:%d/\n", rc.Key.String(), rc.Spec.Hosts[0], f.httpAddress, f.httpPort)
+		}
+	}
+	fmt.Fprintf(out, "Status: thaw status --admin-address %s   Metrics: http://%s/metrics\n\n", a.AdminAddress(), a.AdminAddress())
+}
+
+// findEnvoy returns the Envoy binary from the flag, $ENVOY_BIN, the
+// `make tools` install next to the working directory, or $PATH.
+func findEnvoy(flag string) (string, error) {
+	for _, c := range []string{flag, os.Getenv("ENVOY_BIN"), filepath.Join(".tools", "bin", "envoy")} {
+		if c == "" {
+			continue
+		}
+		if _, err := os.Stat(c); err == nil {
+			return filepath.Abs(c)
+		}
+		if c == flag {
+			return "", fmt.Errorf("--envoy %s: not found", c)
+		}
+	}
+	if p, err := execLookPath("envoy"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("no Envoy binary: run `make tools`, or pass --envoy or set ENVOY_BIN")
+}
+
+// defaultStateDir is per listener port so several `thaw local` can run.
+func defaultStateDir(f *localFlags) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("state dir: %w (pass --state-dir)", err)
+	}
+	return filepath.Join(base, "thaw", "local-"+strconv.Itoa(f.httpPort)), nil
 }

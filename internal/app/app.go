@@ -1,0 +1,302 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/activator"
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/autoscaler/statsink"
+	"github.com/thaw-dev/thaw/control"
+	"github.com/thaw-dev/thaw/extproc"
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
+)
+
+// Options configures an App.
+type Options struct {
+	Logger *zap.Logger
+	// Registry is the revision registry the platform feeds (required).
+	Registry *revision.Registry
+	// NewPlatform builds the platform once the activator exists, so the
+	// platform can drain backends through it before stopping them
+	// (required).
+	NewPlatform func(act *activator.Activator) (Platform, error)
+	// Elector, when set, runs the autoscaler only while leading.
+	Elector Elector
+	// GRPCAddress serves xDS, ext_proc and the stats sink (default
+	// DefaultGRPCAddress).
+	GRPCAddress string
+	// AdminAddress serves /metrics, /status, /healthz, /readyz (default
+	// DefaultAdminAddress).
+	AdminAddress string
+	// XDS configures translation (listener port, hold budget, ...).
+	XDS xds.Config
+	// TickInterval is the autoscaler's decision period (default 2 s).
+	TickInterval time.Duration
+	// DrainTimeout bounds how long shutdown waits for held requests (default
+	// 30 s).
+	DrainTimeout time.Duration
+	// ReadyWhenAcked makes /readyz wait until an Envoy ACKed the first
+	// snapshot (thaw local); otherwise ready once the platform synced.
+	ReadyWhenAcked bool
+}
+
+// App is thaw's process: every component wired together. Build it with New,
+// then Run it.
+type App struct {
+	opts      Options
+	log       *zap.Logger
+	metrics   *prometheus.Registry
+	grpc      *grpc.Server
+	health    *health.Server
+	grpcLn    net.Listener
+	admin     *AdminServer
+	xds       *xds.Server
+	act       *activator.Activator
+	ext       *extproc.Server
+	sink      *statsink.Server
+	collector *autoscaler.Collector
+	scaler    *autoscaler.Multiscaler
+	modes     *control.Controller
+	platform  Platform
+	leading   atomic.Bool
+	ready     atomic.Bool
+}
+
+// lazyPoker forwards pokes to the multiscaler, which is built after the
+// activator (the platform sits between them).
+type lazyPoker struct{ m atomic.Pointer[autoscaler.Multiscaler] }
+
+func (p *lazyPoker) Poke(key revision.Key) {
+	if m := p.m.Load(); m != nil {
+		m.Poke(key)
+	}
+}
+
+// New builds every component and binds the gRPC and admin listeners, so a
+// port conflict fails before anything runs.
+func New(opts Options) (*App, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Registry == nil || opts.NewPlatform == nil {
+		return nil, errors.New("app: Registry and NewPlatform are required")
+	}
+	if opts.GRPCAddress == "" {
+		opts.GRPCAddress = DefaultGRPCAddress
+	}
+	if opts.AdminAddress == "" {
+		opts.AdminAddress = DefaultAdminAddress
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 30 * time.Second
+	}
+	if err := opts.XDS.Validate(); err != nil {
+		return nil, err
+	}
+	a := &App{opts: opts, log: opts.Logger, metrics: prometheus.NewRegistry()}
+	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	clk := clock.RealClock{}
+
+	a.collector = autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})
+	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: opts.XDS, Registerer: a.metrics, Clock: clk})
+	a.modes = control.New(control.Options{Logger: a.log.Named("control"), Clock: clk, Registry: opts.Registry, Confirmer: a.xds})
+	poker := &lazyPoker{}
+	a.act = activator.New(activator.Options{Logger: a.log.Named("activator"), Clock: clk, Poker: poker,
+		Recorder: a.collector, Registerer: a.metrics})
+	platform, err := opts.NewPlatform(a.act)
+	if err != nil {
+		return nil, err
+	}
+	a.platform = platform
+	a.scaler = autoscaler.NewMultiscaler(autoscaler.MultiscalerOptions{Logger: a.log.Named("autoscaler"), Clock: clk,
+		Collector: a.collector, Target: platform, Confirmer: a.modes, TickInterval: opts.TickInterval, Registerer: a.metrics})
+	poker.m.Store(a.scaler)
+	a.scaler.OnDecision(func(d autoscaler.Decision) {
+		wanted := d.Recommended
+		if d.WantZero {
+			wanted = 0
+		}
+		a.modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, Wanted: wanted, ExcessBurstCapacity: d.ExcessBurstCapacity})
+	})
+	a.ext = extproc.NewServer(extproc.ServerOptions{Logger: a.log.Named("extproc"), Activator: a.act,
+		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics})
+	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"), Recorder: a.collector, Clock: clk, Registerer: a.metrics})
+
+	gopts := append(statsink.ServerOptions(),
+		grpc.MaxConcurrentStreams(1<<20),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	a.grpc = grpc.NewServer(gopts...)
+	a.health = health.NewServer()
+	healthpb.RegisterHealthServer(a.grpc, a.health)
+	a.xds.Register(a.grpc)
+	a.ext.Register(a.grpc)
+	a.sink.Register(a.grpc)
+
+	if a.grpcLn, err = net.Listen("tcp", opts.GRPCAddress); err != nil {
+		return nil, fmt.Errorf("grpc listener %s: %w", opts.GRPCAddress, err)
+	}
+	if a.admin, err = NewAdminServer(opts.AdminAddress, a.metrics, a.Status, a.ready.Load); err != nil {
+		a.grpcLn.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// GRPCAddress returns the bound gRPC address.
+func (a *App) GRPCAddress() string { return a.grpcLn.Addr().String() }
+
+// AdminAddress returns the bound admin address.
+func (a *App) AdminAddress() string { return a.admin.Addr() }
+
+// XDS returns the xDS server (to wait for ACKs).
+func (a *App) XDS() *xds.Server { return a.xds }
+
+// Activator returns the activator.
+func (a *App) Activator() *activator.Activator { return a.act }
+
+// Run runs every component until ctx ends, then shuts down in order: stop
+// admitting held requests and drain them (DrainTimeout), stop the platform
+// (its backends), stop the gRPC server. It returns the first component
+// error, or nil after a clean shutdown.
+func (a *App) Run(ctx context.Context) error {
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	goRun := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	reg := a.opts.Registry
+	goRun("registry", func(c context.Context) error { reg.Run(c); return nil })
+	goRun("xds", func(c context.Context) error { return a.xds.Run(c, reg) })
+	goRun("control", func(c context.Context) error { a.modes.Run(c); return nil })
+	goRun("activator", func(c context.Context) error { a.act.Run(c, reg); return nil })
+	goRun("admin", func(c context.Context) error { a.admin.Run(c, a.log); return nil })
+	platformCtx, stopPlatform := context.WithCancel(context.Background())
+	defer stopPlatform()
+	platformDone := make(chan error, 1)
+	go func() { platformDone <- a.platform.Run(platformCtx) }()
+	grpcDone := make(chan error, 1)
+	go func() { grpcDone <- a.grpc.Serve(a.grpcLn) }()
+	goRun("autoscaler", a.runAutoscaler)
+	goRun("readiness", a.trackReadiness)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+		a.log.Error("component failed, shutting down", zap.Error(runErr))
+	case err := <-platformDone:
+		runErr = fmt.Errorf("platform stopped: %w", err)
+		platformDone <- err
+	case err := <-grpcDone:
+		runErr = fmt.Errorf("grpc server stopped: %w", err)
+	}
+	a.shutdown(stopPlatform, platformDone)
+	cancel()
+	wg.Wait()
+	return runErr
+}
+
+func (a *App) shutdown(stopPlatform context.CancelFunc, platformDone chan error) {
+	a.log.Info("shutting down: draining held requests", zap.Duration("timeout", a.opts.DrainTimeout))
+	a.ready.Store(false)
+	a.health.Shutdown()
+	dctx, cancel := context.WithTimeout(context.Background(), a.opts.DrainTimeout)
+	if err := a.ext.Drain(dctx); err != nil {
+		a.log.Warn("drain of held requests incomplete", zap.Error(err))
+	}
+	cancel()
+	stopPlatform()
+	if err := <-platformDone; err != nil && !errors.Is(err, context.Canceled) {
+		a.log.Warn("platform stopped with error", zap.Error(err))
+	}
+	a.grpc.Stop()
+	a.log.Info("shutdown complete")
+}
+
+// runAutoscaler runs the multiscaler while leading (always without an
+// Elector) and flips the gRPC health status so Envoy's health checks find
+// the leader.
+func (a *App) runAutoscaler(ctx context.Context) error {
+	lead := func(c context.Context) {
+		a.leading.Store(true)
+		a.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		a.log.Info("leading: running the autoscaler")
+		if err := a.scaler.Run(c, a.opts.Registry); err != nil && !errors.Is(err, context.Canceled) {
+			a.log.Error("autoscaler stopped", zap.Error(err))
+		}
+	}
+	if a.opts.Elector == nil {
+		lead(ctx)
+		return nil
+	}
+	a.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	a.opts.Elector.Run(ctx, lead, func() {
+		a.leading.Store(false)
+		a.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		a.log.Info("stopped leading")
+	})
+	return nil
+}
+
+// trackReadiness marks the app ready once the platform synced and, with
+// ReadyWhenAcked, an Envoy ACKed the first snapshot.
+func (a *App) trackReadiness(ctx context.Context) error {
+	if _, err := a.opts.Registry.WaitFor(ctx, func(s *revision.Snapshot) bool { return s.Synced }); err != nil {
+		return nil
+	}
+	if a.opts.ReadyWhenAcked {
+		if err := a.xds.WaitFirstAck(ctx); err != nil {
+			return nil
+		}
+	}
+	a.ready.Store(true)
+	a.log.Info("ready")
+	return nil
+}
+
+// Ready reports whether /readyz answers 200.
+func (a *App) Ready() bool { return a.ready.Load() }
+
+// Status returns one row per revision (valid and invalid) for /status.
+func (a *App) Status() []RevisionStatus {
+	snap := a.opts.Registry.Snapshot()
+	rows := make([]RevisionStatus, 0, len(snap.Revisions)+len(snap.Invalid))
+	for _, rev := range snap.Sorted() {
+		row := RevisionStatus{Revision: rev.Key.String(), Mode: rev.Mode.String(), Desired: rev.DesiredScale,
+			Ready: len(rev.ReadyBackends())}
+		if d, ok := a.scaler.Status(rev.Key); ok {
+			row.StableConcurrency, row.RPS, row.InPanic = d.StableConcurrency, d.StableRPS, d.InPanic
+		}
+		row.Held, row.InFlight = a.act.Stats(rev.Key)
+		rows = append(rows, row)
+	}
+	for key, err := range snap.Invalid {
+		rows = append(rows, RevisionStatus{Revision: key.String(), Mode: "invalid", Desired: -1, Error: err.Error()})
+	}
+	return rows
+}
