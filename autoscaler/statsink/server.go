@@ -43,7 +43,8 @@ type Options struct {
 	// Logger receives connection events and rate-limited bad-input warnings.
 	// Nil means no logging.
 	Logger *zap.Logger
-	// Recorder receives one Sample per revision per Envoy flush. Required.
+	// Recorder receives one Sample per revision per Envoy flush, called from
+	// the streams' goroutines (concurrently for different nodes). Required.
 	Recorder autoscaler.Recorder
 	// Clock drives node expiry. Nil means the real clock.
 	Clock clock.Clock
@@ -147,12 +148,9 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 			if errors.Is(err, io.EOF) {
 				return stream.SendMsg(&metricsv3.StreamMetricsResponse{})
 			}
-			var bad badCounts
-			switch status.Code(err) {
-			case codes.ResourceExhausted: // above the receive limit
+			if status.Code(err) == codes.ResourceExhausted { // above the receive limit
+				var bad badCounts
 				bad[reasonOversized]++
-			}
-			if bad.any() {
 				if n != nil {
 					n.mu.Lock()
 					n.noteBad(&bad, srv.clk.Now())
