@@ -55,7 +55,7 @@ func TestControllerFlipsAndConfirms(t *testing.T) {
 	}
 
 	// The decider wants zero: proxy mode, not confirmed until Envoy ACKs.
-	c.Recommend(key, Recommendation{Valid: true, Wanted: 0})
+	c.Recommend(key, Recommendation{Valid: true, WantZero: true})
 	waitMode(t, reg, key, revision.ModeProxy)
 	if _, ok := c.ProxyConfirmedSince(key); ok {
 		t.Fatal("confirmed before any ACK")
@@ -75,9 +75,9 @@ func TestControllerFlipsAndConfirms(t *testing.T) {
 
 	// Back to serve, then proxy again: a new clock.
 	reg.SetBackends(key, []revision.Backend{{Address: "127.0.0.1", Port: 1, Ready: true}})
-	c.Recommend(key, Recommendation{Valid: true, Wanted: 1, ExcessBurstCapacity: 5})
+	c.Recommend(key, Recommendation{Valid: true, ExcessBurstCapacity: 5})
 	waitMode(t, reg, key, revision.ModeServe)
-	c.Recommend(key, Recommendation{Valid: true, Wanted: 0})
+	c.Recommend(key, Recommendation{Valid: true, WantZero: true})
 	waitMode(t, reg, key, revision.ModeProxy)
 	if _, ok := c.ProxyConfirmedSince(key); ok {
 		t.Error("new proxy period confirmed by the old ACK")

@@ -6,9 +6,11 @@ import "github.com/thaw-dev/thaw/revision"
 type Recommendation struct {
 	// Valid is false when the decider had no data.
 	Valid bool
-	// Wanted is the replica count the decider wants before the scale-to-zero
-	// gate holds it back (0 means "the revision is idle").
-	Wanted int32
+	// WantZero is true when the decider found the revision idle for its
+	// stable window and wants it at zero (autoscaler.Decision.WantZero).
+	// A recommendation of 0 pods without it (waking, or idle for less than
+	// the stable window) does not count.
+	WantZero bool
 	// ExcessBurstCapacity is the decider's EBC in requests; negative keeps
 	// the activator in the path.
 	ExcessBurstCapacity int32
@@ -20,8 +22,8 @@ type Recommendation struct {
 //     target burst capacity is -1 (activator always in the path);
 //   - with no decision yet (thaw just restarted), serve when backends are
 //     ready so warm traffic keeps flowing straight to pods;
-//   - proxy when a valid decision wants 0 replicas (first step of scale to
-//     zero), or when the excess burst capacity is negative (an invalid,
+//   - proxy when the decider wants the revision at zero (first step of
+//     scale to zero), or when the excess burst capacity is negative (an invalid,
 //     no-data decision carries the last valid EBC, or the initial one);
 //   - serve otherwise.
 func ChooseMode(spec *revision.Spec, readyBackends int, rec *Recommendation) revision.Mode {
@@ -30,7 +32,7 @@ func ChooseMode(spec *revision.Spec, readyBackends int, rec *Recommendation) rev
 		return revision.ModeProxy
 	case rec == nil:
 		return revision.ModeServe
-	case rec.Valid && rec.Wanted == 0, rec.ExcessBurstCapacity < 0:
+	case rec.WantZero, rec.ExcessBurstCapacity < 0:
 		return revision.ModeProxy
 	default:
 		return revision.ModeServe

@@ -17,16 +17,16 @@ func TestChooseMode(t *testing.T) {
 		rec   *Recommendation
 		want  revision.Mode
 	}{
-		{"no backends", &spec, 0, &Recommendation{Valid: true, Wanted: 3, ExcessBurstCapacity: 10}, revision.ModeProxy},
+		{"no backends", &spec, 0, &Recommendation{Valid: true, ExcessBurstCapacity: 10}, revision.ModeProxy},
 		{"restart with ready backends", &spec, 2, nil, revision.ModeServe},
 		{"restart without backends", &spec, 0, nil, revision.ModeProxy},
 		{"no-data decision with EBC >= 0 serves", &spec, 2, &Recommendation{}, revision.ModeServe},
 		{"no-data decision with negative EBC proxies", &spec, 2, &Recommendation{ExcessBurstCapacity: -1}, revision.ModeProxy},
-		{"no-data decision does not mean zero", &spec, 2, &Recommendation{Wanted: 0, ExcessBurstCapacity: 3}, revision.ModeServe},
-		{"wants zero", &spec, 2, &Recommendation{Valid: true, Wanted: 0, ExcessBurstCapacity: 10}, revision.ModeProxy},
-		{"negative EBC", &spec, 2, &Recommendation{Valid: true, Wanted: 2, ExcessBurstCapacity: -1}, revision.ModeProxy},
-		{"zero EBC serves", &spec, 2, &Recommendation{Valid: true, Wanted: 2, ExcessBurstCapacity: 0}, revision.ModeServe},
-		{"TBC -1", &alwaysProxy, 5, &Recommendation{Valid: true, Wanted: 5, ExcessBurstCapacity: 100}, revision.ModeProxy},
+		{"zero pods recommended without WantZero keeps serving", &spec, 2, &Recommendation{Valid: true, ExcessBurstCapacity: 3}, revision.ModeServe},
+		{"wants zero", &spec, 2, &Recommendation{Valid: true, WantZero: true, ExcessBurstCapacity: 10}, revision.ModeProxy},
+		{"negative EBC", &spec, 2, &Recommendation{Valid: true, ExcessBurstCapacity: -1}, revision.ModeProxy},
+		{"zero EBC serves", &spec, 2, &Recommendation{Valid: true, ExcessBurstCapacity: 0}, revision.ModeServe},
+		{"TBC -1", &alwaysProxy, 5, &Recommendation{Valid: true, ExcessBurstCapacity: 100}, revision.ModeProxy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

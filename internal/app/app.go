@@ -128,11 +128,7 @@ func New(opts Options) (*App, error) {
 		Collector: a.collector, Target: platform, Confirmer: a.modes, TickInterval: opts.TickInterval, Registerer: a.metrics})
 	poker.m.Store(a.scaler)
 	a.scaler.OnDecision(func(d autoscaler.Decision) {
-		wanted := d.Recommended
-		if d.WantZero {
-			wanted = 0
-		}
-		a.modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, Wanted: wanted, ExcessBurstCapacity: d.ExcessBurstCapacity})
+		a.modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity})
 	})
 	a.ext = extproc.NewServer(extproc.ServerOptions{Logger: a.log.Named("extproc"), Activator: a.act,
 		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics})
