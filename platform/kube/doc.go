@@ -2,4 +2,42 @@
 // Deployments and StatefulSets, backends from their ready Pods through shared
 // informers, scaling through the /scale subresource, leader election for the
 // decider and Events for decisions and configuration errors.
+//
+// # Revisions
+//
+// A Deployment or StatefulSet is a revision when it carries the annotation
+// thaw.dev/hosts (comma-separated host names). Its key is namespace/name.
+// Autoscaling settings come from autoscaling.thaw.dev/<key> annotations, with
+// Knative's autoscaling.knative.dev/<key> accepted as aliases (thaw's win),
+// parsed by revision.ParseSettings onto Options.Defaults. The backend port
+// is thaw.dev/port, else the first container port of the pod template, else
+// each pod's first container port.
+//
+// A Deployment and a StatefulSet with the same namespace/name both annotated
+// would claim one key: the one created first owns it (the Deployment on a
+// tie), the other gets a KeyConflict Warning Event and is ignored while the
+// owner exists.
+//
+// An invalid configuration makes the revision invalid in the registry
+// (Envoy stops routing it), records an InvalidConfiguration Warning Event on
+// the workload naming each annotation at fault and its allowed values, and
+// counts thaw_kube_config_errors_total{field}; other revisions are
+// untouched.
+//
+// # Backends
+//
+// Backends are the Pods matched by the workload's selector that are Ready,
+// not terminating and have an IP. Pods, not EndpointSlices: no Service per
+// revision is needed and readiness is seen one controller hop earlier. The
+// informers' transform keeps only the fields read, so memory grows slowly
+// with cluster size.
+//
+// # Writes and leadership
+//
+// Every thaw replica runs the informers. With Options.Elected, only the
+// replica told SetLeader(true) writes: /scale patches (SetScale returns
+// ErrNotLeader otherwise), Events (scale changes, mode flips, configuration
+// errors) and the thaw.dev/status annotation (JSON Status, at most once per
+// StatusInterval per workload). NewElector provides Lease-based election
+// (client-go leaderelection).
 package kube

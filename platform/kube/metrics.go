@@ -1,0 +1,68 @@
+package kube
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names of the Kubernetes platform (namespace thaw, subsystem kube).
+const (
+	MetricRevisions     = "thaw_kube_revisions"
+	MetricConfigErrors  = "thaw_kube_config_errors_total"
+	MetricScalePatches  = "thaw_kube_scale_patches_total"
+	MetricStatusPatches = "thaw_kube_status_patches_total"
+	MetricKeyConflicts  = "thaw_kube_key_conflicts"
+	MetricLeader        = "thaw_kube_leader"
+)
+
+type metrics struct {
+	// revisions counts workloads that are revisions, by state
+	// ("valid", "invalid").
+	revisions *prometheus.GaugeVec
+	// configErrors counts rejected configurations by the field at fault,
+	// once per distinct error of a workload.
+	configErrors *prometheus.CounterVec
+	// scalePatches counts /scale patches by result ("ok", "not_found",
+	// "error").
+	scalePatches *prometheus.CounterVec
+	// statusPatches counts thaw.dev/status patches by result ("ok",
+	// "error").
+	statusPatches *prometheus.CounterVec
+	// keyConflicts is the number of revision keys claimed by both a
+	// Deployment and a StatefulSet.
+	keyConflicts prometheus.Gauge
+	// leader is 1 while this replica leads (or always, without election).
+	leader prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		revisions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricRevisions, Help: "Workloads annotated as thaw revisions, by state (valid, invalid).",
+		}, []string{"state"}),
+		configErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricConfigErrors, Help: "Rejected workload configurations, by the annotation at fault.",
+		}, []string{"field"}),
+		scalePatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricScalePatches, Help: "Patches of the /scale subresource, by result (ok, not_found, error).",
+		}, []string{"result"}),
+		statusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricStatusPatches, Help: "Patches of the thaw.dev/status annotation, by result (ok, error).",
+		}, []string{"result"}),
+		keyConflicts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricKeyConflicts, Help: "Revision keys claimed by both a Deployment and a StatefulSet.",
+		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricLeader, Help: "1 while this thaw replica writes to the cluster (leads), else 0.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader} {
+		errs = append(errs, reg.Register(c))
+	}
+	return m, errors.Join(errs...)
+}

@@ -1,0 +1,119 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// DefaultStatusInterval is how often the leader compares and patches the
+// thaw.dev/status annotations: at most one patch per workload per interval.
+const DefaultStatusInterval = 5 * time.Second
+
+// EventComponent is the source component of thaw's Kubernetes Events.
+const EventComponent = "thaw"
+
+// Options configures a Platform. Client, Registry and either RESTConfig or
+// Scales are required.
+type Options struct {
+	Logger *zap.Logger
+	// Client reads workloads and pods, patches status annotations and (when
+	// Recorder is nil) writes Events.
+	Client kubernetes.Interface
+	// RESTConfig builds the /scale client with a cached discovery REST
+	// mapper. Ignored when Scales is set.
+	RESTConfig *rest.Config
+	// Scales overrides the /scale client (tests use
+	// k8s.io/client-go/scale/fake).
+	Scales scale.ScalesGetter
+	// Registry receives revisions and backends.
+	Registry *revision.Registry
+	// Defaults is the Spec every workload's annotations are applied onto
+	// (global defaults from flags). Zero value: revision.DefaultSpec().
+	Defaults revision.Spec
+	// Namespace limits the watch to one namespace; "" watches all.
+	Namespace string
+	// LabelSelector limits which Deployments and StatefulSets are watched
+	// (label selector syntax, "" = all). Pods are not filtered by it: they
+	// rarely carry their workload's labels.
+	LabelSelector string
+	// PodLabelSelector limits which Pods are watched ("" = all in
+	// Namespace). Set it when every revision's pods carry a common label, to
+	// save memory in large clusters.
+	PodLabelSelector string
+	// Recorder writes Events. nil: the platform builds one (component
+	// "thaw") writing through Client, and shuts it down when Run returns.
+	Recorder record.EventRecorder
+	// Registerer receives the platform's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Clock drives the status loop. Default: the real clock.
+	Clock clock.WithTicker
+	// StatusInterval: see DefaultStatusInterval. Negative disables the
+	// thaw.dev/status annotation.
+	StatusInterval time.Duration
+	// Elected says leadership comes from an Elector: the platform then
+	// writes to the cluster (scale patches, Events, status annotations)
+	// only between SetLeader(true) and SetLeader(false). When false it
+	// always writes, as a single replica does.
+	Elected bool
+}
+
+func (o *Options) setDefaults() error {
+	if o.Client == nil || o.Registry == nil {
+		return errors.New("kube: Options.Client and Options.Registry are required")
+	}
+	if o.Scales == nil && o.RESTConfig == nil {
+		return errors.New("kube: Options.RESTConfig (or Scales) is required")
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.StatusInterval == 0 {
+		o.StatusInterval = DefaultStatusInterval
+	}
+	if o.Defaults.Metric == "" {
+		o.Defaults = revision.DefaultSpec()
+	}
+	for name, sel := range map[string]string{"LabelSelector": o.LabelSelector, "PodLabelSelector": o.PodLabelSelector} {
+		if _, err := labels.Parse(sel); err != nil {
+			return fmt.Errorf("kube: Options.%s %q: %w", name, sel, err)
+		}
+	}
+	return nil
+}
+
+// newScales builds a /scale client whose REST mapper and scale-kind resolver
+// use cached discovery, so any resource with a scale subresource works and
+// discovery is asked once.
+func newScales(cfg *rest.Config) (scale.ScalesGetter, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: discovery client: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	sc, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc,
+		scale.NewDiscoveryScaleKindResolver(cached))
+	if err != nil {
+		return nil, fmt.Errorf("kube: scale client: %w", err)
+	}
+	return sc, nil
+}

@@ -1,0 +1,301 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Platform publishes revisions from annotated Deployments and StatefulSets
+// and their ready Pods into a revision.Registry, and scales them through the
+// /scale subresource. It implements autoscaler.ScaleTarget and the Platform
+// interface of internal/app.
+//
+// Every thaw replica runs the informers and feeds its own registry; only the
+// leader (see Options.Elected and SetLeader) writes to the cluster: scale
+// patches, Events and the thaw.dev/status annotation.
+type Platform struct {
+	opts    Options
+	log     *zap.Logger
+	scales  scale.ScalesGetter
+	metrics *metrics
+	leading atomic.Bool
+
+	// Set by Run before the informers start.
+	recorder    record.EventRecorder
+	deployments appslisters.DeploymentLister
+	statefuls   appslisters.StatefulSetLister
+	pods        corelisters.PodLister
+	queue       workqueue.TypedInterface[revision.Key]
+	started     atomic.Bool
+	// synced is set once the informers synced and the queue runs.
+	synced atomic.Bool
+
+	mu   sync.Mutex
+	revs map[revision.Key]*revState
+	// byNamespace indexes revisions for pod events.
+	byNamespace map[string]map[revision.Key]struct{}
+	invalid     int
+	conflicts   int
+}
+
+var _ autoscaler.ScaleTarget = (*Platform)(nil)
+
+// New returns a Platform; it starts nothing until Run. Errors: missing
+// Client, Registry or RESTConfig/Scales, an unparsable label selector, a
+// failure building the scale client, or a metric registration conflict.
+func New(opts Options) (*Platform, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("kube: metrics: %w", err)
+	}
+	sc := opts.Scales
+	if sc == nil {
+		if sc, err = newScales(opts.RESTConfig); err != nil {
+			return nil, err
+		}
+	}
+	p := &Platform{
+		opts: opts, log: opts.Logger, scales: sc, metrics: m,
+		revs: map[revision.Key]*revState{}, byNamespace: map[string]map[revision.Key]struct{}{},
+	}
+	p.setLeading(!opts.Elected)
+	return p, nil
+}
+
+// SetLeader tells the platform whether this replica leads (only meaningful
+// with Options.Elected). On becoming leader it re-reports configuration
+// errors (the previous leader's Events may be old) and refreshes statuses.
+func (p *Platform) SetLeader(leading bool) {
+	if !p.opts.Elected {
+		return
+	}
+	if p.setLeading(leading) && leading && p.synced.Load() {
+		p.mu.Lock()
+		for _, st := range p.revs {
+			st.reportedInvalid, st.reportedConflict = "", ""
+		}
+		p.mu.Unlock()
+		p.enqueueAll()
+	}
+}
+
+// Leading reports whether this replica writes to the cluster.
+func (p *Platform) Leading() bool { return p.leading.Load() }
+
+// setLeading records leadership and reports whether it changed.
+func (p *Platform) setLeading(v bool) bool {
+	changed := p.leading.Swap(v) != v
+	if v {
+		p.metrics.leader.Set(1)
+	} else {
+		p.metrics.leader.Set(0)
+	}
+	if changed {
+		p.log.Info("leadership", zap.Bool("leading", v))
+	}
+	return changed
+}
+
+// Run starts the informers (scoped by Namespace, LabelSelector and
+// PodLabelSelector, with a transform keeping only used fields), waits for
+// their initial listing, publishes every revision with its backends, calls
+// Registry.SetSynced, and then follows changes until ctx ends. It returns
+// nil after stopping what it started, or an error when called twice or when
+// ctx ends before the caches synced (then the registry is never marked
+// synced).
+func (p *Platform) Run(ctx context.Context) error {
+	if p.started.Swap(true) {
+		return errors.New("kube: Run called twice")
+	}
+	var broadcaster record.EventBroadcaster
+	p.recorder = p.opts.Recorder
+	if p.recorder == nil {
+		broadcaster = record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.opts.Client.CoreV1().Events("")})
+		p.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent})
+		defer broadcaster.Shutdown()
+	}
+
+	workloads := informers.NewSharedInformerFactoryWithOptions(p.opts.Client, 0,
+		informers.WithNamespace(p.opts.Namespace), informers.WithTransform(transform),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = p.opts.LabelSelector }))
+	podFactory := informers.NewSharedInformerFactoryWithOptions(p.opts.Client, 0,
+		informers.WithNamespace(p.opts.Namespace), informers.WithTransform(transform),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = p.opts.PodLabelSelector }))
+	dInf := workloads.Apps().V1().Deployments()
+	sInf := workloads.Apps().V1().StatefulSets()
+	pInf := podFactory.Core().V1().Pods()
+	p.deployments, p.statefuls, p.pods = dInf.Lister(), sInf.Lister(), pInf.Lister()
+	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[revision.Key]{Name: "thaw-kube"})
+	p.queue = queue
+
+	workloadHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.onWorkload,
+		UpdateFunc: func(_, obj any) { p.onWorkload(obj) },
+		DeleteFunc: p.onWorkload,
+	}
+	podHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.onPod(nil, obj) },
+		UpdateFunc: p.onPod,
+		DeleteFunc: func(obj any) { p.onPod(nil, obj) },
+	}
+	for _, add := range []func() error{
+		func() error { _, err := dInf.Informer().AddEventHandler(workloadHandler); return err },
+		func() error { _, err := sInf.Informer().AddEventHandler(workloadHandler); return err },
+		func() error { _, err := pInf.Informer().AddEventHandler(podHandler); return err },
+	} {
+		if err := add(); err != nil {
+			return fmt.Errorf("kube: informer handler: %w", err)
+		}
+	}
+
+	var wg sync.WaitGroup
+	defer func() {
+		queue.ShutDown()
+		wg.Wait()
+		workloads.Shutdown()
+		podFactory.Shutdown()
+	}()
+	workloads.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), dInf.Informer().HasSynced, sInf.Informer().HasSynced, pInf.Informer().HasSynced) {
+		return fmt.Errorf("kube: waiting for informer caches: %w", context.Cause(ctx))
+	}
+	keys, err := p.listKeys()
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		p.reconcile(key)
+	}
+	// The report loop starts from the state before SetSynced, so it sees
+	// every mode flip made by those who waited for Synced.
+	changed, prev := p.opts.Registry.Changed(), p.opts.Registry.Snapshot()
+	p.opts.Registry.SetSynced()
+	p.synced.Store(true)
+	if p.opts.Elected && p.Leading() {
+		// Leadership may have arrived during the initial pass: report
+		// what that pass did not (reported problems are not repeated).
+		p.enqueueAll()
+	}
+	p.log.Info("kube platform synced", zap.Int("revisions", len(keys)),
+		zap.String("namespace", p.opts.Namespace), zap.String("selector", p.opts.LabelSelector))
+
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for p.processNext() {
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		p.reportLoop(ctx, changed, prev)
+	}()
+	<-ctx.Done()
+	p.log.Info("kube platform stopping")
+	return nil
+}
+
+func (p *Platform) processNext() bool {
+	key, quit := p.queue.Get()
+	if quit {
+		return false
+	}
+	defer p.queue.Done(key)
+	p.reconcile(key)
+	return true
+}
+
+// listKeys returns the keys of every cached workload (annotated or not:
+// reconcile sorts them out).
+func (p *Platform) listKeys() ([]revision.Key, error) {
+	var keys []revision.Key
+	ds, err := p.deployments.List(everything)
+	if err != nil {
+		return nil, fmt.Errorf("kube: list deployments: %w", err)
+	}
+	for _, d := range ds {
+		keys = append(keys, revision.Key{Namespace: d.Namespace, Name: d.Name})
+	}
+	ss, err := p.statefuls.List(everything)
+	if err != nil {
+		return nil, fmt.Errorf("kube: list statefulsets: %w", err)
+	}
+	for _, s := range ss {
+		keys = append(keys, revision.Key{Namespace: s.Namespace, Name: s.Name})
+	}
+	return keys, nil
+}
+
+func (p *Platform) enqueueAll() {
+	keys, err := p.listKeys()
+	if err != nil {
+		p.log.Error("re-enqueue", zap.Error(err))
+		return
+	}
+	for _, k := range keys {
+		p.queue.Add(k)
+	}
+}
+
+func (p *Platform) onWorkload(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return
+	}
+	p.queue.Add(revision.Key{Namespace: ns, Name: name})
+}
+
+// onPod enqueues every revision in the pod's namespace whose selector
+// matches the pod's old or new labels.
+func (p *Platform) onPod(oldObj, obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	oldPod, _ := oldObj.(*corev1.Pod)
+	p.mu.Lock()
+	var keys []revision.Key
+	for key := range p.byNamespace[pod.Namespace] {
+		st := p.revs[key]
+		if st == nil || st.selector == nil {
+			continue
+		}
+		if st.selector.Matches(labelSet(pod.Labels)) || (oldPod != nil && st.selector.Matches(labelSet(oldPod.Labels))) {
+			keys = append(keys, key)
+		}
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		p.queue.Add(k)
+	}
+}

@@ -1,0 +1,261 @@
+package kube
+
+import (
+	"errors"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Event reasons.
+const (
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+	ReasonKeyConflict          = "KeyConflict"
+	ReasonScaled               = "Scaled"
+	ReasonScaleFailed          = "ScaleFailed"
+	ReasonServeMode            = "ServeMode"
+	ReasonProxyMode            = "ProxyMode"
+)
+
+var everything = labels.Everything()
+
+func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
+
+// revState is what the platform remembers of one revision key. Guarded by
+// Platform.mu.
+type revState struct {
+	log      *zap.Logger
+	kind     Kind
+	ref      *corev1.ObjectReference
+	selector labels.Selector
+	// replicas is spec.replicas as last seen in the cache; pending is a
+	// value this replica patched that the cache has not shown yet.
+	replicas int32
+	pending  *pendingScale
+	// ready is the number of backends last published.
+	ready int32
+	// invalid is the configuration error, or nil.
+	invalid error
+	// status is the thaw.dev/status annotation as last seen in the cache.
+	status string
+	// reportedInvalid / reportedConflict: the message last reported in an
+	// Event during this leadership term, to report each problem once.
+	reportedInvalid, reportedConflict string
+	conflict                          bool
+}
+
+type pendingScale struct {
+	replicas int32
+	rv       uint64
+	ordered  bool
+}
+
+// current returns the desired replica count: a patch not yet seen in the
+// cache wins over the cached value.
+func (st *revState) current() int32 {
+	if st.pending != nil {
+		return st.pending.replicas
+	}
+	return st.replicas
+}
+
+// lookup returns the cached workload of a kind, or nil when absent.
+func (p *Platform) lookup(key revision.Key) (d, s *workload, err error) {
+	dep, err := p.deployments.Deployments(key.Namespace).Get(key.Name)
+	switch {
+	case err == nil:
+		d = fromDeployment(dep)
+	case !apierrors.IsNotFound(err):
+		return nil, nil, err
+	}
+	sts, err := p.statefuls.StatefulSets(key.Namespace).Get(key.Name)
+	switch {
+	case err == nil:
+		s = fromStatefulSet(sts)
+	case !apierrors.IsNotFound(err):
+		return nil, nil, err
+	}
+	return d, s, nil
+}
+
+// candidate returns w when it is a live revision workload, else nil.
+func candidate(w *workload) *workload {
+	if w == nil || w.deleting || !isRevision(w.annotations) {
+		return nil
+	}
+	return w
+}
+
+// reconcile brings the registry in line with the cache for one key. It is
+// only called from one goroutine at a time (Run's initial pass, then the
+// queue worker).
+func (p *Platform) reconcile(key revision.Key) {
+	d, s, err := p.lookup(key)
+	if err != nil {
+		p.log.Error("cache lookup", zap.String("revision", key.String()), zap.Error(err))
+		return
+	}
+	w, loser := pickWinner(candidate(d), candidate(s))
+	if w == nil {
+		p.forget(key)
+		return
+	}
+	spec, perr := parseSpec(p.opts.Defaults, w.annotations, w.template)
+	sel, serr := selectorOf(w.selector)
+	if serr != nil {
+		perr = errors.Join(perr, serr)
+	}
+
+	p.mu.Lock()
+	st := p.stateLocked(key)
+	st.kind, st.ref, st.status = w.kind, w.ref(), w.annotations[AnnotationStatus]
+	st.replicas = w.replicas
+	if st.pending != nil {
+		rv, ok := parseRV(w.rv)
+		if (st.pending.ordered && ok && rv >= st.pending.rv) || w.replicas == st.pending.replicas {
+			st.pending = nil
+		}
+	}
+	p.setConflictLocked(st, loser != nil)
+	var reportConflict *workload
+	if loser != nil && p.Leading() && st.reportedConflict != string(loser.uid) {
+		st.reportedConflict = string(loser.uid)
+		reportConflict = loser
+	}
+	if perr != nil {
+		st.selector = nil
+		wasInvalid := st.invalid
+		p.setInvalidLocked(st, perr)
+		st.ready = 0
+		msg := describeError(perr)
+		if wasInvalid == nil || wasInvalid.Error() != perr.Error() {
+			for _, f := range fieldsOf(perr) {
+				p.metrics.configErrors.WithLabelValues(f).Inc()
+			}
+			st.log.Warn("invalid configuration", zap.Error(perr))
+		}
+		report := p.Leading() && st.reportedInvalid != msg
+		if report {
+			st.reportedInvalid = msg
+		}
+		ref := st.ref
+		p.mu.Unlock()
+		p.opts.Registry.SetInvalid(key, perr)
+		if report {
+			p.recorder.Event(ref, corev1.EventTypeWarning, ReasonInvalidConfiguration, msg)
+		}
+		p.reportConflict(key, w, reportConflict)
+		return
+	}
+	st.selector = sel
+	p.setInvalidLocked(st, nil)
+	st.reportedInvalid = ""
+	p.mu.Unlock()
+
+	pods, err := p.pods.Pods(key.Namespace).List(sel)
+	if err != nil {
+		p.log.Error("list pods", zap.String("revision", key.String()), zap.Error(err))
+		return
+	}
+	backends := backendsFor(pods, spec.Port)
+	p.mu.Lock()
+	st.ready = int32(len(backends))
+	p.mu.Unlock()
+	p.opts.Registry.SetBackends(key, backends)
+	p.opts.Registry.Upsert(key, spec)
+	p.reportConflict(key, w, reportConflict)
+}
+
+// selectorOf converts a workload selector; an empty selector is rejected
+// (it would select every pod of the namespace).
+func selectorOf(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if ls == nil || (len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0) {
+		return nil, &revision.FieldError{Field: "spec.selector", Value: "", Allowed: "a non-empty label selector"}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, &revision.FieldError{Field: "spec.selector", Value: ls.String(), Allowed: "a valid label selector: " + err.Error()}
+	}
+	return sel, nil
+}
+
+func (p *Platform) reportConflict(key revision.Key, winner, loser *workload) {
+	if loser == nil {
+		return
+	}
+	p.recorder.Eventf(loser.ref(), corev1.EventTypeWarning, ReasonKeyConflict,
+		"%s %s also carries %s and owns revision %s (created first); this %s is ignored while it exists",
+		winner.kind, winner.name, AnnotationHosts, key, loser.kind)
+}
+
+// stateLocked returns the state of key, creating it.
+func (p *Platform) stateLocked(key revision.Key) *revState {
+	st := p.revs[key]
+	if st == nil {
+		st = &revState{log: p.log.With(zap.String("revision", key.String()))}
+		p.revs[key] = st
+		ns := p.byNamespace[key.Namespace]
+		if ns == nil {
+			ns = map[revision.Key]struct{}{}
+			p.byNamespace[key.Namespace] = ns
+		}
+		ns[key] = struct{}{}
+		p.metrics.revisions.WithLabelValues("valid").Inc()
+	}
+	return st
+}
+
+func (p *Platform) setInvalidLocked(st *revState, err error) {
+	switch {
+	case st.invalid == nil && err != nil:
+		p.invalid++
+		p.metrics.revisions.WithLabelValues("valid").Dec()
+		p.metrics.revisions.WithLabelValues("invalid").Inc()
+	case st.invalid != nil && err == nil:
+		p.invalid--
+		p.metrics.revisions.WithLabelValues("invalid").Dec()
+		p.metrics.revisions.WithLabelValues("valid").Inc()
+	}
+	st.invalid = err
+}
+
+func (p *Platform) setConflictLocked(st *revState, conflict bool) {
+	if st.conflict == conflict {
+		return
+	}
+	st.conflict = conflict
+	if conflict {
+		p.conflicts++
+	} else {
+		p.conflicts--
+		st.reportedConflict = ""
+	}
+	p.metrics.keyConflicts.Set(float64(p.conflicts))
+}
+
+// forget removes a revision whose workload is gone (or lost its
+// annotation, or is being deleted).
+func (p *Platform) forget(key revision.Key) {
+	p.mu.Lock()
+	st := p.revs[key]
+	if st != nil {
+		p.setInvalidLocked(st, nil)
+		p.setConflictLocked(st, false)
+		p.metrics.revisions.WithLabelValues("valid").Dec()
+		delete(p.revs, key)
+		if ns := p.byNamespace[key.Namespace]; ns != nil {
+			delete(ns, key)
+			if len(ns) == 0 {
+				delete(p.byNamespace, key.Namespace)
+			}
+		}
+		st.log.Info("revision removed")
+	}
+	p.mu.Unlock()
+	p.opts.Registry.Delete(key)
+}
