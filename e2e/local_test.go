@@ -63,11 +63,13 @@ func TestLocalColdStart(t *testing.T) {
 }
 
 // TestLocalBurstFromZero: 1000 concurrent requests to a revision at 0 all
-// succeed, and the decider goes into panic mode and raises desired scale.
+// succeed, and the decider goes into panic mode and raises desired scale to
+// its maximum. Each process takes 10 requests at once (container
+// concurrency) for 2 s each, so the burst is held long enough to be seen.
 func TestLocalBurstFromZero(t *testing.T) {
 	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, revisionYAML{
-		Name: "burst", Host: "burst.test", StartupDelay: 200 * time.Millisecond, Latency: 50 * time.Millisecond,
-		Autoscaling: fast(map[string]string{"target": "10", "max-scale": "20"}),
+		Name: "burst", Host: "burst.test", StartupDelay: 200 * time.Millisecond, Latency: 2 * time.Second,
+		Autoscaling: fast(map[string]string{"target": "10", "container-concurrency": "10", "max-scale": "20"}),
 	})})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -81,8 +83,8 @@ func TestLocalBurstFromZero(t *testing.T) {
 		ok, fails := burst(ctx, client(60*time.Second), th, "burst.test", "hello from burst", 1000)
 		done <- result{ok, fails}
 	}()
-	row := waitStatus(t, th, "local/burst", 30*time.Second, "panic mode with desired > 1", func(r map[string]any) bool {
-		return r["inPanic"] == true && num(r, "desired") > 1
+	row := waitStatus(t, th, "local/burst", 30*time.Second, "panic mode at max scale", func(r map[string]any) bool {
+		return r["inPanic"] == true && num(r, "desired") == 20
 	})
 	t.Logf("panic mode, desired %v, after %v", row["desired"], time.Since(start))
 	res := <-done

@@ -117,8 +117,12 @@ func New(opts Options) (*App, error) {
 	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: opts.XDS, Registerer: a.metrics, Clock: clk})
 	a.modes = control.New(control.Options{Logger: a.log.Named("control"), Clock: clk, Registry: opts.Registry, Confirmer: a.xds})
 	poker := &lazyPoker{}
+	// The activator's own samples are not recorded: Envoy counts held and
+	// activator-routed requests in the revision cluster's upstream_rq_active
+	// in both modes, so the stats sink already sees them and adding the
+	// activator's view would count them twice.
 	a.act = activator.New(activator.Options{Logger: a.log.Named("activator"), Clock: clk, Poker: poker,
-		Recorder: a.collector, Registerer: a.metrics})
+		Registerer: a.metrics})
 	platform, err := opts.NewPlatform(a.act)
 	if err != nil {
 		return nil, err
