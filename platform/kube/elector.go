@@ -55,8 +55,25 @@ type ElectorOptions struct {
 // tools/leaderelection). It implements the Elector interface of
 // internal/app.
 type Elector struct {
-	opts ElectorOptions
-	lock *resourcelock.LeaseLock
+	opts      ElectorOptions
+	lock      *resourcelock.LeaseLock
+	observers []func(leading bool)
+}
+
+// Observe adds f to be told of leadership changes: f(true) just before
+// onStartedLeading runs, f(false) as soon as that term's context ends
+// (before onStoppedLeading). Calls for one term finish before the next
+// term's f(true). Pass Platform.SetLeader here so the platform writes only
+// while leading. Call Observe before Run; it is not safe concurrently with
+// Run.
+func (e *Elector) Observe(f func(leading bool)) {
+	e.observers = append(e.observers, f)
+}
+
+func (e *Elector) notify(leading bool) {
+	for _, f := range e.observers {
+		f(leading)
+	}
 }
 
 // NewElector returns an Elector. Errors: missing Client, Namespace or
@@ -135,10 +152,16 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 				return
 			}
 			led = true
-			wg.Add(1)
+			wg.Add(2)
 			mu.Unlock()
 			defer wg.Done()
 			e.opts.Logger.Info("started leading", zap.String("lease", e.opts.Namespace+"/"+e.opts.LeaseName))
+			e.notify(true)
+			go func() {
+				defer wg.Done()
+				<-leadCtx.Done()
+				e.notify(false)
+			}()
 			onStartedLeading(leadCtx)
 		}, func() {})
 		if err != nil { // validated in NewElector

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,14 +50,27 @@ func TestElectorHandsOver(t *testing.T) {
 	var leaders atomic.Int32
 	started := make(chan string, 4)
 	stopped := make(chan string, 4)
+	var obsMu sync.Mutex
+	observed := map[string][]bool{}
 	run := func(ctx context.Context, id string) chan struct{} {
 		done := make(chan struct{})
+		e := newE(id)
+		e.Observe(func(leading bool) {
+			obsMu.Lock()
+			observed[id] = append(observed[id], leading)
+			obsMu.Unlock()
+		})
 		go func() {
 			defer close(done)
-			newE(id).Run(ctx, func(ctx context.Context) {
+			e.Run(ctx, func(ctx context.Context) {
 				if n := leaders.Add(1); n != 1 {
 					t.Errorf("%d leaders at once", n)
 				}
+				obsMu.Lock()
+				if o := observed[id]; len(o) == 0 || !o[len(o)-1] {
+					t.Errorf("%s: onStartedLeading before Observe(true): %v", id, o)
+				}
+				obsMu.Unlock()
 				started <- id
 				<-ctx.Done()
 				leaders.Add(-1)
@@ -85,6 +99,11 @@ func TestElectorHandsOver(t *testing.T) {
 	<-doneB
 	if got := recv(t, stopped); got != "b" {
 		t.Errorf("stopped %q, want b", got)
+	}
+	for _, id := range []string{"a", "b"} {
+		if o := observed[id]; len(o) != 2 || !o[0] || o[1] {
+			t.Errorf("%s observed %v, want [true false]", id, o)
+		}
 	}
 }
 

@@ -1,0 +1,112 @@
+package kube
+
+import (
+	"fmt"
+	"time"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	"sigs.k8s.io/yaml"
+
+	"github.com/thaw-dev/thaw/envoy"
+)
+
+// LeaderHealthService is the grpc.health.v1 service name the Envoy fleet
+// checks on every thaw replica: "" (the server as a whole). thaw reports it
+// SERVING only while the replica leads, so Envoy sends its xDS, ext_proc and
+// stats streams to the leader only.
+const LeaderHealthService = ""
+
+// HealthCheckInterval is how often each Envoy checks each thaw replica; with
+// thresholds of 1, Envoy moves its streams within about one interval after
+// leadership moves.
+const HealthCheckInterval = time.Second
+
+// thawClusters are the bootstrap's static clusters that must follow the
+// leader.
+var thawClusters = map[string]bool{"thaw_xds": true, "thaw_extproc": true, "thaw_stats": true}
+
+// FleetBootstrap renders the Envoy bootstrap for an Envoy fleet in front of
+// several thaw replicas: envoy.RenderBootstrap with params (whose addresses
+// should name thaw's headless Service, making STRICT_DNS clusters with one
+// host per replica), plus on each of thaw_xds, thaw_extproc and thaw_stats:
+//
+//   - an active gRPC health check (grpc.health.v1, service
+//     LeaderHealthService) every HealthCheckInterval, thresholds 1, also
+//     while the cluster carries no traffic: only the leader passes it;
+//   - healthy_panic_threshold 0: Envoy never spreads traffic over unhealthy
+//     hosts (its default 50% panic mode would send streams to followers
+//     whenever fewer than half the replicas lead, that is with 3 or more);
+//   - close_connections_on_host_health_failure: streams on a replica that
+//     stops leading are closed, so Envoy reconnects to the new leader;
+//   - ignore_health_on_host_removal: replicas gone from DNS leave at once.
+//
+// The result is validated (ValidateAll) and returned as YAML with proto
+// field names. Errors: those of envoy.RenderBootstrap, or a params address
+// that is an IP (STATIC clusters cannot follow the leader: use a name).
+func FleetBootstrap(params envoy.BootstrapParams) ([]byte, error) {
+	raw, err := envoy.RenderBootstrap(params)
+	if err != nil {
+		return nil, err
+	}
+	j, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("kube: bootstrap YAML: %w", err)
+	}
+	var b bootstrapv3.Bootstrap
+	if err := protojson.Unmarshal(j, &b); err != nil {
+		return nil, fmt.Errorf("kube: bootstrap proto: %w", err)
+	}
+	found := 0
+	for _, c := range b.GetStaticResources().GetClusters() {
+		if !thawClusters[c.GetName()] {
+			continue
+		}
+		found++
+		if c.GetType() != clusterv3.Cluster_STRICT_DNS {
+			return nil, fmt.Errorf("kube: cluster %s is %s: give thaw's addresses as a DNS name (the headless Service) so Envoy sees every replica",
+				c.GetName(), c.GetType())
+		}
+		addLeaderHealthCheck(c)
+	}
+	if found != len(thawClusters) {
+		return nil, fmt.Errorf("kube: bootstrap has %d of thaw's %d static clusters", found, len(thawClusters))
+	}
+	if err := b.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("kube: bootstrap validation: %w", err)
+	}
+	out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(&b)
+	if err != nil {
+		return nil, fmt.Errorf("kube: bootstrap marshal: %w", err)
+	}
+	y, err := yaml.JSONToYAML(out)
+	if err != nil {
+		return nil, fmt.Errorf("kube: bootstrap YAML: %w", err)
+	}
+	return y, nil
+}
+
+func addLeaderHealthCheck(c *clusterv3.Cluster) {
+	interval := durationpb.New(HealthCheckInterval)
+	c.HealthChecks = []*corev3.HealthCheck{{
+		Timeout:            durationpb.New(HealthCheckInterval),
+		Interval:           interval,
+		NoTrafficInterval:  interval,
+		UnhealthyThreshold: wrapperspb.UInt32(1),
+		HealthyThreshold:   wrapperspb.UInt32(1),
+		HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{
+			GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{ServiceName: LeaderHealthService},
+		},
+	}}
+	if c.CommonLbConfig == nil {
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
+	}
+	c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: 0}
+	c.CloseConnectionsOnHostHealthFailure = true
+	c.IgnoreHealthOnHostRemoval = true
+}
