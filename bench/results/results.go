@@ -1,0 +1,182 @@
+// Package results holds the figures thaw's benchmarks produce: the scenario
+// results bench/scenarios writes as JSON, and a parser for the text output
+// of `go test -bench`. bench/report reads both and renders
+// docs/BENCHMARKS.md.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"time"
+)
+
+// Scenarios is everything one run of bench/scenarios measured. A scenario
+// that could not run leaves its field nil and adds a line to Errors.
+type Scenarios struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Quick is true for a shortened development run (-quick).
+	Quick bool `json:"quick"`
+	// Load1Start and Load1End are the 1-minute load averages around the run.
+	Load1Start float64 `json:"load1Start"`
+	Load1End   float64 `json:"load1End"`
+	Paths      *Paths  `json:"paths,omitempty"`
+	Cold       []Cold  `json:"cold,omitempty"`
+	Burst      *Burst  `json:"burst,omitempty"`
+	// Errors lists scenarios that failed, one line each.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Latency summarises one side of a constant-rate load run. Durations are in
+// milliseconds.
+type Latency struct {
+	Requests int `json:"requests"`
+	Errors   int `json:"errors"`
+	// RateRPS is the rate the load generator actually sent at (requests/s).
+	RateRPS float64 `json:"rateRPS"`
+	P50Ms   float64 `json:"p50Ms"`
+	P90Ms   float64 `json:"p90Ms"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+}
+
+// Side is one way of reaching the same backend in the request-path
+// scenarios: a plain Envoy, thaw's serve mode or thaw's proxy mode.
+type Side struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Latency     Latency `json:"latency"`
+	// ThroughputRPS is successful requests per second with Concurrency
+	// requests always in flight (closed loop).
+	ThroughputRPS    float64 `json:"throughputRPS"`
+	ThroughputErrors int     `json:"throughputErrors"`
+}
+
+// Paths is the warm-path and activator-path comparison: the same load
+// against each side, interleaved in rounds in one run.
+type Paths struct {
+	RateRPS           int     `json:"rateRPS"`
+	Rounds            int     `json:"rounds"`
+	RoundSeconds      float64 `json:"roundSeconds"`
+	Concurrency       int     `json:"concurrency"`
+	ThroughputSeconds float64 `json:"throughputSeconds"`
+	Static            Side    `json:"static"`
+	Serve             Side    `json:"serve"`
+	Proxy             Side    `json:"proxy"`
+}
+
+// Cold is the cold-start overhead for one backend startup delay.
+type Cold struct {
+	StartupDelayMs float64 `json:"startupDelayMs"`
+	// N is the number of cold starts measured; Errors those that failed.
+	N      int      `json:"n"`
+	Errors int      `json:"errors"`
+	Fails  []string `json:"fails,omitempty"`
+	// Overhead: response end minus the moment the backend began listening.
+	OverheadP50Ms float64 `json:"overheadP50Ms"`
+	OverheadP99Ms float64 `json:"overheadP99Ms"`
+	OverheadMaxMs float64 `json:"overheadMaxMs"`
+	// Total: request sent to response end, as the client sees it.
+	TotalP50Ms float64 `json:"totalP50Ms"`
+	TotalP99Ms float64 `json:"totalP99Ms"`
+	// Spawn: request sent to the backend process's main running.
+	SpawnP50Ms float64      `json:"spawnP50Ms"`
+	Samples    []ColdSample `json:"samples"`
+}
+
+// ColdSample is one cold start, in milliseconds.
+type ColdSample struct {
+	TotalMs    float64 `json:"totalMs"`
+	SpawnMs    float64 `json:"spawnMs"`
+	StartupMs  float64 `json:"startupMs"`
+	OverheadMs float64 `json:"overheadMs"`
+}
+
+// Burst is the burst-from-zero run.
+type Burst struct {
+	Requests int `json:"requests"`
+	Errors   int `json:"errors"`
+	// ErrorSamples are up to 10 distinct error descriptions.
+	ErrorSamples []string `json:"errorSamples,omitempty"`
+	// Settings describes the revision (autoscaling settings, workload).
+	Settings string `json:"settings"`
+	// AllServedMs is burst start to the last response's end.
+	AllServedMs float64 `json:"allServedMs"`
+	// FirstServedMs is burst start to the first response's end.
+	FirstServedMs float64 `json:"firstServedMs"`
+	LatencyP50Ms  float64 `json:"latencyP50Ms"`
+	LatencyP99Ms  float64 `json:"latencyP99Ms"`
+	// DesiredMax is the highest desired scale seen; TimeToDesiredMs the
+	// first status sample showing it, TimeToReadyMs the first showing that
+	// many ready backends (-1: never). Resolution: SampleEveryMs.
+	DesiredMax      int     `json:"desiredMax"`
+	TimeToDesiredMs float64 `json:"timeToDesiredMs"`
+	TimeToReadyMs   float64 `json:"timeToReadyMs"`
+	MaxHeld         int     `json:"maxHeld"`
+	SampleEveryMs   float64 `json:"sampleEveryMs"`
+	// Samples is the /status timeline of the revision.
+	Samples []BurstSample `json:"samples"`
+	// BackendMaxInFlight is the most requests one backend had at once
+	// (the workload's own count), over the backends /stats reached.
+	BackendMaxInFlight int `json:"backendMaxInFlight"`
+	// ContainerConcurrency is the revision's limit (0: none).
+	ContainerConcurrency int `json:"containerConcurrency"`
+	// EnvoyStats are the non-zero counters of thaw's Envoy about the
+	// activator path (ext_proc, the activator clusters) after the burst.
+	EnvoyStats map[string]int64 `json:"envoyStats,omitempty"`
+	// Picture is the path of the timeline picture, relative to the repo.
+	Picture string `json:"picture,omitempty"`
+}
+
+// BurstSample is one /status poll during the burst; TMs is milliseconds
+// since the burst started (negative before).
+type BurstSample struct {
+	TMs      float64 `json:"tMs"`
+	Held     int     `json:"held"`
+	InFlight int     `json:"inFlight"`
+	Desired  int     `json:"desired"`
+	Ready    int     `json:"ready"`
+	Served   int     `json:"served"`
+}
+
+// Write stores s as indented JSON at path.
+func (s *Scenarios) Write(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode scenarios: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write scenarios: %w", err)
+	}
+	return nil
+}
+
+// ReadScenarios loads what Write stored.
+func ReadScenarios(path string) (*Scenarios, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenarios: %w", err)
+	}
+	var s Scenarios
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("decode scenarios %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// Quantile returns the q-quantile (0 <= q <= 1) of xs by the nearest-rank
+// method, or 0 for an empty slice. xs is sorted in place.
+func Quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	rank := int(math.Ceil(q*float64(len(xs)) - 1e-9))
+	return xs[min(max(rank-1, 0), len(xs)-1)]
+}
+
+// Millis converts a duration to fractional milliseconds.
+func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

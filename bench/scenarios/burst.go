@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// burstRev is the revision the burst wakes: 1000 requests against a
+// revision at zero whose backends take 200 ms to start, 100 ms per request
+// and at most 50 requests at once, so 20 backends are needed to serve the
+// burst at once.
+const burstCC = 50
+
+var burstRev = rev{name: "burst", startupDelay: 200 * time.Millisecond, latency: 100 * time.Millisecond,
+	autoscaling: map[string]string{"initial-scale": "0", "container-concurrency": strconv.Itoa(burstCC), "max-scale": "20"}}
+
+const burstSampleEvery = 50 * time.Millisecond
+
+// runBurst sends 1000 requests at once to a revision at zero and samples
+// thaw's /status (held, in flight, desired, ready) every 50 ms.
+func runBurst(e *env) (*results.Burst, error) {
+	dir, err := e.tempDir("burst")
+	if err != nil {
+		return nil, err
+	}
+	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, burstRev))
+	if err != nil {
+		return nil, err
+	}
+	defer e.stopLogged(th.process)
+	if err := th.waitStatus(e.ctx, 10*time.Second, "at zero", func(r revStatus) bool {
+		return r.Ready == 0 && r.Mode == "proxy"
+	}, burstRev.name); err != nil {
+		return nil, err
+	}
+	n := 1000
+	b := &results.Burst{Requests: n, SampleEveryMs: results.Millis(burstSampleEvery),
+		Settings: fmt.Sprintf("example workload, startup delay %s, %s per request; autoscaling %v (other settings default: target %s, tick 2 s)",
+			burstRev.startupDelay, burstRev.latency, burstRev.autoscaling, "= container-concurrency")}
+	t := newTarget("burst", th.httpURL, burstRev.host(), n)
+
+	// Sample from 300 ms before the burst until 2 s after its last
+	// response (bounded: at most 2 minutes of samples).
+	start := time.Now().Add(300 * time.Millisecond)
+	var (
+		mu      sync.Mutex
+		samples []results.BurstSample
+	)
+	sctx, stopSampling := context.WithTimeout(e.ctx, 2*time.Minute)
+	defer stopSampling()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c := &http.Client{Timeout: time.Second}
+		tick := time.NewTicker(burstSampleEvery)
+		defer tick.Stop()
+		for sctx.Err() == nil {
+			at := time.Now()
+			rows, err := th.status(sctx, c)
+			if err == nil {
+				r := rows["local/"+burstRev.name]
+				mu.Lock()
+				samples = append(samples, results.BurstSample{TMs: results.Millis(at.Sub(start)),
+					Held: r.Held, InFlight: r.InFlight, Desired: r.Desired, Ready: r.Ready})
+				mu.Unlock()
+			}
+			select {
+			case <-sctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	time.Sleep(time.Until(start))
+	e.logf("burst: %d requests at once", n)
+	res := burst(t, n)
+	var last time.Time
+	first := time.Time{}
+	var lats []float64
+	ends := make([]float64, 0, len(res))
+	errs := map[string]int{}
+	for _, r := range res {
+		end := r.End()
+		if r.Error != "" || r.Code != http.StatusOK {
+			b.Errors++
+			errs[fmt.Sprintf("%d %s", r.Code, r.Error)]++
+			continue
+		}
+		if end.After(last) {
+			last = end
+		}
+		if first.IsZero() || end.Before(first) {
+			first = end
+		}
+		lats = append(lats, results.Millis(r.Latency))
+		ends = append(ends, results.Millis(end.Sub(start)))
+	}
+	b.Errors += n - len(res)
+	for k, v := range errs {
+		if len(b.ErrorSamples) < 10 {
+			b.ErrorSamples = append(b.ErrorSamples, fmt.Sprintf("%dx %s", v, strings.TrimSpace(k)))
+		}
+	}
+	if !last.IsZero() {
+		b.AllServedMs, b.FirstServedMs = results.Millis(last.Sub(start)), results.Millis(first.Sub(start))
+	}
+	b.LatencyP50Ms, b.LatencyP99Ms = results.Quantile(lats, 0.5), results.Quantile(lats, 0.99)
+	b.BackendMaxInFlight, b.ContainerConcurrency = backendMaxInFlight(e, th), burstCC
+	time.Sleep(2 * time.Second)
+	if st, err := th.envoyStats(e.ctx, `ext_proc|thaw_activator|rq_timeout|downstream_rq_5xx`); err == nil {
+		b.EnvoyStats = st
+	} else {
+		e.logf("burst: envoy stats: %v", err)
+	}
+	stopSampling()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+
+	slices.Sort(ends)
+	b.Samples = samples
+	b.TimeToDesiredMs, b.TimeToReadyMs = -1, -1
+	for i := range b.Samples {
+		s := &b.Samples[i]
+		s.Served, _ = slices.BinarySearch(ends, s.TMs)
+		b.DesiredMax = max(b.DesiredMax, s.Desired)
+		b.MaxHeld = max(b.MaxHeld, s.Held)
+	}
+	for _, s := range b.Samples {
+		if s.TMs >= 0 && b.TimeToDesiredMs < 0 && s.Desired == b.DesiredMax {
+			b.TimeToDesiredMs = s.TMs
+		}
+		if s.TMs >= 0 && b.TimeToReadyMs < 0 && b.DesiredMax > 0 && s.Ready >= b.DesiredMax {
+			b.TimeToReadyMs = s.TMs
+		}
+	}
+	e.logf("burst: most requests at one backend at once: %d (container-concurrency %d)", b.BackendMaxInFlight, b.ContainerConcurrency)
+	e.logf("burst: %d errors %v; first served %.0f ms, all served %.0f ms; desired %d at %.0f ms, ready at %.0f ms; max held %d; %d samples",
+		b.Errors, b.ErrorSamples, b.FirstServedMs, b.AllServedMs, b.DesiredMax, b.TimeToDesiredMs, b.TimeToReadyMs, b.MaxHeld, len(b.Samples))
+	if b.Errors > 0 {
+		e.logf("burst: envoy stats %v", b.EnvoyStats)
+	}
+	return b, nil
+}
+
+// backendMaxInFlight asks the revision's backends (through Envoy, 40
+// requests on fresh connections, so they spread over the backends) for the
+// most requests each had at once, and returns the highest.
+func backendMaxInFlight(e *env, th *thaw) int {
+	most := 0
+	for range 40 {
+		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		ws, err := fetchStats(e.ctx, c, th.httpURL, burstRev.host())
+		if err != nil {
+			e.logf("burst: backend stats: %v", err)
+			continue
+		}
+		most = max(most, int(ws.MaxInflight))
+	}
+	return most
+}

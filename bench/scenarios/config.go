@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// rev is one revision of the local platform file, running the example
+// workload.
+type rev struct {
+	name         string
+	startupDelay time.Duration
+	latency      time.Duration
+	autoscaling  map[string]string
+}
+
+func (r rev) host() string { return r.name + ".bench" }
+
+// localConfig renders the `thaw local` YAML for revs.
+func localConfig(workloadBin string, revs ...rev) string {
+	var b strings.Builder
+	b.WriteString("revisions:\n")
+	for _, r := range revs {
+		fmt.Fprintf(&b, "  - name: %s\n    hosts: [%s]\n    command: [%q, --port, \"{port}\"]\n", r.name, r.host(), workloadBin)
+		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n      STARTUP_DELAY: %s\n      LATENCY: %s\n", r.name, r.startupDelay, r.latency)
+		b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
+		if len(r.autoscaling) > 0 {
+			b.WriteString("    autoscaling:\n")
+			keys := make([]string, 0, len(r.autoscaling))
+			for k := range r.autoscaling {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(&b, "      %s: %q\n", k, r.autoscaling[k])
+			}
+		}
+	}
+	return b.String()
+}
+
+// staticEnvoyBootstrap is the baseline: a plain Envoy whose only listener
+// routes every request to one backend, with the same circuit-breaker
+// limits thaw's clusters get. No xDS, no ext_proc, no stats sink.
+func staticEnvoyBootstrap(listenPort, adminPort, backendPort int) string {
+	return fmt.Sprintf(`admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+static_resources:
+  listeners:
+  - name: static_http
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: static_http
+          route_config:
+            name: static
+            virtual_hosts:
+            - name: backend
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: backend}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    circuit_breakers:
+      thresholds:
+      - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+`, adminPort, listenPort, backendPort)
+}
+
+// staticEnvoy is the running baseline Envoy.
+type staticEnvoy struct {
+	*process
+	httpURL string
+}
+
+// startStaticEnvoy runs the baseline Envoy with the same worker count as
+// thaw's and waits for its admin /ready.
+func startStaticEnvoy(e *env, dir string, backendPort int) (*staticEnvoy, error) {
+	ports, err := pickPorts(2)
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "static-envoy.yaml")
+	if err := writeFile(cfg, staticEnvoyBootstrap(ports[0], ports[1], backendPort)); err != nil {
+		return nil, err
+	}
+	p, err := startProcess("static envoy", filepath.Join(dir, "static-envoy.log"), e.envoyBin,
+		"-c", cfg, "--disable-hot-restart", "--log-level", "warn", "--concurrency", fmt.Sprint(e.envoyWorkers))
+	if err != nil {
+		return nil, err
+	}
+	se := &staticEnvoy{process: p, httpURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	if err := waitHTTP(e.ctx, p, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]), 30*time.Second); err != nil {
+		_ = p.stop(5 * time.Second)
+		return nil, fmt.Errorf("static envoy: %w\n%s", err, p.logTail(20))
+	}
+	return se, nil
+}

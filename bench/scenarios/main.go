@@ -1,0 +1,191 @@
+// Command scenarios runs thaw's scenario benchmarks with the real thaw
+// binary (`thaw local`, which starts its own Envoy and the backend
+// processes), a plain Envoy with a static configuration as the baseline,
+// and the example workload as the backend. Load comes from vegeta
+// (github.com/tsenart/vegeta/v12/lib): constant-rate attacks, closed-loop
+// attacks and one burst. All traffic stays on 127.0.0.1.
+//
+// Scenarios (-only selects some, comma-separated):
+//
+//	paths     warm path (serve mode vs static Envoy) and activator path
+//	          (proxy mode with a warm backend vs serve mode)
+//	cold      cold-start overhead over 30 cold starts per startup delay
+//	burst     1000 requests at once to a revision at zero; timeline picture
+//
+// It writes the figures as JSON (-out; bench/report renders them into
+// docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
+// runs it through hack/bench.sh.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// env is what every scenario needs.
+type env struct {
+	ctx          context.Context
+	thawBin      string
+	envoyBin     string
+	workloadBin  string
+	envoyWorkers int
+	rate         int
+	quick        bool
+	workDir      string
+	keep         bool
+}
+
+func (e *env) logf(format string, args ...any) { log.Printf(format, args...) }
+
+// tempDir makes a directory for one scenario's files (configs, logs, the
+// state of `thaw local`).
+func (e *env) tempDir(name string) (string, error) {
+	d := filepath.Join(e.workDir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("scenario dir: %w", err)
+	}
+	return d, nil
+}
+
+// stopLogged stops p and logs a failure to stop cleanly.
+func (e *env) stopLogged(p *process) {
+	if err := p.stop(30 * time.Second); err != nil {
+		e.logf("%s: %v\n%s", p.name, err, p.logTail(20))
+	}
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+func main() {
+	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	log.SetPrefix("scenarios: ")
+	root, _ := os.Getwd()
+	envoyDefault := os.Getenv("ENVOY_BIN")
+	if envoyDefault == "" {
+		envoyDefault = filepath.Join(root, ".tools", "bin", "envoy")
+	}
+	e := &env{}
+	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
+	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
+	only := flag.String("only", "paths,cold,burst", "scenarios to run, comma-separated")
+	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
+	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
+	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
+	flag.IntVar(&e.envoyWorkers, "envoy-concurrency", 2, "worker threads of both Envoys")
+	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
+	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
+	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")
+	replot := flag.String("replot", "", "only redraw -png from the burst figures of this JSON file, run nothing")
+	timeout := flag.Duration("timeout", 12*time.Minute, "give up after this long")
+	flag.Parse()
+	if *replot != "" {
+		res, err := results.ReadScenarios(*replot)
+		if err == nil && res.Burst == nil {
+			err = errors.New(*replot + ": no burst figures")
+		}
+		if err == nil {
+			err = plotBurst(res.Burst, *png)
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	for _, p := range []*string{&e.thawBin, &e.envoyBin, &e.workloadBin} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			log.Fatalf("%s not found: run `make tools build` (%v)", abs, err)
+		}
+		*p = abs
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	e.ctx = ctx
+	dir, err := os.MkdirTemp("", "thaw-bench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	e.workDir = dir
+	if err := run(e, *only, *out, *png); err != nil {
+		log.Printf("FAILED: %v (work directory kept: %s)", err, dir)
+		os.Exit(1)
+	}
+	if !e.keep {
+		_ = os.RemoveAll(dir)
+	} else {
+		log.Printf("work directory: %s", dir)
+	}
+}
+
+func run(e *env, only, out, png string) error {
+	want := map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		want[strings.TrimSpace(s)] = true
+	}
+	res := &results.Scenarios{Started: time.Now(), Quick: e.quick, Load1Start: load1()}
+	var failed []error
+	note := func(name string, err error) {
+		if err != nil {
+			e.logf("%s: %v", name, err)
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", name, err))
+			failed = append(failed, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if want["paths"] {
+		p, err := runPaths(e)
+		res.Paths = p
+		note("paths", err)
+	}
+	if want["cold"] {
+		c, err := runCold(e, []time.Duration{0, time.Second})
+		res.Cold = c
+		note("cold", err)
+	}
+	if want["burst"] {
+		b, err := runBurst(e)
+		if err == nil && png != "" {
+			if err = plotBurst(b, png); err == nil {
+				b.Picture = png
+				e.logf("burst: timeline written to %s", png)
+			}
+		}
+		res.Burst = b
+		note("burst", err)
+	}
+	res.Finished, res.Load1End = time.Now(), load1()
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := res.Write(out); err != nil {
+		return err
+	}
+	e.logf("figures written to %s", out)
+	return errors.Join(failed...)
+}
+
+// load1 returns the 1-minute load average (0 when unknown).
+func load1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// pickPort returns a free TCP port on 127.0.0.1.
+func pickPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func pickPorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := pickPort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
+}
+
+// process is a child started in its own process group, logging to a file.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+func startProcess(name, logPath string, bin string, args ...string) (*process, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{name: name, logPath: logPath, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); logf.Close(); close(p.done) }()
+	return p, nil
+}
+
+// stop sends SIGTERM to the process, waits up to grace, then kills its
+// process group (which only holds what this process started).
+func (p *process) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		return fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, grace)
+	}
+}
+
+// exited reports the exit error once the process has ended.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+func (p *process) logTail(n int) string {
+	b, _ := os.ReadFile(p.logPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// thaw is a running `thaw local` (which runs its own Envoy and backends).
+type thaw struct {
+	*process
+	httpURL       string
+	adminURL      string
+	envoyAdminURL string
+}
+
+// startThaw writes config into dir and runs `thaw local` on free loopback
+// ports; it returns once thaw's /readyz answers (Envoy ACKed the first
+// configuration), within 60 s.
+func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error) {
+	cfgPath := filepath.Join(dir, "thaw.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		return nil, err
+	}
+	ports, err := pickPorts(4)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"local", "-f", cfgPath,
+		"--http-port", strconv.Itoa(ports[0]),
+		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--admin-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		"--envoy-admin-port", strconv.Itoa(ports[3]),
+		"--envoy", env.envoyBin,
+		"--envoy-concurrency", strconv.Itoa(env.envoyWorkers),
+		"--state-dir", filepath.Join(dir, "state"),
+	}
+	p, err := startProcess("thaw", filepath.Join(dir, "thaw.log"), env.thawBin, args...)
+	if err != nil {
+		return nil, err
+	}
+	th := &thaw{process: p,
+		httpURL:       fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		adminURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
+		envoyAdminURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3])}
+	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", 60*time.Second); err != nil {
+		_ = th.stop(30 * time.Second)
+		return nil, fmt.Errorf("thaw not ready: %w\n%s", err, p.logTail(30))
+	}
+	return th, nil
+}
+
+// waitHTTP polls url every 50 ms until it answers 200, p exits or timeout.
+func waitHTTP(ctx context.Context, p *process, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := c.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if done, err := p.exited(); done {
+			return fmt.Errorf("%s exited: %v", p.name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: no 200 within %s", url, timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// revStatus is the part of a thaw /status row the scenarios read.
+type revStatus struct {
+	Revision string `json:"revision"`
+	Mode     string `json:"mode"`
+	Desired  int    `json:"desired"`
+	Ready    int    `json:"ready"`
+	Held     int    `json:"held"`
+	InFlight int    `json:"inFlight"`
+}
+
+// status fetches thaw's /status keyed by revision ("local/<name>").
+func (th *thaw) status(ctx context.Context, c *http.Client) (map[string]revStatus, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.adminURL+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/status: %s", resp.Status)
+	}
+	var rows []revStatus
+	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
+		return nil, fmt.Errorf("/status: %w", err)
+	}
+	out := make(map[string]revStatus, len(rows))
+	for _, r := range rows {
+		out[r.Revision] = r
+	}
+	return out, nil
+}
+
+// waitStatus polls /status every 100 ms until cond holds for every named
+// revision, within timeout.
+func (th *thaw) waitStatus(ctx context.Context, timeout time.Duration, what string, cond func(revStatus) bool, revs ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &http.Client{Timeout: 2 * time.Second}
+	var last map[string]revStatus
+	for {
+		rows, err := th.status(ctx, c)
+		if err == nil {
+			last = rows
+			ok := true
+			for _, r := range revs {
+				if row, found := rows["local/"+r]; !found || !cond(row) {
+					ok = false
+				}
+			}
+			if ok {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not reached within %s; last status %v", what, timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// workloadStats is the example workload's GET /stats document.
+type workloadStats struct {
+	Pid       int   `json:"pid"`
+	Port      int   `json:"port"`
+	Started   int64 `json:"started_unix_nano"`
+	Listening int64 `json:"listening_unix_nano"`
+	Requests  int64 `json:"requests"`
+	// MaxInflight is the most requests the backend had at once.
+	MaxInflight int64 `json:"max_inflight"`
+}
+
+// fetchStats asks the backend behind host for its /stats through baseURL.
+func fetchStats(ctx context.Context, c *http.Client, baseURL, host string) (workloadStats, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats", nil)
+	if err != nil {
+		return workloadStats{}, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return workloadStats{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		return workloadStats{}, fmt.Errorf("%s /stats: %s %q", host, resp.Status, b)
+	}
+	var s workloadStats
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("%s /stats: %w", host, err)
+	}
+	if s.Listening == 0 || s.Started == 0 {
+		return s, errors.New(host + " /stats: no start times")
+	}
+	return s, nil
+}
+
+// envoyStats returns the counters and gauges of thaw's Envoy whose names
+// match the regex filter (admin /stats).
+func (th *thaw) envoyStats(ctx context.Context, filter string) (map[string]int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.envoyAdminURL+"/stats?format=json&filter="+filter, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Stats []struct {
+			Name  string          `json:"name"`
+			Value json.RawMessage `json:"value"`
+		} `json:"stats"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("envoy /stats: %w", err)
+	}
+	out := map[string]int64{}
+	for _, st := range doc.Stats {
+		if n, err := strconv.ParseInt(string(st.Value), 10, 64); err == nil && st.Name != "" && n != 0 {
+			out[st.Name] = n
+		}
+	}
+	return out, nil
+}
