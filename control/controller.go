@@ -32,6 +32,12 @@ type Options struct {
 type Controller struct {
 	opts Options
 
+	// reconcileMu serialises reconciles so two callers never act on the
+	// same stale snapshot (one mode change, logged once).
+	reconcileMu sync.Mutex
+	lastSet     map[revision.Key]revision.Mode // guarded by reconcileMu
+	lastGen     map[revision.Key]uint64        // generation lastSet was based on
+
 	mu    sync.Mutex
 	recs  map[revision.Key]Recommendation
 	proxy map[revision.Key]confirmation
@@ -54,7 +60,8 @@ func New(opts Options) *Controller {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{}}
+	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{},
+		lastSet: map[revision.Key]revision.Mode{}, lastGen: map[revision.Key]uint64{}}
 }
 
 // Recommend records the decider's latest result for a revision and updates
@@ -63,9 +70,7 @@ func (c *Controller) Recommend(key revision.Key, rec Recommendation) {
 	c.mu.Lock()
 	c.recs[key] = rec
 	c.mu.Unlock()
-	if rev := c.opts.Registry.Snapshot().Get(key); rev != nil {
-		c.reconcile(rev)
-	}
+	c.reconcile(key)
 }
 
 // Run re-evaluates modes whenever the registry changes (backends appear or
@@ -74,8 +79,8 @@ func (c *Controller) Run(ctx context.Context) {
 	for {
 		ch := c.opts.Registry.Changed()
 		snap := c.opts.Registry.Snapshot()
-		for _, rev := range snap.Revisions {
-			c.reconcile(rev)
+		for key := range snap.Revisions {
+			c.reconcile(key)
 		}
 		c.forgetDeleted(snap)
 		select {
@@ -86,7 +91,15 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-func (c *Controller) reconcile(rev *revision.Revision) {
+func (c *Controller) reconcile(key revision.Key) {
+	c.reconcileMu.Lock()
+	defer c.reconcileMu.Unlock()
+	// The registry publishes synchronously or after a short holdoff; read
+	// the latest state rather than the caller's.
+	rev := c.opts.Registry.Snapshot().Get(key)
+	if rev == nil {
+		return
+	}
 	c.mu.Lock()
 	rec, ok := c.recs[rev.Key]
 	c.mu.Unlock()
@@ -95,7 +108,12 @@ func (c *Controller) reconcile(rev *revision.Revision) {
 		recp = &rec
 	}
 	mode := ChooseMode(&rev.Spec, len(rev.ReadyBackends()), recp)
-	if mode != rev.Mode {
+	current := rev.Mode
+	if m, ok := c.lastSet[key]; ok && rev.Generation <= c.lastGen[key] {
+		current = m // set by us, not yet published (registry holdoff)
+	}
+	if mode != current {
+		c.lastSet[key], c.lastGen[key] = mode, rev.Generation
 		c.opts.Logger.Info("mode change", zap.String("revision", rev.Key.String()),
 			zap.Stringer("from", rev.Mode), zap.Stringer("to", mode),
 			zap.Int("readyBackends", len(rev.ReadyBackends())))
@@ -109,6 +127,14 @@ func (c *Controller) reconcile(rev *revision.Revision) {
 }
 
 func (c *Controller) forgetDeleted(snap *revision.Snapshot) {
+	c.reconcileMu.Lock()
+	for k := range c.lastSet {
+		if snap.Get(k) == nil {
+			delete(c.lastSet, k)
+			delete(c.lastGen, k)
+		}
+	}
+	c.reconcileMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.recs {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,10 +33,16 @@ func ThawBinary(t testing.TB) string {
 type ThawOptions struct {
 	// Config is the local platform's YAML (written to a temp file, -f).
 	Config string
+	// ConfigPath, when set, is used instead of Config (a restarted thaw
+	// must see the same file: working directories default to its folder).
+	ConfigPath string
 	// Args are extra flags for `thaw local`.
 	Args []string
 	// Ports to use; 0 picks free ones.
 	HTTPPort, GRPCPort, AdminPort, EnvoyAdminPort int
+	// StateDir is thaw's --state-dir (Envoy's files, the local platform's
+	// instances); empty means a new temp dir. Reuse one to restart thaw.
+	StateDir string
 	// NoWaitReady returns right after start.
 	NoWaitReady bool
 }
@@ -43,16 +50,20 @@ type ThawOptions struct {
 // Thaw is a running `thaw local` process (which runs its own Envoy).
 type Thaw struct {
 	// HTTPURL is Envoy's data-plane listener, "http://127.0.0.1:<port>".
-	HTTPURL       string
-	HTTPPort      int
-	AdminURL      string
-	EnvoyAdminURL string
-	GRPCAddress   string
-	LogPath       string
-	ConfigPath    string
-	cmd           *exec.Cmd
-	done          chan struct{}
-	exitErr       error
+	HTTPURL        string
+	HTTPPort       int
+	GRPCPort       int
+	AdminPort      int
+	EnvoyAdminPort int
+	StateDir       string
+	AdminURL       string
+	EnvoyAdminURL  string
+	GRPCAddress    string
+	LogPath        string
+	ConfigPath     string
+	cmd            *exec.Cmd
+	done           chan struct{}
+	exitErr        error
 }
 
 // StartThaw runs `thaw local -f <config>` on free loopback ports, waits up to
@@ -61,9 +72,12 @@ type Thaw struct {
 func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "thaw.yaml")
-	if err := os.WriteFile(cfg, []byte(opts.Config), 0o600); err != nil {
-		t.Fatal(err)
+	cfg := opts.ConfigPath
+	if cfg == "" {
+		cfg = filepath.Join(dir, "thaw.yaml")
+		if err := os.WriteFile(cfg, []byte(opts.Config), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pick := func(p int) int {
 		if p == 0 {
@@ -73,15 +87,22 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	}
 	opts.HTTPPort, opts.GRPCPort = pick(opts.HTTPPort), pick(opts.GRPCPort)
 	opts.AdminPort, opts.EnvoyAdminPort = pick(opts.AdminPort), pick(opts.EnvoyAdminPort)
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(dir, "state")
+	}
 	th := &Thaw{
-		HTTPURL:       fmt.Sprintf("http://127.0.0.1:%d", opts.HTTPPort),
-		HTTPPort:      opts.HTTPPort,
-		AdminURL:      fmt.Sprintf("http://127.0.0.1:%d", opts.AdminPort),
-		EnvoyAdminURL: fmt.Sprintf("http://127.0.0.1:%d", opts.EnvoyAdminPort),
-		GRPCAddress:   fmt.Sprintf("127.0.0.1:%d", opts.GRPCPort),
-		LogPath:       filepath.Join(dir, "thaw.log"),
-		ConfigPath:    cfg,
-		done:          make(chan struct{}),
+		HTTPURL:        fmt.Sprintf("http://127.0.0.1:%d", opts.HTTPPort),
+		HTTPPort:       opts.HTTPPort,
+		GRPCPort:       opts.GRPCPort,
+		AdminPort:      opts.AdminPort,
+		EnvoyAdminPort: opts.EnvoyAdminPort,
+		StateDir:       opts.StateDir,
+		AdminURL:       fmt.Sprintf("http://127.0.0.1:%d", opts.AdminPort),
+		EnvoyAdminURL:  fmt.Sprintf("http://127.0.0.1:%d", opts.EnvoyAdminPort),
+		GRPCAddress:    fmt.Sprintf("127.0.0.1:%d", opts.GRPCPort),
+		LogPath:        filepath.Join(dir, "thaw.log"),
+		ConfigPath:     cfg,
+		done:           make(chan struct{}),
 	}
 	args := append([]string{"local", "-f", cfg,
 		"--http-port", strconv.Itoa(opts.HTTPPort),
@@ -89,6 +110,7 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 		"--admin-address", fmt.Sprintf("127.0.0.1:%d", opts.AdminPort),
 		"--envoy-admin-port", strconv.Itoa(opts.EnvoyAdminPort),
 		"--envoy", EnvoyBinary(t),
+		"--state-dir", opts.StateDir,
 	}, opts.Args...)
 	th.cmd = exec.Command(ThawBinary(t), args...)
 	th.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -103,6 +125,7 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	go func() { th.exitErr = th.cmd.Wait(); logf.Close(); close(th.done) }()
 	t.Cleanup(func() {
 		th.Stop(t)
+		killLeftoverEnvoy(t, opts.StateDir)
 		if t.Failed() {
 			t.Logf("thaw log tail (%s):\n%s", th.LogPath, tail(th.LogPath, 80))
 		}
@@ -191,4 +214,31 @@ func (th *Thaw) Status(ctx context.Context) (map[string]map[string]any, error) {
 func (th *Thaw) Log() string {
 	b, _ := os.ReadFile(th.LogPath)
 	return string(b)
+}
+
+// Kill sends SIGKILL to thaw alone (not its process group): Envoy and the
+// backend processes, each in its own process group, keep running, as after
+// a crash.
+func (th *Thaw) Kill() {
+	_ = th.cmd.Process.Kill()
+	<-th.done
+}
+
+// killLeftoverEnvoy stops an Envoy a crashed thaw left in stateDir (by the
+// pid thaw recorded), so a failed test does not leak it.
+func killLeftoverEnvoy(t testing.TB, stateDir string) {
+	b, err := os.ReadFile(filepath.Join(stateDir, "envoy.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), stateDir) {
+		return
+	}
+	t.Logf("stopping leftover envoy pid %d", pid)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
