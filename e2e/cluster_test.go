@@ -49,7 +49,7 @@ func TestClusterSmoke(t *testing.T) {
 	pods := harness.WaitForPods(ctx, t, c.Client, ns, "app="+name, func(pods []corev1.Pod) bool {
 		return len(pods) == 3 && harness.AllPodsReady(pods)
 	})
-	t.Logf("3 pods Ready %v after create", time.Since(deployStart).Round(time.Millisecond))
+	t.Logf("3 pods Ready %v after create: %s", time.Since(deployStart).Round(time.Millisecond), harness.DescribePods(pods))
 	client := &http.Client{Timeout: 10 * time.Second}
 	var urls []string
 	for _, pod := range pods {

@@ -63,6 +63,9 @@ func apiserverArgs(pki *clusterPKI, etcdPort, securePort int) []string {
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
 		// The only apiserver address is loopback, which Endpoints refuse.
 		"--endpoint-reconciler-type=none",
+		// It taints new nodes not-ready; the node lifecycle controller that
+		// would lift the taint does not run (kwok keeps the nodes Ready).
+		"--disable-admission-plugins=TaintNodesByCondition",
 		// Tests burst on purpose; priority and fairness would queue them.
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
