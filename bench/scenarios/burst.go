@@ -43,8 +43,8 @@ func runBurst(e *env) (*results.Burst, error) {
 	}
 	n := 1000
 	b := &results.Burst{Requests: n, SampleEveryMs: results.Millis(burstSampleEvery),
-		Settings: fmt.Sprintf("example workload, startup delay %s, %s per request; autoscaling %v (other settings default: target %s, tick 2 s)",
-			burstRev.startupDelay, burstRev.latency, burstRev.autoscaling, "= container-concurrency")}
+		Settings: fmt.Sprintf("example workload (startup delay %s, %s per request), autoscaling: %s; everything else default (target = container-concurrency, 70%% utilization, tick 2 s)",
+			burstRev.startupDelay, burstRev.latency, settingsString(burstRev.autoscaling))}
 	t := newTarget("burst", th.httpURL, burstRev.host(), n)
 
 	// Sample from 300 ms before the burst until 2 s after its last
@@ -165,4 +165,18 @@ func backendMaxInFlight(e *env, th *thaw) int {
 		most = max(most, int(ws.MaxInflight))
 	}
 	return most
+}
+
+// settingsString prints autoscaling settings sorted, "key: value, ...".
+func settingsString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + m[k]
+	}
+	return strings.Join(parts, ", ")
 }

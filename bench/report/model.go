@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// Verdicts of a target row.
+const (
+	pass    = "pass"
+	fail    = "**FAIL**"
+	missing = "not measured"
+	info    = "–"
+)
+
+// row is one figure beside its target.
+type row struct {
+	What     string
+	Measured string
+	Target   string
+	Result   string
+	Means    string
+}
+
+// atMost and atLeast judge v against a limit; have=false means the figure
+// is missing.
+func atMost(have bool, v, limit float64) string {
+	switch {
+	case !have:
+		return missing
+	case v <= limit:
+		return pass
+	default:
+		return fail
+	}
+}
+
+func atLeast(have bool, v, limit float64) string {
+	switch {
+	case !have:
+		return missing
+	case v >= limit:
+		return pass
+	default:
+		return fail
+	}
+}
+
+// inputs is everything the report is built from.
+type inputs struct {
+	Scenarios *results.Scenarios
+	Micro     []results.GoBench
+	XDS       []results.GoBench
+}
+
+// pathRows compares the request-path sides.
+func pathRows(p *results.Paths) []row {
+	if p == nil {
+		return []row{{What: "warm path and activator path", Measured: "not run", Result: missing}}
+	}
+	st, sv, px := p.Static, p.Serve, p.Proxy
+	ratio := func(a, b float64) (float64, bool) { return a / b, b > 0 && a > 0 }
+	p50r, ok50 := ratio(sv.Latency.P50Ms, st.Latency.P50Ms)
+	p99r, ok99 := ratio(sv.Latency.P99Ms, st.Latency.P99Ms)
+	tr, okT := ratio(sv.ThroughputRPS, st.ThroughputRPS)
+	add50, add99 := px.Latency.P50Ms-sv.Latency.P50Ms, px.Latency.P99Ms-sv.Latency.P99Ms
+	pt, okPT := ratio(px.ThroughputRPS, sv.ThroughputRPS)
+	okAdd := sv.Latency.Requests > 0 && px.Latency.Requests > 0
+	return []row{
+		{What: fmt.Sprintf("warm path p50 latency, serve mode / static Envoy (%d rps)", p.RateRPS),
+			Measured: fmt.Sprintf("%.3f (%.3f vs %.3f ms)", p50r, sv.Latency.P50Ms, st.Latency.P50Ms),
+			Target:   "≤ 1.01", Result: atMost(ok50, p50r, 1.01),
+			Means: "what a typical warm request pays for running on thaw (1.00 = nothing; Envoy routes straight to the backend)"},
+		{What: fmt.Sprintf("warm path p99 latency, serve mode / static Envoy (%d rps)", p.RateRPS),
+			Measured: fmt.Sprintf("%.3f (%.3f vs %.3f ms)", p99r, sv.Latency.P99Ms, st.Latency.P99Ms),
+			Target:   "≤ 1.01", Result: atMost(ok99, p99r, 1.01),
+			Means: "the same for the slowest 1% of warm requests (the most noise-sensitive figure on a shared machine)"},
+		{What: fmt.Sprintf("warm path throughput, serve mode / static Envoy (%d in flight)", p.Concurrency),
+			Measured: fmt.Sprintf("%.3f (%.0f vs %.0f req/s)", tr, sv.ThroughputRPS, st.ThroughputRPS),
+			Target:   "no hop added", Result: map[bool]string{true: info, false: missing}[okT],
+			Means: "requests/s one Envoy passes to a warm backend with thaw's configuration vs a minimal one"},
+		{What: fmt.Sprintf("activator path: added p50 latency, proxy mode − serve mode (%d rps)", p.RateRPS),
+			Measured: fmt.Sprintf("%+.3f ms (%.3f vs %.3f ms)", add50, px.Latency.P50Ms, sv.Latency.P50Ms),
+			Target:   "≤ +0.3 ms", Result: atMost(okAdd, add50, 0.3),
+			Means: "extra latency per request while a revision is in proxy mode (at zero, overloaded, or target-burst-capacity -1)"},
+		{What: fmt.Sprintf("activator path: added p99 latency, proxy mode − serve mode (%d rps)", p.RateRPS),
+			Measured: fmt.Sprintf("%+.3f ms (%.3f vs %.3f ms)", add99, px.Latency.P99Ms, sv.Latency.P99Ms),
+			Target:   "≤ +1 ms", Result: atMost(okAdd, add99, 1),
+			Means: "the same for the slowest 1%"},
+		{What: fmt.Sprintf("activator path throughput, proxy / serve mode (%d in flight)", p.Concurrency),
+			Measured: fmt.Sprintf("%.0f%% (%.0f vs %.0f req/s)", 100*pt, px.ThroughputRPS, sv.ThroughputRPS),
+			Target:   "≥ 70%", Result: atLeast(okPT, pt, 0.70),
+			Means: "how much traffic Envoy and thaw pass through the activator compared with direct routing"},
+	}
+}
+
+// coldRows judges the cold-start overhead per startup delay.
+func coldRows(cs []results.Cold) []row {
+	if len(cs) == 0 {
+		return []row{{What: "cold-start overhead", Measured: "not run", Result: missing}}
+	}
+	var rows []row
+	for _, c := range cs {
+		ok := c.N > 0 && c.Errors == 0
+		measured := fmt.Sprintf("p99 %.1f ms (p50 %.1f ms, n=%d)", c.OverheadP99Ms, c.OverheadP50Ms, c.N)
+		if c.Errors > 0 {
+			measured += fmt.Sprintf(", %d failed", c.Errors)
+		}
+		rows = append(rows, row{
+			What:     fmt.Sprintf("cold-start overhead, backend startup delay %s", fmtMs(c.StartupDelayMs)),
+			Measured: measured, Target: "≤ 20 ms p99 (local)", Result: atMost(ok, c.OverheadP99Ms, 20),
+			Means: fmt.Sprintf("a request to a revision at zero waits the app's own startup plus this (end to end p50 %s)", fmtMs(c.TotalP50Ms)),
+		})
+	}
+	return rows
+}
+
+// burstRows judges the burst from zero.
+func burstRows(b *results.Burst) []row {
+	if b == nil {
+		return []row{{What: "burst from zero", Measured: "not run", Result: missing}}
+	}
+	allServed := fail
+	if b.AllServedMs > 0 && b.Errors == 0 {
+		allServed = pass
+	}
+	rows := []row{
+		{What: fmt.Sprintf("burst from zero: %d requests at once, errors", b.Requests),
+			Measured: fmt.Sprintf("%d", b.Errors), Target: "0", Result: atMost(true, float64(b.Errors), 0),
+			Means: "no request of a sudden burst against an idle service is lost"},
+		{What: "burst from zero: time until all are served",
+			Measured: fmt.Sprintf("%.2f s (first response %.2f s, p50 latency %.2f s)", b.AllServedMs/1000, b.FirstServedMs/1000, b.LatencyP50Ms/1000),
+			Target:   "all served", Result: allServed,
+			Means: "how long the burst takes end to end, including starting backends from zero"},
+		{What: "burst from zero: time to desired scale (autoscaler decision)",
+			Measured: fmt.Sprintf("%.2f s (desired %d)", b.TimeToDesiredMs/1000, b.DesiredMax),
+			Target:   "≤ 2 s (one tick)", Result: atMost(b.TimeToDesiredMs >= 0, b.TimeToDesiredMs, 2000),
+			Means: "how fast the autoscaler asks for the backends the burst needs"},
+		{What: "burst from zero: time until that many backends are ready",
+			Measured: fmtSeconds(b.TimeToReadyMs), Target: "", Result: info,
+			Means: "decision plus process start and readiness"},
+	}
+	if b.ContainerConcurrency > 0 {
+		rows = append(rows, row{What: "burst from zero: most requests at one backend at once",
+			Measured: fmt.Sprintf("%d", b.BackendMaxInFlight),
+			Target:   fmt.Sprintf("≤ %d (container-concurrency)", b.ContainerConcurrency),
+			Result:   atMost(b.BackendMaxInFlight > 0, float64(b.BackendMaxInFlight), float64(b.ContainerConcurrency)),
+			Means:    "container-concurrency is a hard limit the activator enforces; above it the app gets more than it said it can take"})
+	}
+	return rows
+}
+
+// microRows judges the component targets measured by Go benchmarks.
+func microRows(micro, xds []results.GoBench) []row {
+	var rows []row
+	ing, ok := results.Find(micro, "/autoscaler/statsink", "Ingest")
+	v := ing.Metrics["samples/cpu-s"]
+	rows = append(rows, row{What: "stats ingestion (10k revisions, one Envoy flush per op)",
+		Measured: fmt.Sprintf("%s samples per CPU-second (%s/s wall)", human(v), human(ing.Metrics["samples/s"])),
+		Target:   "≥ 1M samples/s per core", Result: atLeast(ok && v > 0, v, 1e6),
+		Means: fmt.Sprintf("CPU thaw spends on Envoy stats: 10k revisions × 20 Envoys, flushed every second, need %.2f core", 200000/math.Max(v, 1))})
+	tick, ok := results.Find(micro, "/autoscaler", "Tick10kRevisions")
+	cpu := tick.Metrics["cpu-ms/tick"]
+	rows = append(rows, row{What: "decider: one tick over 10k revisions",
+		Measured: fmt.Sprintf("%.1f ms CPU (%.1f ms wall)", cpu, tick.Metrics["ms/tick"]),
+		Target:   "≤ 20 ms (judged on CPU time)", Result: atMost(ok && cpu > 0, cpu, 20),
+		Means: "the autoscaler keeps its 2 s decision period with 10k revisions"})
+	x, ok := results.Find(xds, "/e2e", "XDSEnvoy10k")
+	get := func(k string) (float64, bool) { v, has := x.Metrics[k]; return v, ok && has }
+	fb, okFB := get("flip-bytes")
+	rows = append(rows, row{What: "xDS at 10k revisions: bytes sent for one mode flip",
+		Measured: fmt.Sprintf("%.0f B", fb), Target: "one CLA, ≤ 1 KiB", Result: atMost(okFB, fb, 1024),
+		Means: "a flip costs the same with 10 or 10k revisions"})
+	p50, ok50 := get("flip-ack-p50-ms")
+	p99, ok99 := get("flip-ack-p99-ms")
+	rows = append(rows, row{What: "xDS at 10k revisions: flip-to-ACK p50 (real Envoy)",
+		Measured: fmt.Sprintf("%.1f ms", p50), Target: "≤ 10 ms", Result: atMost(ok50, p50, 10),
+		Means: "how soon Envoy routes the new way after thaw decides (wake-up and scale-to-zero wait on it)"})
+	rows = append(rows, row{What: "xDS at 10k revisions: flip-to-ACK p99 (real Envoy)",
+		Measured: fmt.Sprintf("%.1f ms", p99), Target: "≤ 10 ms", Result: atMost(ok99, p99, 10),
+		Means: "the same for the slowest 1% of flips"})
+	sync, okS := get("sync-ms")
+	rows = append(rows, row{What: "xDS at 10k revisions: initial sync (Envoy start to ACK)",
+		Measured: fmtSeconds(sync), Target: "≤ 2 s", Result: atMost(okS, sync, 2000),
+		Means: "a new or restarted Envoy has all 10k revisions this soon"})
+	rss, okR := get("rss-MiB")
+	rows = append(rows, row{What: "control-plane memory at 10k revisions (RSS)",
+		Measured: fmt.Sprintf("%.0f MiB", rss), Target: "≤ 200 MiB", Result: atMost(okR, rss, 200),
+		Means: "memory thaw needs for 10k revisions"})
+	return rows
+}
+
+// microTable lists every Go benchmark result with its metrics.
+type microLine struct {
+	Pkg, Name, N, NsOp, Metrics string
+}
+
+func microTable(bs []results.GoBench) []microLine {
+	var out []microLine
+	for _, b := range bs {
+		var ms []string
+		keys := make([]string, 0, len(b.Metrics))
+		for k := range b.Metrics {
+			if k != "ns/op" {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ms = append(ms, human(b.Metrics[k])+" "+k)
+		}
+		out = append(out, microLine{Pkg: strings.TrimPrefix(b.Pkg, "github.com/thaw-dev/thaw/"), Name: b.Name,
+			N: fmt.Sprint(b.N), NsOp: human(b.Metrics["ns/op"]), Metrics: strings.Join(ms, ", ")})
+	}
+	return out
+}
+
+// human prints v with 3-4 significant digits and k/M/G suffixes.
+func human(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3gG", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3gM", v/1e6)
+	case a >= 1e4:
+		return fmt.Sprintf("%.3gk", v/1e3)
+	case a == math.Trunc(a):
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+func fmtMs(ms float64) string {
+	if ms >= 1000 {
+		return fmtSeconds(ms)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
+}
+
+func fmtSeconds(ms float64) string {
+	if ms < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.2f s", ms/1000)
+}
