@@ -101,8 +101,10 @@ type Burst struct {
 	Errors   int `json:"errors"`
 	// ErrorSamples are up to 10 distinct error descriptions.
 	ErrorSamples []string `json:"errorSamples,omitempty"`
-	// Settings describes the revision (autoscaling settings, workload).
+	// Settings describes the revision (autoscaling settings, workload);
+	// Short in a few words for the picture.
 	Settings string `json:"settings"`
+	Short    string `json:"short"`
 	// AllServedMs is burst start to the last response's end.
 	AllServedMs float64 `json:"allServedMs"`
 	// FirstServedMs is burst start to the first response's end.

@@ -44,7 +44,9 @@ func runBurst(e *env) (*results.Burst, error) {
 	n := 1000
 	b := &results.Burst{Requests: n, SampleEveryMs: results.Millis(burstSampleEvery),
 		Settings: fmt.Sprintf("example workload (startup delay %s, %s per request), autoscaling: %s; everything else default (target = container-concurrency, 70%% utilization, tick 2 s)",
-			burstRev.startupDelay, burstRev.latency, settingsString(burstRev.autoscaling))}
+			burstRev.startupDelay, burstRev.latency, settingsString(burstRev.autoscaling)),
+		Short: fmt.Sprintf("backend starts in %s and takes %s per request; container-concurrency %d, max-scale %s",
+			burstRev.startupDelay, burstRev.latency, burstCC, burstRev.autoscaling["max-scale"])}
 	t := newTarget("burst", th.httpURL, burstRev.host(), n)
 
 	// Sample from 300 ms before the burst until 2 s after its last

@@ -36,8 +36,8 @@ func plotBurst(b *results.Burst, path string) error {
 		return xys
 	}
 	top := plot.New()
-	top.Title.Text = fmt.Sprintf("thaw local: burst of %d requests to a revision at zero (%d errors, all served in %.2f s)",
-		b.Requests, b.Errors, b.AllServedMs/1000)
+	top.Title.Text = fmt.Sprintf("thaw local: %d requests at once to a revision at zero: %d errors, all served in %.2f s\n%s",
+		b.Requests, b.Errors, b.AllServedMs/1000, b.Short)
 	top.Y.Label.Text = "requests"
 	top.Y.Min = 0
 	bottom := plot.New()
@@ -67,7 +67,7 @@ func plotBurst(b *results.Burst, path string) error {
 		dashed bool
 	}{
 		{top, "held (waiting in the activator)", func(s results.BurstSample) int { return s.Held }, colHeld, false},
-		{top, "in flight (released, not finished)", func(s results.BurstSample) int { return s.InFlight }, colInFlight, false},
+		{top, "in flight (released by the activator, not finished)", func(s results.BurstSample) int { return s.InFlight }, colInFlight, false},
 		{top, "served (responses received)", func(s results.BurstSample) int { return s.Served }, colServed, true},
 		{bottom, "desired (autoscaler)", func(s results.BurstSample) int { return max(s.Desired, 0) }, colDesired, true},
 		{bottom, "ready (backends in the registry)", func(s results.BurstSample) int { return s.Ready }, colReady, false},
