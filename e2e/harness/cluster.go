@@ -157,6 +157,18 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	return c
 }
 
+// Process returns the running component named name ("etcd",
+// "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"), or
+// nil. A test may Stop one to simulate its failure; cleanup stops the rest.
+func (c *Cluster) Process(name string) *Process {
+	for _, p := range c.procs {
+		if p.Name() == name {
+			return p
+		}
+	}
+	return nil
+}
+
 func (o ClusterOptions) withDefaults(t testing.TB) ClusterOptions {
 	if o.Nodes <= 0 {
 		o.Nodes = 1

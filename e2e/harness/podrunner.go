@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,10 @@ type PodRunnerOptions struct {
 	// Body returns the response body for a pod; default
 	// "<namespace>/<name>\n". It is called once when the pod starts serving.
 	Body func(pod *corev1.Pod) string
+	// Handler, if set, builds the handler that serves a pod instead of the
+	// default one (Body is then unused; Latency and the counters still
+	// apply). It is called once when the pod starts serving.
+	Handler func(pod *corev1.Pod) http.Handler
 	// DefaultPort is served for pods whose containers declare no TCP port
 	// (default 8080). Pods that declare ports are served on every declared
 	// TCP containerPort.
@@ -43,7 +48,9 @@ type PodRunnerOptions struct {
 // connections". Every response carries the headers X-Pod-Name,
 // X-Pod-Namespace and X-Pod-IP.
 //
-// Counters survive the pod, so a test can read them after a scale-down.
+// Counters are kept by namespace and name and survive the pod, so a test can
+// read them after a scale-down (a recreated pod of the same name adds to
+// them).
 type PodRunner struct {
 	client kubernetes.Interface
 	opts   PodRunnerOptions

@@ -139,10 +139,20 @@ func (s *podServer) listen(addr string) (net.Listener, error) {
 }
 
 // handler counts requests, waits the configured latency and answers with
-// the pod's body.
+// the pod's body (or hands over to PodRunnerOptions.Handler).
 func (s *podServer) handler() http.Handler {
-	body := s.r.opts.Body(s.pod)
 	latency := s.r.opts.Latency
+	inner := s.r.opts.Handler
+	var next http.Handler
+	if inner != nil {
+		next = inner(s.pod)
+	} else {
+		body := s.r.opts.Body(s.pod)
+		next = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, body)
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.stats.requests.Add(1)
 		n := s.stats.inFlight.Add(1)
@@ -165,8 +175,7 @@ func (s *podServer) handler() http.Handler {
 		w.Header().Set("X-Pod-Name", s.name)
 		w.Header().Set("X-Pod-Namespace", s.namespace)
 		w.Header().Set("X-Pod-IP", s.ip)
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, body)
+		next.ServeHTTP(w, req)
 	})
 }
 
