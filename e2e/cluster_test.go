@@ -15,12 +15,14 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 )
 
-// TestClusterSmoke checks the e2e control plane end to end: a Deployment
+// TestClusterSmoke checks the e2e control plane end to end: RBAC applies to
+// service-account tokens; a Deployment
 // gets Running, Ready pods with loopback IPs from the fake nodes' pod CIDR,
 // each pod IP serves HTTP through the pod runner as soon as it is Ready, and
 // scaling through the /scale subresource to 0 removes the pods and stops
@@ -41,6 +43,12 @@ func TestClusterSmoke(t *testing.T) {
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
+	// RBAC is on: a service account without bindings may not list pods.
+	sa := c.ClientForToken(t, c.ServiceAccountToken(t, ns, "nobody"))
+	if _, err := sa.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list pods as service account without roles: err %v, want Forbidden", err)
+	}
+
 	deployStart := time.Now()
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, smokeDeployment(ns, name, port, 3), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create deployment: %v", err)
