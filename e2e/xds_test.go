@@ -9,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +21,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	metricssvc "github.com/envoyproxy/go-control-plane/envoy/service/metrics/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
@@ -34,6 +38,7 @@ import (
 // bootstrap.
 type xdsEnv struct {
 	srv      *xds.Server
+	prom     *prometheus.Registry
 	reg      *revision.Registry
 	grpcAddr string
 	httpPort int
@@ -47,6 +52,9 @@ type xdsEnvOptions struct {
 	setup func(reg *revision.Registry)
 	// skipEnvoy leaves starting Envoy to the caller.
 	skipEnvoy bool
+	// holdoff is the registry's batching holdoff (0: publish every change
+	// at once, which is quadratic for thousands of revisions).
+	holdoff time.Duration
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -55,11 +63,12 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 		o.logger = zap.NewNop()
 	}
 	env := &xdsEnv{httpPort: harness.PickPort(t), extproc: &stubExtProc{}}
-	env.reg = revision.NewRegistry(revision.RegistryOptions{Logger: o.logger})
+	env.reg = revision.NewRegistry(revision.RegistryOptions{Logger: o.logger, Holdoff: o.holdoff})
 	cfg := xds.DefaultConfig()
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = uint32(env.httpPort)
-	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg})
+	env.prom = prometheus.NewRegistry()
+	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg, Registerer: env.prom})
 	g := grpc.NewServer()
 	env.srv.Register(g)
 	extprocsvc.RegisterExternalProcessorServer(g, env.extproc)
@@ -73,6 +82,8 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- env.srv.Run(ctx, env.reg) }()
+	regDone := make(chan struct{})
+	go func() { env.reg.Run(ctx); close(regDone) }()
 	if o.setup != nil {
 		o.setup(env.reg)
 	}
@@ -82,6 +93,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 		if err := <-done; err != nil {
 			t.Errorf("xds Run: %v", err)
 		}
+		<-regDone
 		g.Stop()
 	})
 	if !o.skipEnvoy {
@@ -393,9 +405,9 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 	upsert := func(reg *revision.Registry, key revision.Key, host string, b *backend) {
 		spec := revision.DefaultSpec()
 		spec.Hosts = []string{host}
-		reg.Upsert(key, spec)
 		reg.SetBackends(key, []revision.Backend{b.addr()})
 		reg.SetMode(key, revision.ModeServe)
+		reg.Upsert(key, spec) // last: one complete snapshot
 	}
 	env := startXDSEnv(t, xdsEnvOptions{logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)),
 		setup: func(reg *revision.Registry) { upsert(reg, keyA, "a.test", first) }})
@@ -424,4 +436,211 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 		t.Fatalf("a.test after deleting b: %d %q", code, body)
 	}
 	env.noNACKs(t)
+}
+
+// BenchmarkXDSEnvoy10k measures thaw's xDS server against a real Envoy at
+// 10,000 revisions (half serve mode, half proxy mode). Reported:
+//
+//   - first-apply-ms: translating and caching the synced snapshot;
+//
+//   - sync-ms, sync-envoy-cpu-s: Envoy process start to its ACK of the
+//     complete first snapshot, and the CPU Envoy used for it;
+//
+//   - flip-bytes: bytes the server sent for one mode flip (one response);
+//
+//   - push-ack-p50/p99-ms: the server's thaw_xds_flip_to_ack_seconds
+//     (changed ClusterLoadAssignment put in the cache to the last ACK),
+//     estimated from its buckets;
+//
+//   - flip-e2e-p50/p99-ms: registry SetMode to WaitConfirmed returning,
+//     including the registry's 1 ms holdoff and snapshot publication;
+//
+//   - rss-MiB, heap-MiB: this process (registry, xDS server, test
+//     scaffolding) after the flips.
+//
+//     go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime 200x ./e2e/
+func BenchmarkXDSEnvoy10k(b *testing.B) {
+	const n = 10000
+	keys := make([]revision.Key, n)
+	env := startXDSEnv(b, xdsEnvOptions{skipEnvoy: true, holdoff: time.Millisecond, setup: func(reg *revision.Registry) {
+		for i := range n {
+			keys[i] = revision.Key{Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("app-%d", i)}
+			spec := revision.DefaultSpec()
+			spec.Hosts = []string{fmt.Sprintf("app-%d.ns-%d.example.com", i, i%50)}
+			reg.Upsert(keys[i], spec)
+			reg.SetBackends(keys[i], []revision.Backend{{Address: "127.0.0.1", Port: int32(20000 + i%1000), Ready: true}})
+			if i%2 == 0 {
+				reg.SetMode(keys[i], revision.ModeServe)
+			}
+		}
+	}})
+	// The server applies the synced snapshot before it answers anyone:
+	// wait for that, so sync time is Envoy's, not the translation's.
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	applyStart := time.Now()
+	for i := 0; !env.srv.Status(keys[n-1]).Applied; i++ {
+		if i > 12000 || ctx.Err() != nil {
+			b.Fatal("synced snapshot never applied")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	firstApply := time.Since(applyStart)
+
+	start := time.Now()
+	boot, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "bench", XDSAddress: env.grpcAddr, AdminPort: uint32(harness.PickPort(b))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env.envoy = harness.StartEnvoy(b, harness.EnvoyOptions{Bootstrap: string(boot), LogLevel: "warn", SkipWaitReady: true})
+	if err := env.srv.WaitFirstAck(ctx); err != nil {
+		b.Fatalf("first ACK: %v", err)
+	}
+	sync := time.Since(start)
+	envoyCPU := cpuSeconds(b, env.envoy.Pid())
+
+	pushesBefore, bytesBefore := pushed(b, env.prom)
+	env.flip(ctx, b, keys[1], revision.ModeServe)
+	pushesAfter, bytesAfter := pushed(b, env.prom)
+	if pushesAfter-pushesBefore != 1 {
+		b.Errorf("one flip sent %v responses, want 1", pushesAfter-pushesBefore)
+	}
+
+	lat := make([]time.Duration, 0, b.N)
+	for i := 0; b.Loop(); i++ {
+		key := keys[(i*7919)%n]
+		mode := revision.ModeServe
+		if env.reg.Snapshot().Get(key).Mode == revision.ModeServe {
+			mode = revision.ModeProxy
+		}
+		t0 := time.Now()
+		env.flip(ctx, b, key, mode)
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	ms2 := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(float64(firstApply.Milliseconds()), "first-apply-ms")
+	b.ReportMetric(float64(sync.Milliseconds()), "sync-ms")
+	b.ReportMetric(envoyCPU, "sync-envoy-cpu-s")
+	b.ReportMetric(bytesAfter-bytesBefore, "flip-bytes")
+	b.ReportMetric(histQuantile(b, env.prom, "thaw_xds_flip_to_ack_seconds", 0.5)*1000, "push-ack-p50-ms")
+	b.ReportMetric(histQuantile(b, env.prom, "thaw_xds_flip_to_ack_seconds", 0.99)*1000, "push-ack-p99-ms")
+	b.ReportMetric(ms2(lat[len(lat)/2]), "flip-e2e-p50-ms")
+	b.ReportMetric(ms2(lat[len(lat)*99/100]), "flip-e2e-p99-ms")
+	b.ReportMetric(float64(rssBytes(b))/(1<<20), "rss-MiB")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	b.ReportMetric(0, "ns/op")
+	env.noNACKs(b)
+}
+
+// flip sets key's mode, waits for the registry to publish it (holdoff),
+// then for every Envoy's ACK.
+func (env *xdsEnv) flip(ctx context.Context, tb testing.TB, key revision.Key, mode revision.Mode) {
+	tb.Helper()
+	env.reg.SetMode(key, mode)
+	snap, err := env.reg.WaitFor(ctx, func(s *revision.Snapshot) bool { return s.Get(key).Mode == mode })
+	if err != nil {
+		tb.Fatalf("registry never published %s mode %s: %v", key, mode, err)
+	}
+	if err := env.srv.WaitConfirmed(ctx, key, snap.Get(key).Generation); err != nil {
+		tb.Fatalf("%s mode %s not confirmed: %v", key, mode, err)
+	}
+}
+
+// histQuantile estimates a quantile of a histogram the way Prometheus'
+// histogram_quantile does: linear interpolation inside the bucket.
+func histQuantile(tb testing.TB, reg *prometheus.Registry, name string, q float64) float64 {
+	tb.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name || len(f.GetMetric()) == 0 {
+			continue
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		rank := q * float64(h.GetSampleCount())
+		lower, below := 0.0, 0.0
+		for _, bk := range h.GetBucket() {
+			count := float64(bk.GetCumulativeCount())
+			if count >= rank {
+				if count == below {
+					return bk.GetUpperBound()
+				}
+				return lower + (bk.GetUpperBound()-lower)*(rank-below)/(count-below)
+			}
+			lower, below = bk.GetUpperBound(), count
+		}
+		return lower
+	}
+	tb.Fatalf("histogram %s not found", name)
+	return 0
+}
+
+// pushed returns the xDS server's response count and bytes for endpoints.
+func pushed(tb testing.TB, reg *prometheus.Registry) (pushes, bytes float64) {
+	tb.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != "endpoints" {
+				continue
+			}
+			switch f.GetName() {
+			case "thaw_xds_pushes_total":
+				pushes = m.GetCounter().GetValue()
+			case "thaw_xds_pushed_bytes_total":
+				bytes = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return pushes, bytes
+}
+
+// cpuSeconds returns the user+system CPU time a process has used, from
+// /proc/<pid>/stat (clock ticks of 1/100 s).
+func cpuSeconds(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Fields after the command name (which may contain spaces) start at
+	// the last ')'.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	var utime, stime float64
+	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
+		tb.Fatal(err)
+	}
+	return (utime + stime) / 100
+}
+
+// rssBytes returns this process's resident set size from /proc.
+func rssBytes(tb testing.TB) int64 {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				tb.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	tb.Fatal("VmRSS not found")
+	return 0
 }

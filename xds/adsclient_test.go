@@ -9,6 +9,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -32,9 +33,22 @@ type fixture struct {
 
 func startFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return startFixtureWith(t, cfg, zaptest.NewLogger(t), 0)
+}
+
+// startBenchFixture is startFixture for benchmarks: no logs.
+func startBenchFixture(b *testing.B) *fixture {
+	b.Helper()
+	return startFixtureWith(b, componentConfig(), zap.NewNop(), time.Millisecond)
+}
+
+// startFixtureWith starts a fixture; a registry holdoff > 0 batches changes
+// (run by the fixture), which large setups need.
+func startFixtureWith(t testing.TB, cfg Config, log *zap.Logger, holdoff time.Duration) *fixture {
+	t.Helper()
 	prom := prometheus.NewRegistry()
-	reg := revision.NewRegistry(revision.RegistryOptions{})
-	srv := NewServer(ServerOptions{Logger: zaptest.NewLogger(t), Config: cfg, Registerer: prom})
+	reg := revision.NewRegistry(revision.RegistryOptions{Holdoff: holdoff})
+	srv := NewServer(ServerOptions{Logger: log, Config: cfg, Registerer: prom})
 	g := grpc.NewServer()
 	srv.Register(g)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,8 +59,11 @@ func startFixture(t *testing.T, cfg Config) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, reg) }()
+	regDone := make(chan struct{})
+	go func() { reg.Run(ctx); close(regDone) }()
 	t.Cleanup(func() {
 		cancel()
+		<-regDone
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
@@ -55,28 +72,30 @@ func startFixture(t *testing.T, cfg Config) *fixture {
 	return &fixture{srv: srv, reg: reg, prom: prom, addr: ln.Addr().String()}
 }
 
-// upsert adds a valid revision with hosts and backends in a mode.
+// upsert adds a valid revision with hosts and backends in a mode. Spec
+// last: the revision appears in one snapshot, complete.
 func (f *fixture) upsert(key revision.Key, mode revision.Mode, hosts []string, backends ...revision.Backend) {
 	spec := revision.DefaultSpec()
 	spec.Hosts = hosts
 	spec.Port = 8000
-	f.reg.Upsert(key, spec)
 	f.reg.SetBackends(key, backends)
 	f.reg.SetMode(key, mode)
+	f.reg.Upsert(key, spec)
 }
 
 // deltaClient is an in-process delta ADS client playing Envoy.
 type deltaClient struct {
-	t      *testing.T
+	t      testing.TB
 	node   *corev3.Node
 	stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 	cancel context.CancelFunc
 	first  bool
 }
 
-func dialDelta(t *testing.T, addr, nodeID string) *deltaClient {
+func dialDelta(t testing.TB, addr, nodeID string) *deltaClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +182,7 @@ func resourceNames(r *discoveryv3.DeltaDiscoveryResponse) []string {
 }
 
 // waitFor polls cond (bounded count and time) and fails if it never holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for i := 0; i < 100000 && time.Now().Before(deadline); i++ {

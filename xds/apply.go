@@ -19,8 +19,11 @@ import (
 type change struct {
 	typeURL string
 	// upd holds new and changed resources, with their versions in ver.
-	upd   map[string]types.Resource
-	ver   map[string]string
+	upd map[string]types.Resource
+	ver map[string]string
+	// enc holds the encodings of upd for endpoints (the endpoint cache
+	// sends them as they are).
+	enc   map[string][]byte
 	added []string
 	del   []string
 }
@@ -30,7 +33,7 @@ type change struct {
 // so Envoy is sent only what changed.
 func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, error) {
 	have := s.applied[typeURL]
-	c := &change{typeURL: typeURL, upd: map[string]types.Resource{}, ver: map[string]string{}}
+	c := newChange(typeURL)
 	for name, r := range want {
 		old, ok := have[name]
 		// The translator reuses unchanged resources: same pointer, no
@@ -38,11 +41,9 @@ func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, 
 		if ok && (old == r || proto.Equal(old, r)) {
 			continue
 		}
-		v, err := hashOf(r)
-		if err != nil {
+		if err := c.add(name, r); err != nil {
 			return nil, err
 		}
-		c.upd[name], c.ver[name] = r, v
 		if !ok {
 			c.added = append(c.added, name)
 		}
@@ -55,12 +56,41 @@ func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, 
 	return c, nil
 }
 
+func newChange(typeURL string) *change {
+	c := &change{typeURL: typeURL, upd: map[string]types.Resource{}, ver: map[string]string{}}
+	if typeURL == resourcev3.EndpointType {
+		c.enc = map[string][]byte{}
+	}
+	return c
+}
+
+// add records a new or changed resource with its version.
+func (c *change) add(name string, r types.Resource) error {
+	b, v, err := hashOf(r)
+	if err != nil {
+		return err
+	}
+	c.upd[name], c.ver[name] = r, v
+	if c.enc != nil {
+		c.enc[name] = b
+	}
+	return nil
+}
+
+// update applies upd and del to the type's cache.
+func (s *Server) update(typeURL string, c *change, del []string) error {
+	if typeURL == resourcev3.EndpointType {
+		return s.eds.update(c.upd, c.enc, c.ver, del)
+	}
+	return s.caches[typeURL].UpdateResources(c.upd, del)
+}
+
 // upsert puts c's new and changed resources in the cache.
 func (s *Server) upsert(c *change) error {
 	if len(c.upd) == 0 {
 		return nil
 	}
-	if err := s.caches[c.typeURL].UpdateResources(c.upd, nil); err != nil {
+	if err := s.update(c.typeURL, c, nil); err != nil {
 		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
 	}
 	maps.Copy(s.applied[c.typeURL], c.upd)
@@ -73,7 +103,7 @@ func (s *Server) remove(c *change) error {
 	if len(c.del) == 0 {
 		return nil
 	}
-	if err := s.caches[c.typeURL].UpdateResources(nil, c.del); err != nil {
+	if err := s.update(c.typeURL, newChange(c.typeURL), c.del); err != nil {
 		return fmt.Errorf("delete from %s cache: %w", shortType(c.typeURL), err)
 	}
 	for _, n := range c.del {
@@ -166,7 +196,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 // only the changed revisions' ClusterLoadAssignments are compared and
 // updated, in one cache update.
 func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) error {
-	eds := &change{typeURL: resourcev3.EndpointType, upd: map[string]types.Resource{}, ver: map[string]string{}}
+	eds := newChange(resourcev3.EndpointType)
 	have := s.applied[resourcev3.EndpointType]
 	for _, r := range changed {
 		cla := s.tr.memo[r.Key].res.cla
@@ -174,11 +204,9 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 		if old := have[name]; old == cla || proto.Equal(old, cla) {
 			continue
 		}
-		v, err := hashOf(cla)
-		if err != nil {
+		if err := eds.add(name, cla); err != nil {
 			return err
 		}
-		eds.upd[name], eds.ver[name] = cla, v
 	}
 	if err := s.upsert(eds); err != nil {
 		return err

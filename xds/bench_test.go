@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -90,6 +92,38 @@ func BenchmarkServerApplyFlip10k(b *testing.B) {
 		next.Revisions[key] = &r
 		snap = next
 		if err := s.apply(ctx, snap, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkServerFlipDelta10k measures one mode flip among 10,000
+// revisions through the whole server: snapshot applied, CLA pushed to an
+// in-process delta ADS client subscribed to all 10,000 CLAs, ACKed,
+// ConfirmedEverywhere true.
+func BenchmarkServerFlipDelta10k(b *testing.B) {
+	snap := benchSnapshot(10000)
+	f := startBenchFixture(b)
+	for k, r := range snap.Revisions {
+		f.reg.Upsert(k, r.Spec)
+		f.reg.SetBackends(k, r.Backends)
+		f.reg.SetMode(k, r.Mode)
+	}
+	f.reg.SetSynced()
+	c := dialDelta(b, f.addr, "bench")
+	syncAll(b, c)
+	key := revision.Key{Namespace: "ns-0", Name: "app-0"}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		mode := revision.Mode(i % 2) // app-0 starts in serve mode
+		f.reg.SetMode(key, mode)
+		snap, err := f.reg.WaitFor(b.Context(), func(s *revision.Snapshot) bool { return s.Get(key).Mode == mode })
+		if err != nil {
+			b.Fatal(err)
+		}
+		gen := snap.Get(key).Generation
+		c.ack(c.recvType(resourcev3.EndpointType))
+		if err := f.srv.WaitConfirmed(b.Context(), key, gen); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // callbacks feeds go-control-plane stream events into the tracker. The
@@ -53,7 +54,7 @@ func (c *callbacks) OnStreamResponse(_ context.Context, id int64, _ *discoveryv3
 		r.names = append(r.names, cachev3.GetResourceName(m))
 		r.versions = append(r.versions, cachev3.HashResource(a.GetValue()))
 	}
-	c.s.responded(streamKey{delta: false, id: id}, resp.GetNonce(), r)
+	c.s.responded(streamKey{delta: false, id: id}, resp.GetNonce(), r, proto.Size(resp))
 }
 
 func (c *callbacks) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
@@ -68,7 +69,7 @@ func (c *callbacks) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscover
 		r.names = append(r.names, res.GetName())
 		r.versions = append(r.versions, res.GetVersion())
 	}
-	c.s.responded(streamKey{delta: true, id: id}, resp.GetNonce(), r)
+	c.s.responded(streamKey{delta: true, id: id}, resp.GetNonce(), r, proto.Size(resp))
 }
 
 func (c *callbacks) OnFetchRequest(context.Context, *discoveryv3.DiscoveryRequest) error {
@@ -122,6 +123,10 @@ func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail
 	if r == nil {
 		return
 	}
+	if ce := s.log.Check(zap.DebugLevel, "xDS ACK"); ce != nil {
+		ce.Write(zap.Int64("stream", k.id), zap.String("type", shortType(r.typeURL)), zap.String("nonce", nonce),
+			zap.Int("resources", len(r.names)), zap.Int("removed", len(r.removed)), zap.Duration("rtt", s.clock.Since(r.sentAt)))
+	}
 	if r.typeURL == resourcev3.EndpointType {
 		s.completeFlips(r.names)
 	}
@@ -130,9 +135,15 @@ func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail
 }
 
 // responded records a response about to be sent.
-func (s *Server) responded(k streamKey, nonce string, r *sentResponse) {
+func (s *Server) responded(k streamKey, nonce string, r *sentResponse, size int) {
 	s.tracker.sent(k, nonce, r)
-	s.metrics.pushes.WithLabelValues(shortType(r.typeURL)).Inc()
+	typ := shortType(r.typeURL)
+	s.metrics.pushes.WithLabelValues(typ).Inc()
+	s.metrics.pushedBytes.WithLabelValues(typ).Add(float64(size))
+	if ce := s.log.Check(zap.DebugLevel, "xDS push"); ce != nil {
+		ce.Write(zap.Int64("stream", k.id), zap.String("type", typ), zap.String("nonce", nonce),
+			zap.Int("resources", len(r.names)), zap.Int("removed", len(r.removed)), zap.Int("bytes", size))
+	}
 }
 
 // completeFlips observes flip-to-ACK for pending flips (those named, or

@@ -64,21 +64,27 @@ type RevisionClusterParams struct {
 	// never modified.
 	TransportSocket *corev3.TransportSocket
 	Config          *Config
+	// parts, when set, supplies shared sub-messages (translator).
+	parts *parts
 }
 
 // RevisionCluster returns a revision's EDS cluster. Its endpoints (one
 // ClusterLoadAssignment of the same name) come over ADS; the cluster itself
 // never changes on a mode flip.
 func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
+	pt := p.parts
+	if pt == nil {
+		pt = newParts(p.Config)
+	}
 	return validated(&clusterv3.Cluster{
 		Name:                 p.Name,
-		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
-		EdsClusterConfig:     &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
-		ConnectTimeout:       durationpb.New(p.Config.ConnectTimeout),
+		ClusterDiscoveryType: pt.edsType,
+		EdsClusterConfig:     pt.edsConfig,
+		ConnectTimeout:       pt.connectTimeout,
 		// Least request spreads load by requests in flight, which is what
 		// concurrency-based autoscaling measures.
 		LbPolicy:        clusterv3.Cluster_LEAST_REQUEST,
-		CircuitBreakers: circuitBreakers(p.Config),
+		CircuitBreakers: pt.breakers,
 		TransportSocket: p.TransportSocket,
 	})
 }

@@ -39,18 +39,26 @@ func ServeLoadAssignment(name string, backends []revision.Backend, defaultPort i
 // endpoint, the internal listener thaw_activator. Held requests still count
 // in the revision cluster's upstream_rq_active.
 func ProxyLoadAssignment(name string) (*endpointv3.ClusterLoadAssignment, error) {
-	return validated(&endpointv3.ClusterLoadAssignment{
-		ClusterName: name,
-		Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
-			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-				Address: &corev3.Address{Address: &corev3.Address_EnvoyInternalAddress{
-					EnvoyInternalAddress: &corev3.EnvoyInternalAddress{
-						AddressNameSpecifier: &corev3.EnvoyInternalAddress_ServerListenerName{
-							ServerListenerName: ActivatorListenerName,
-						},
+	return proxyLoadAssignment(name, proxyEndpoints())
+}
+
+// proxyLoadAssignment builds a proxy-mode assignment around eps, which the
+// translator shares between all proxy-mode revisions (immutable).
+func proxyLoadAssignment(name string, eps []*endpointv3.LocalityLbEndpoints) (*endpointv3.ClusterLoadAssignment, error) {
+	return validated(&endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: eps})
+}
+
+// proxyEndpoints is the endpoint list of every proxy-mode assignment.
+func proxyEndpoints() []*endpointv3.LocalityLbEndpoints {
+	return []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
+		HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_EnvoyInternalAddress{
+				EnvoyInternalAddress: &corev3.EnvoyInternalAddress{
+					AddressNameSpecifier: &corev3.EnvoyInternalAddress_ServerListenerName{
+						ServerListenerName: ActivatorListenerName,
 					},
-				}},
+				},
 			}},
-		}}}},
-	})
+		}},
+	}}}}
 }

@@ -12,6 +12,9 @@ type metrics struct {
 	connectedNodes prometheus.Gauge
 	// pushes counts responses sent, by short type name.
 	pushes *prometheus.CounterVec
+	// pushedBytes counts bytes of responses sent (protobuf size), by short
+	// type name.
+	pushedBytes *prometheus.CounterVec
 	// nacks counts rejected responses, by short type name.
 	nacks *prometheus.CounterVec
 	// flipToAck observes seconds from putting a changed
@@ -34,6 +37,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "thaw", Subsystem: "xds", Name: "pushes_total",
 			Help: "xDS responses sent, by resource type.",
 		}, []string{"type"}),
+		pushedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "pushed_bytes_total",
+			Help: "Bytes of xDS responses sent (protobuf encoding), by resource type.",
+		}, []string{"type"}),
 		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "nacks_total",
 			Help: "xDS responses rejected by Envoy, by resource type.",
@@ -54,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.nacks, m.flipToAck, m.applySeconds, m.skipped)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.applySeconds, m.skipped)
 	}
 	return m
 }

@@ -18,6 +18,8 @@ type VirtualHostParams struct {
 	// case-insensitively, ignoring the port).
 	Domains []string
 	Config  *Config
+	// parts, when set, supplies shared sub-messages (translator).
+	parts *parts
 }
 
 // RevisionVirtualHost returns a revision's virtual host: every path goes to
@@ -26,19 +28,23 @@ type VirtualHostParams struct {
 // x-thaw-revision is removed and replaced by "<namespace>/<name>" (Envoy
 // applies removals before additions).
 func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
+	pt := p.parts
+	if pt == nil {
+		pt = newParts(p.Config)
+	}
 	name := ClusterName(p.Key)
 	return &routev3.VirtualHost{
 		Name:    name,
 		Domains: p.Domains,
 		Routes: []*routev3.Route{{
 			Name:  name,
-			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Match: pt.prefixAll,
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name},
-				Timeout:          durationpb.New(0),
-				IdleTimeout:      durationpb.New(p.Config.routeIdleTimeout()),
+				Timeout:          pt.noTimeout,
+				IdleTimeout:      pt.idleTimeout,
 			}},
-			RequestHeadersToRemove: []string{RevisionHeader},
+			RequestHeadersToRemove: pt.removeHeaders,
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
 				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: p.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,

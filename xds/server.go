@@ -49,7 +49,9 @@ type Server struct {
 	cfg     Config
 	clock   clock.Clock
 	metrics *metrics
+	// caches serve clusters, listeners and routes; eds serves endpoints.
 	caches  map[string]*cachev3.LinearCache
+	eds     *endpointCache
 	gate    *gatedCache
 	xds     serverv3.Server
 	stop    context.CancelFunc
@@ -119,10 +121,15 @@ func NewServer(opts ServerOptions) *Server {
 		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
 		Caches:        map[string]cachev3.Cache{},
 	}
+	s.eds = newEndpointCache(changeLogSize)
 	for _, typ := range resourceTypes {
-		c := cachev3.NewLinearCache(typ)
-		s.caches[typ] = c
-		mux.Caches[typ] = c
+		if typ == resourcev3.EndpointType {
+			mux.Caches[typ] = s.eds
+		} else {
+			c := cachev3.NewLinearCache(typ)
+			s.caches[typ] = c
+			mux.Caches[typ] = c
+		}
 		s.applied[typ] = map[string]types.Resource{}
 		s.versions[typ] = map[string]string{}
 	}
@@ -233,12 +240,12 @@ func (s *Server) WaitFirstAck(ctx context.Context) error {
 	}
 }
 
-// hashOf returns the version go-control-plane's delta protocol gives a
-// resource: the SHA-256 of its deterministic encoding.
-func hashOf(r types.Resource) (string, error) {
+// hashOf returns a resource's deterministic encoding and the version
+// go-control-plane's delta protocol gives it: the SHA-256 of that encoding.
+func hashOf(r types.Resource) ([]byte, string, error) {
 	b, err := cachev3.MarshalResource(r)
 	if err != nil {
-		return "", fmt.Errorf("marshal %s: %w", cachev3.GetResourceName(r), err)
+		return nil, "", fmt.Errorf("marshal %s: %w", cachev3.GetResourceName(r), err)
 	}
-	return cachev3.HashResource(b), nil
+	return b, cachev3.HashResource(b), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -34,7 +35,7 @@ func componentConfig() Config {
 
 // syncAll plays Envoy's startup: CDS, EDS for every EDS cluster, LDS, RDS,
 // ACKing each. It returns the EDS cluster names.
-func syncAll(t *testing.T, c *deltaClient) []string {
+func syncAll(t testing.TB, c *deltaClient) []string {
 	t.Helper()
 	c.subscribe(resourcev3.ClusterType)
 	cds := c.recvType(resourcev3.ClusterType)
@@ -61,7 +62,7 @@ func syncAll(t *testing.T, c *deltaClient) []string {
 	return eds
 }
 
-func cla(t *testing.T, r *discoveryv3.Resource) *endpointv3.ClusterLoadAssignment {
+func cla(t testing.TB, r *discoveryv3.Resource) *endpointv3.ClusterLoadAssignment {
 	t.Helper()
 	var out endpointv3.ClusterLoadAssignment
 	if err := r.GetResource().UnmarshalTo(&out); err != nil {
@@ -126,6 +127,9 @@ func TestServerAckFlipSendsOneCLA(t *testing.T) {
 	flip := c.recvType(resourcev3.EndpointType)
 	if names := resourceNames(flip); !slices.Equal(names, []string{"rev_default_a"}) || len(flip.GetRemovedResources()) != 0 {
 		t.Fatalf("flip sent %v (removed %v), want exactly rev_default_a", names, flip.GetRemovedResources())
+	}
+	if size := proto.Size(flip); size > 1024 {
+		t.Errorf("flip response is %d bytes, want <= 1 KiB", size)
 	}
 	if !isProxy(cla(t, flip.GetResources()[0])) {
 		t.Fatalf("flipped CLA is not the activator endpoint: %v", cla(t, flip.GetResources()[0]))

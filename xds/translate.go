@@ -116,6 +116,7 @@ func Translate(snap *revision.Snapshot, cfg Config) (*Resources, error) {
 type translator struct {
 	cfg    *Config
 	ts     *corev3.TransportSocket
+	parts  *parts
 	shared sharedResources
 	memo   map[revision.Key]*memoEntry
 	// prevVhosts and prevRoute are the last route configuration and the
@@ -144,7 +145,7 @@ func newTranslator(cfg *Config) (*translator, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &translator{cfg: cfg, ts: ts, memo: map[revision.Key]*memoEntry{}}
+	t := &translator{cfg: cfg, ts: ts, parts: newParts(cfg), memo: map[revision.Key]*memoEntry{}}
 	if t.shared.httpListener, err = HTTPListener(cfg); err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	if m != nil && slices.Equal(m.domains, domains) {
 		res.vhost = m.res.vhost
 	} else {
-		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg})
+		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts})
 		if err := res.vhost.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
 		}
@@ -271,7 +272,7 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	if m != nil {
 		res.cluster = m.res.cluster // depends only on the name and Config
 	} else {
-		c, err := RevisionCluster(RevisionClusterParams{Name: name, TransportSocket: t.ts, Config: t.cfg})
+		c, err := RevisionCluster(RevisionClusterParams{Name: name, TransportSocket: t.ts, Config: t.cfg, parts: t.parts})
 		if err != nil {
 			return nil, err
 		}
@@ -322,5 +323,5 @@ func (t *translator) loadAssignment(rev *revision.Revision, name string) (*endpo
 	if rev.Mode == revision.ModeServe && revision.ReadyCount(rev.Backends) > 0 {
 		return ServeLoadAssignment(name, rev.Backends, rev.Spec.Port)
 	}
-	return ProxyLoadAssignment(name)
+	return proxyLoadAssignment(name, t.parts.proxyEndpoints)
 }

@@ -1,0 +1,171 @@
+package xds
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// edsStream plays the delta server for one subscription: it creates
+// watches like go-control-plane's server does and keeps the returned map.
+type edsStream struct {
+	t     *testing.T
+	c     *endpointCache
+	sub   stream.Subscription
+	ch    chan cachev3.DeltaResponse
+	nonce int
+}
+
+func newEDSStream(t *testing.T, c *endpointCache, names []string, initial map[string]string) (*edsStream, *discoveryv3.DeltaDiscoveryResponse) {
+	s := &edsStream{t: t, c: c, ch: make(chan cachev3.DeltaResponse, 4),
+		sub: stream.NewDeltaSubscription(names, nil, initial, true)}
+	return s, s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: names,
+		InitialResourceVersions: initial})
+}
+
+// request creates a watch for req and returns the immediate answer, or nil
+// when the watch was parked.
+func (s *edsStream) request(req *discoveryv3.DeltaDiscoveryRequest) *discoveryv3.DeltaDiscoveryResponse {
+	s.t.Helper()
+	if _, err := s.c.CreateDeltaWatch(req, s.sub, s.ch); err != nil {
+		s.t.Fatal(err)
+	}
+	return s.take()
+}
+
+// take returns a pending response (and records its versions), or nil.
+func (s *edsStream) take() *discoveryv3.DeltaDiscoveryResponse {
+	s.t.Helper()
+	select {
+	case r := <-s.ch:
+		s.sub.SetReturnedResources(r.GetNextVersionMap())
+		out, err := r.GetDeltaDiscoveryResponse()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.nonce++
+		return out
+	default:
+		return nil
+	}
+}
+
+// ack re-arms the watch as an ACK does.
+func (s *edsStream) ack() *discoveryv3.DeltaDiscoveryResponse {
+	return s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n"})
+}
+
+func setCLAs(t *testing.T, c *endpointCache, mode revision.Mode, names ...string) map[string]string {
+	t.Helper()
+	ch := newChange(resourcev3.EndpointType)
+	for _, n := range names {
+		var r types.Resource
+		var err error
+		if mode == revision.ModeProxy {
+			r, err = ProxyLoadAssignment(n)
+		} else {
+			r, err = ServeLoadAssignment(n, []revision.Backend{ready("10.0.0.1", 80)}, 80)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.add(n, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.update(ch.upd, ch.enc, ch.ver, nil); err != nil {
+		t.Fatal(err)
+	}
+	return ch.ver
+}
+
+func gotNames(r *discoveryv3.DeltaDiscoveryResponse) []string {
+	var out []string
+	for _, res := range r.GetResources() {
+		out = append(out, res.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestEndpointCacheSendsOnlyChanges(t *testing.T) {
+	c := newEndpointCache(changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b", "c")
+	s, first := newEDSStream(t, c, []string{"a", "b"}, nil)
+	if got := gotNames(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first response %v, want a b", got)
+	}
+	if r := s.ack(); r != nil {
+		t.Fatalf("ACK answered with %v, want a parked watch", gotNames(r))
+	}
+	setCLAs(t, c, revision.ModeServe, "c") // not subscribed
+	if r := s.take(); r != nil {
+		t.Fatalf("change of an unsubscribed name sent %v", gotNames(r))
+	}
+	setCLAs(t, c, revision.ModeServe, "b")
+	if r := s.take(); r == nil || !slices.Equal(gotNames(r), []string{"b"}) {
+		t.Fatalf("flip of b sent %v, want b", gotNames(r))
+	}
+	// Changes while no watch is open are sent when the ACK re-arms it.
+	setCLAs(t, c, revision.ModeServe, "a")
+	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), []string{"a"}) {
+		t.Fatalf("ACK after a change sent %v, want a", gotNames(r))
+	}
+	// Removal of a subscribed name.
+	if err := c.update(nil, nil, nil, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.ack(); r == nil || !slices.Equal(r.GetRemovedResources(), []string{"a"}) || len(r.GetResources()) != 0 {
+		t.Fatalf("ACK after removing a sent %v", r)
+	}
+	if r := s.ack(); r != nil {
+		t.Fatalf("ACK after the removal sent %v", r)
+	}
+}
+
+func TestEndpointCacheOldSubscriptionFallsBack(t *testing.T) {
+	c := newEndpointCache(4)
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	setCLAs(t, c, revision.ModeProxy, names...)
+	s, _ := newEDSStream(t, c, names, nil)
+	// No watch open (response not ACKed) while more changes than the log
+	// holds happen.
+	setCLAs(t, c, revision.ModeServe, names...)
+	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), names) {
+		t.Fatalf("ACK after the log overflowed sent %v, want all %v", gotNames(r), names)
+	}
+	if r := s.ack(); r != nil {
+		t.Fatalf("second ACK sent %v", gotNames(r))
+	}
+}
+
+func TestEndpointCacheReconnectSendsOnlyStale(t *testing.T) {
+	c := newEndpointCache(changeLogSize)
+	v := setCLAs(t, c, revision.ModeProxy, "a", "b")
+	setCLAs(t, c, revision.ModeServe, "b")
+	// Envoy reconnects knowing a and the old b.
+	_, first := newEDSStream(t, c, []string{"a", "b"}, maps.Clone(v))
+	if got := gotNames(first); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("reconnect sent %v, want only b", got)
+	}
+}
+
+func TestEndpointCacheSubscribeMore(t *testing.T) {
+	c := newEndpointCache(changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	s, _ := newEDSStream(t, c, []string{"a"}, nil)
+	s.ack()
+	s.sub.UpdateResourceSubscriptions([]string{"b"}, nil)
+	r := s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: []string{"b"}})
+	if got := gotNames(r); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("subscribing b sent %v, want b", got)
+	}
+}
