@@ -20,9 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// DefaultBinDir is where `make tools` links the control-plane binaries when
-// KUBE_BIN_DIR is not set.
-const DefaultBinDir = "/work/main/.tools/bin"
+// DefaultBinDir returns where `make tools` links the control-plane binaries
+// when KUBE_BIN_DIR is not set: .tools/bin in the repository
+// (/work/main/.tools/bin in the main work tree).
+func DefaultBinDir() string { return filepath.Join(RepoRoot(), ".tools", "bin") }
 
 // ClusterOptions configures StartCluster. The zero value is one fake node,
 // pods Ready only once a PodRunner serves them, binaries from KUBE_BIN_DIR.
@@ -36,7 +37,7 @@ type ClusterOptions struct {
 	// marks them Ready, like a kubelet readiness probe.
 	ImmediateReady bool
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager,
-	// kube-scheduler and kwok; default $KUBE_BIN_DIR, else DefaultBinDir.
+	// kube-scheduler and kwok; default $KUBE_BIN_DIR, else DefaultBinDir().
 	BinDir string
 	// LogDir receives one <component>.log per process; default: a directory
 	// under $THAW_E2E_LOG_DIR named after the test if that is set, else a
@@ -180,7 +181,7 @@ func (o ClusterOptions) withDefaults(t testing.TB) ClusterOptions {
 		o.BinDir = os.Getenv("KUBE_BIN_DIR")
 	}
 	if o.BinDir == "" {
-		o.BinDir = DefaultBinDir
+		o.BinDir = DefaultBinDir()
 	}
 	if o.LogDir == "" {
 		if root := os.Getenv("THAW_E2E_LOG_DIR"); root != "" {
