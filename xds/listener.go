@@ -65,10 +65,17 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 }
 
 // ExtProcFilter returns the ext_proc HTTP filter of the activator listener:
-// request headers only, fail closed (5xx when the service is unreachable or
+// request headers sent, fail closed (5xx when the service is unreachable or
 // late), per-message timeout cfg.ExtProcMessageTimeout that the activator
 // may extend up to cfg.HoldBudget with override_message_timeout, and
 // permission to write dynamic metadata in namespace thaw.activator only.
+//
+// response_trailer_mode SEND is the completion signal: with it Envoy 1.40
+// keeps the ext_proc stream open until the request ends (a response
+// without trailers adds no message and no latency), so the activator
+// frees the backend's slot at the right time. Measured in
+// docs/activator.md ("Completion signal"); the runtime flag
+// ext_proc_stream_close_optimization was removed from Envoy.
 func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) {
 	a, err := toAny(&extprocv3.ExternalProcessor{
 		GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
@@ -81,7 +88,7 @@ func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) {
 			RequestBodyMode:     extprocv3.ProcessingMode_NONE,
 			ResponseBodyMode:    extprocv3.ProcessingMode_NONE,
 			RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
-			ResponseTrailerMode: extprocv3.ProcessingMode_SKIP,
+			ResponseTrailerMode: extprocv3.ProcessingMode_SEND,
 		},
 		MessageTimeout:    durationpb.New(cfg.ExtProcMessageTimeout),
 		MaxMessageTimeout: durationpb.New(cfg.HoldBudget),
