@@ -47,6 +47,7 @@ type doc struct {
 	Failed       []string
 	Summary      []row
 	Paths        *results.Paths
+	PathRounds   []pathRound
 	Cold         []results.Cold
 	Burst        *results.Burst
 	Micro        []microLine
@@ -148,6 +149,7 @@ func build(dir, envoyBin, out string) (*doc, error) {
 			d.Picture = filepath.ToSlash(rel)
 		}
 	}
+	d.PathRounds = pathRounds(d.Paths)
 	d.Summary = append(d.Summary, pathRows(d.Paths)...)
 	d.Summary = append(d.Summary, coldRows(d.Cold)...)
 	d.Summary = append(d.Summary, burstRows(d.Burst)...)

@@ -31,7 +31,10 @@ func TestVerdicts(t *testing.T) {
 }
 
 func side(p50, p99, tput float64) results.Side {
-	return results.Side{Latency: results.Latency{Requests: 100, P50Ms: p50, P99Ms: p99}, ThroughputRPS: tput}
+	return results.Side{Latency: results.Latency{Requests: 100, P50Ms: p50, P99Ms: p99}, ThroughputRPS: tput,
+		// Three rounds; the middle one is an outlier the median ignores.
+		RoundP50Ms: []float64{p50, p50 * 3, p50}, RoundP99Ms: []float64{p99, p99, p99 * 0.1},
+		RoundThroughput: []float64{tput, tput, tput}}
 }
 
 func TestPathRows(t *testing.T) {
@@ -48,6 +51,12 @@ func TestPathRows(t *testing.T) {
 	}
 	if r := pathRows(nil); len(r) != 1 || r[0].Result != missing {
 		t.Errorf("nil paths: %+v", r)
+	}
+	empty := pathRows(&results.Paths{})
+	for _, r := range empty {
+		if r.Result != missing {
+			t.Errorf("no rounds: %s: %s, want %s", r.What, r.Result, missing)
+		}
 	}
 }
 
@@ -85,7 +94,7 @@ func TestMicroRows(t *testing.T) {
 		{Pkg: "github.com/thaw-dev/thaw/autoscaler", Name: "Tick10kRevisions", Metrics: map[string]float64{"cpu-ms/tick": 25, "ms/tick": 30}},
 	}
 	xds := []results.GoBench{{Pkg: "github.com/thaw-dev/thaw/e2e", Name: "XDSEnvoy10k", Metrics: map[string]float64{
-		"flip-bytes": 272, "flip-ack-p50-ms": 5, "flip-ack-p99-ms": 12, "sync-ms": 1800, "rss-MiB": 150}}}
+		"flip-bytes": 272, "push-ack-p50-ms": 5, "flip-ack-p99-ms": 12, "flip-e2e-p99-ms": 3, "sync-ms": 1800, "rss-MiB": 150}}}
 	var results []string
 	for _, r := range microRows(micro, xds) {
 		results = append(results, r.Result)

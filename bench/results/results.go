@@ -53,6 +53,11 @@ type Side struct {
 	// requests always in flight (closed loop).
 	ThroughputRPS    float64 `json:"throughputRPS"`
 	ThroughputErrors int     `json:"throughputErrors"`
+	// Per round, in round order (the sides of one round ran back to back):
+	// latency p50 and p99 (ms) and closed-loop throughput (requests/s).
+	RoundP50Ms      []float64 `json:"roundP50Ms"`
+	RoundP99Ms      []float64 `json:"roundP99Ms"`
+	RoundThroughput []float64 `json:"roundThroughput"`
 }
 
 // Paths is the warm-path and activator-path comparison: the same load
@@ -63,6 +68,7 @@ type Paths struct {
 	RoundSeconds      float64 `json:"roundSeconds"`
 	Concurrency       int     `json:"concurrency"`
 	ThroughputSeconds float64 `json:"throughputSeconds"`
+	ThroughputRounds  int     `json:"throughputRounds"`
 	Static            Side    `json:"static"`
 	Serve             Side    `json:"serve"`
 	Proxy             Side    `json:"proxy"`
@@ -182,3 +188,41 @@ func Quantile(xs []float64, q float64) float64 {
 
 // Millis converts a duration to fractional milliseconds.
 func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MedianRatio returns the median over rounds of a[i]/b[i] (rounds where
+// either is missing or zero are skipped) and whether there was any.
+func MedianRatio(a, b []float64) (float64, bool) {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			rs = append(rs, a[i]/b[i])
+		}
+	}
+	return median(rs), len(rs) > 0
+}
+
+// MedianDiff returns the median over rounds of a[i]-b[i] (rounds where
+// either is zero are skipped) and whether there was any.
+func MedianDiff(a, b []float64) (float64, bool) {
+	var ds []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			ds = append(ds, a[i]-b[i])
+		}
+	}
+	return median(ds), len(ds) > 0
+}
+
+// median is the middle value (mean of the two middle ones for an even
+// count), 0 for none. xs is sorted in place.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}

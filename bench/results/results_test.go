@@ -100,3 +100,20 @@ func TestScenariosRoundTrip(t *testing.T) {
 		t.Fatalf("round trip lost data: %+v", out)
 	}
 }
+
+func TestMedianRatioAndDiff(t *testing.T) {
+	a := []float64{2, 9, 4, 0}
+	b := []float64{1, 1, 2, 5}
+	if r, ok := MedianRatio(a, b); !ok || r != 2 {
+		t.Errorf("MedianRatio = %v %v, want 2 true (ratios 2, 9, 2; zero round skipped)", r, ok)
+	}
+	if d, ok := MedianDiff(a, b); !ok || d != 2 {
+		t.Errorf("MedianDiff = %v %v, want 2 true (diffs 1, 8, 2)", d, ok)
+	}
+	if _, ok := MedianRatio(nil, b); ok {
+		t.Error("MedianRatio of no rounds reported a value")
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median of 1..4 = %v, want 2.5", m)
+	}
+}

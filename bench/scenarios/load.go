@@ -67,6 +67,20 @@ func (s *sample) add(r *vegeta.Result) {
 	s.latencies = append(s.latencies, results.Millis(r.Latency))
 }
 
+// merge adds o's results to s.
+func (s *sample) merge(o *sample) {
+	s.latencies = append(s.latencies, o.latencies...)
+	s.requests += o.requests
+	s.errors += o.errors
+	s.sentSpan += o.sentSpan
+	for k, v := range o.errs {
+		if s.errs == nil {
+			s.errs = map[string]int{}
+		}
+		s.errs[k] += v
+	}
+}
+
 func (s *sample) latency() results.Latency {
 	l := results.Latency{Requests: s.requests, Errors: s.errors}
 	if s.sentSpan > 0 {

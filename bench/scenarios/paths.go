@@ -51,9 +51,9 @@ func runPaths(e *env) (*results.Paths, error) {
 	}
 	defer e.stopLogged(se.process)
 
-	p := &results.Paths{RateRPS: e.rate, Rounds: 4, RoundSeconds: 5, Concurrency: 16, ThroughputSeconds: 3}
+	p := &results.Paths{RateRPS: e.rate, Rounds: 10, RoundSeconds: 2, Concurrency: 16, ThroughputRounds: 5, ThroughputSeconds: 2}
 	if e.quick {
-		p.Rounds, p.RoundSeconds, p.ThroughputSeconds = 1, 2, 1
+		p.Rounds, p.RoundSeconds, p.ThroughputRounds, p.ThroughputSeconds = 2, 1, 1, 1
 	}
 	const maxConns = 256
 	sides := []*target{
@@ -67,10 +67,18 @@ func runPaths(e *env) (*results.Paths, error) {
 		constantRate(t, p.RateRPS, time.Second, nil)
 	}
 	samples := make([]sample, len(sides))
+	out := make([]results.Side, len(sides))
 	for r := range p.Rounds {
 		for i := range sides {
 			j := (i + r) % len(sides)
-			constantRate(sides[j], p.RateRPS, round, &samples[j])
+			var rs sample
+			constantRate(sides[j], p.RateRPS, round, &rs)
+			l := rs.latency()
+			e.logf("paths: round %d %-6s p50 %.3f ms p99 %.3f ms max %.1f ms (%d requests, %d errors)",
+				r+1, sides[j].name, l.P50Ms, l.P99Ms, l.MaxMs, l.Requests, l.Errors)
+			samples[j].merge(&rs)
+			out[j].RoundP50Ms = append(out[j].RoundP50Ms, l.P50Ms)
+			out[j].RoundP99Ms = append(out[j].RoundP99Ms, l.P99Ms)
 		}
 		if err := e.ctx.Err(); err != nil {
 			return nil, err
@@ -79,12 +87,14 @@ func runPaths(e *env) (*results.Paths, error) {
 	tput := make([]float64, len(sides))
 	terrs := make([]int, len(sides))
 	tdur := time.Duration(p.ThroughputSeconds * float64(time.Second))
-	for r := range p.Rounds {
+	for r := range p.ThroughputRounds {
 		for i := range sides {
 			j := (i + r) % len(sides)
 			rps, errs := closedLoop(sides[j], p.Concurrency, tdur)
-			tput[j] += rps / float64(p.Rounds)
+			e.logf("paths: throughput round %d %-6s %.0f req/s (%d errors)", r+1, sides[j].name, rps, errs)
+			tput[j] += rps / float64(p.ThroughputRounds)
 			terrs[j] += errs
+			out[j].RoundThroughput = append(out[j].RoundThroughput, rps)
 		}
 	}
 	// The proxy side must really have gone through the activator: its
@@ -99,10 +109,9 @@ func runPaths(e *env) (*results.Paths, error) {
 		"thaw serve mode: Envoy routes straight to the backend",
 		"thaw proxy mode (target-burst-capacity -1): every request through the activator (ext_proc), warm backend",
 	}
-	out := make([]results.Side, len(sides))
 	for i, t := range sides {
-		out[i] = results.Side{Name: t.name, Description: desc[i], Latency: samples[i].latency(),
-			ThroughputRPS: tput[i], ThroughputErrors: terrs[i]}
+		out[i].Name, out[i].Description, out[i].Latency = t.name, desc[i], samples[i].latency()
+		out[i].ThroughputRPS, out[i].ThroughputErrors = tput[i], terrs[i]
 		e.logf("paths: %-6s p50 %.3f ms p99 %.3f ms, %d/%d errors, %.0f rps sent; closed loop %.0f rps (%d errors) %v",
 			t.name, out[i].Latency.P50Ms, out[i].Latency.P99Ms, out[i].Latency.Errors, out[i].Latency.Requests,
 			out[i].Latency.RateRPS, tput[i], terrs[i], samples[i].errs)
