@@ -30,6 +30,13 @@ import (
 //go:embed bootstrap.yaml
 var bootstrapTemplate string
 
+// statsSink holds the stats settings (flush interval, metrics_service sink,
+// stats matcher) as top-level bootstrap keys; RenderBootstrap appends it
+// verbatim so the bootstrap and the stats sink never disagree.
+//
+//go:embed stats-sink.yaml
+var statsSink string
+
 var tmpl = template.Must(template.New("bootstrap.yaml").
 	Funcs(template.FuncMap{"quote": strconv.Quote}).
 	Option("missingkey=error").
@@ -113,8 +120,9 @@ func RenderBootstrap(p BootstrapParams) ([]byte, error) {
 	var buf bytes.Buffer
 	data := struct {
 		BootstrapParams
-		Clusters []staticCluster
-	}{p, clusters}
+		Clusters  []staticCluster
+		StatsSink string
+	}{p, clusters, statsSink}
 	if err := tmpl.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("render bootstrap: %w", err)
 	}

@@ -78,10 +78,15 @@ func TestRenderBootstrap(t *testing.T) {
 	if len(b.GetBootstrapExtensions()) != 1 || b.GetBootstrapExtensions()[0].GetName() != "envoy.bootstrap.internal_listener" {
 		t.Errorf("bootstrap extensions = %v", b.GetBootstrapExtensions())
 	}
-	for _, s := range []string{"emit_tags_as_labels: true", "report_counters_as_deltas: false", "suffix: .upstream_rq_active", "suffix: .upstream_rq_total"} {
-		if !strings.Contains(string(y), s) {
-			t.Errorf("bootstrap lacks %q", s)
-		}
+	sink := b.GetStatsSinks()
+	if len(sink) != 1 || sink[0].GetName() != "envoy.stat_sinks.metrics_service" {
+		t.Errorf("stats sinks = %v, want the metrics_service sink", sink)
+	}
+	if !strings.Contains(string(y), statsSink) {
+		t.Error("bootstrap does not carry envoy/stats-sink.yaml verbatim")
+	}
+	if len(b.GetStatsConfig().GetStatsMatcher().GetInclusionList().GetPatterns()) == 0 {
+		t.Error("no stats matcher inclusion list")
 	}
 }
 

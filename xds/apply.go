@@ -214,7 +214,7 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	versions := s.versions[resourcev3.EndpointType]
 	s.mu.Lock()
 	for _, r := range changed {
-		name := ClusterName(r.Key)
+		name := s.tr.memo[r.Key].name
 		s.revs[r.Key] = appliedRevision{generation: r.Generation, cla: name, claVersion: versions[name]}
 	}
 	s.mu.Unlock()
@@ -234,7 +234,7 @@ func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, f
 		if _, skipped := res.Skipped[k]; skipped {
 			continue
 		}
-		name := ClusterName(k)
+		name := s.tr.memo[k].name
 		revs[k] = appliedRevision{generation: rev.Generation, cla: name, claVersion: edsVersions[name]}
 	}
 	s.mu.Lock()

@@ -20,6 +20,8 @@ type VirtualHostParams struct {
 	Config  *Config
 	// parts, when set, supplies shared sub-messages (translator).
 	parts *parts
+	// name, when set, is revision.ClusterName(Key) (translator).
+	name string
 }
 
 // RevisionVirtualHost returns a revision's virtual host: every path goes to
@@ -32,7 +34,10 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 	if pt == nil {
 		pt = newParts(p.Config)
 	}
-	name := ClusterName(p.Key)
+	name := p.name
+	if name == "" {
+		name = revision.ClusterName(p.Key)
+	}
 	return &routev3.VirtualHost{
 		Name:    name,
 		Domains: p.Domains,

@@ -104,7 +104,7 @@ func (s *Server) Status(key revision.Key) RevisionStatus {
 	if ok {
 		st.Confirmed = s.ConfirmedEverywhere(key, ar.generation)
 	}
-	name := ClusterName(key)
+	name := revision.ClusterName(key)
 	keep := func(typeURL, n string) bool {
 		return n == name || (typeURL == resourcev3.RouteType && n == HTTPListenerName)
 	}

@@ -21,10 +21,6 @@ import (
 // ErrHostCollision is wrapped by every *HostCollisionError.
 var ErrHostCollision = errors.New("host claimed by two revisions")
 
-// ErrNameCollision reports two revisions whose keys map to the same
-// cluster name ("a/b.c" and "a/b_c"); the one that sorts first is kept.
-var ErrNameCollision = errors.New("cluster name claimed by two revisions")
-
 // HostCollisionError reports a host claimed by two revisions. The revision
 // that sorts first (by namespace, then name) keeps the host; the other one
 // is left out of the translation entirely, so a newly added revision cannot
@@ -133,6 +129,9 @@ type sharedResources struct {
 
 // memoEntry is one revision's last translation and its inputs.
 type memoEntry struct {
+	// name is the revision's cluster name (revision.ClusterName, which
+	// validates the key: worth computing once).
+	name     string
 	domains  []string
 	port     int32
 	mode     revision.Mode
@@ -172,15 +171,10 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(revs))}
 	var errs []error
 	owner := make(map[string]revision.Key, len(revs))
-	clusterOwner := make(map[string]revision.Key, len(revs))
 	vhosts := make([]*routev3.VirtualHost, 0, len(revs))
 	memo := make(map[revision.Key]*memoEntry, len(revs))
 	for _, rev := range revs {
 		domains, err := claimHosts(owner, rev)
-		if k, taken := clusterOwner[ClusterName(rev.Key)]; taken && err == nil {
-			err = fmt.Errorf("%w: revisions %s and %s both map to cluster %s: %s skipped",
-				ErrNameCollision, k, rev.Key, ClusterName(rev.Key), rev.Key)
-		}
 		if err != nil {
 			out.Skipped[rev.Key] = err
 			errs = append(errs, err)
@@ -197,7 +191,6 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 		for _, d := range domains {
 			owner[d] = rev.Key
 		}
-		clusterOwner[ClusterName(rev.Key)] = rev.Key
 		vhosts = append(vhosts, m.res.vhost)
 		out.Clusters = append(out.Clusters, m.res.cluster)
 		out.Endpoints = append(out.Endpoints, m.res.cla)
@@ -259,12 +252,17 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
 		return m, nil
 	}
-	name := ClusterName(rev.Key)
+	var name string
+	if m != nil {
+		name = m.name
+	} else {
+		name = revision.ClusterName(rev.Key)
+	}
 	res := &revisionResources{}
 	if m != nil && slices.Equal(m.domains, domains) {
 		res.vhost = m.res.vhost
 	} else {
-		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts})
+		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name})
 		if err := res.vhost.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
 		}
@@ -283,7 +281,7 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		return nil, err
 	}
 	res.cla = cla
-	return &memoEntry{domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends, res: res}, nil
+	return &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends, res: res}, nil
 }
 
 // endpointChanges is the fast path for the common update: the same

@@ -118,17 +118,24 @@ func TestTranslateHostCollisionNamesBoth(t *testing.T) {
 	}
 }
 
-func TestTranslateClusterNameCollision(t *testing.T) {
+func TestTranslateClusterNamesDistinct(t *testing.T) {
+	// Keys that a naive '.'→'_' mapping would merge get distinct clusters.
 	snap := snapshotOf(
 		rev("a", "b.c", revision.ModeProxy, []string{"one.example.com"}),
 		rev("a", "b_c", revision.ModeProxy, []string{"two.example.com"}),
 	)
 	res, err := Translate(snap, testConfig())
-	if !errors.Is(err, ErrNameCollision) {
-		t.Fatalf("error = %v, want ErrNameCollision", err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := res.Skipped[revision.Key{Namespace: "a", Name: "b_c"}]; !ok {
-		t.Errorf("Skipped = %v, want a/b_c", res.Skipped)
+	got := names(res)
+	if len(got) != 3 || got[0] == got[1] {
+		t.Fatalf("clusters = %v, want two distinct revision clusters and thaw_activator_dst", got)
+	}
+	for _, n := range got {
+		if strings.Contains(n, ".") {
+			t.Errorf("cluster name %q contains a dot", n)
+		}
 	}
 }
 
@@ -157,22 +164,6 @@ func TestTranslateInvalidConfig(t *testing.T) {
 	cfg.HTTPPort = 0
 	if _, err := Translate(snapshotOf(), cfg); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("error = %v, want ErrInvalidConfig", err)
-	}
-}
-
-func TestClusterName(t *testing.T) {
-	tests := []struct {
-		key  revision.Key
-		want string
-	}{
-		{revision.Key{Namespace: "default", Name: "hello"}, "rev_default_hello"},
-		{revision.Key{Namespace: "team-a", Name: "web.v2"}, "rev_team-a_web_v2"},
-		{revision.Key{Namespace: "local", Name: "a/b"}, "rev_local_a_b"},
-	}
-	for _, tt := range tests {
-		if got := ClusterName(tt.key); got != tt.want || strings.Contains(got, ".") {
-			t.Errorf("ClusterName(%v) = %q, want %q", tt.key, got, tt.want)
-		}
 	}
 }
 
