@@ -42,9 +42,12 @@ var thawClusters = map[string]bool{"thaw_xds": true, "thaw_extproc": true, "thaw
 //   - healthy_panic_threshold 0: Envoy never spreads traffic over unhealthy
 //     hosts (its default 50% panic mode would send streams to followers
 //     whenever fewer than half the replicas lead, that is with 3 or more);
-//   - close_connections_on_host_health_failure: streams on a replica that
-//     stops leading are closed, so Envoy reconnects to the new leader;
 //   - ignore_health_on_host_removal: replicas gone from DNS leave at once.
+//
+// Health checks steer new streams only: Envoy keeps an established HTTP/2
+// stream on a host that turns unhealthy (close_connections_on_host_health_failure
+// applies to tcp_proxy only). The replica that loses leadership ends its
+// ADS and stats streams itself with StreamGate.
 //
 // The result is validated (ValidateAll) and returned as YAML with proto
 // field names. Errors: those of envoy.RenderBootstrap, or a params address
@@ -107,6 +110,5 @@ func addLeaderHealthCheck(c *clusterv3.Cluster) {
 		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
 	}
 	c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: 0}
-	c.CloseConnectionsOnHostHealthFailure = true
 	c.IgnoreHealthOnHostRemoval = true
 }

@@ -59,8 +59,8 @@ func TestFleetBootstrap(t *testing.T) {
 		if c.GetCommonLbConfig().GetHealthyPanicThreshold() == nil || c.GetCommonLbConfig().GetHealthyPanicThreshold().GetValue() != 0 {
 			t.Errorf("cluster %s: panic threshold %v, want 0", c.GetName(), c.GetCommonLbConfig().GetHealthyPanicThreshold())
 		}
-		if !c.GetCloseConnectionsOnHostHealthFailure() || !c.GetIgnoreHealthOnHostRemoval() {
-			t.Errorf("cluster %s: connections not closed on health failure", c.GetName())
+		if !c.GetIgnoreHealthOnHostRemoval() {
+			t.Errorf("cluster %s: ignore_health_on_host_removal not set", c.GetName())
 		}
 	}
 	if n != 3 {
