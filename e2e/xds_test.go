@@ -96,7 +96,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 			t.Errorf("xds Run: %v", err)
 		}
 		<-regDone
-		g.Stop()
+		stopGRPC(g) // after Run: its streams are ending
 	})
 	if !o.skipEnvoy {
 		env.envoy = env.startEnvoy(t, "e2e-xds")
@@ -657,4 +657,17 @@ func rssBytes(tb testing.TB) int64 {
 	}
 	tb.Fatal("VmRSS not found")
 	return 0
+}
+
+// stopGRPC stops g gracefully, so stream handlers (and their logging to
+// the test's logger) finish before the test ends; it forces the stop after
+// 10 s.
+func stopGRPC(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		g.Stop()
+	}
 }

@@ -67,7 +67,7 @@ func startFixtureWith(t testing.TB, cfg Config, log *zap.Logger, holdoff time.Du
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		g.Stop()
+		stopGRPC(g) // after Run: its streams are ending
 	})
 	return &fixture{srv: srv, reg: reg, prom: prom, addr: ln.Addr().String()}
 }
@@ -192,4 +192,17 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// stopGRPC stops g gracefully, so stream handlers (and their logging to
+// the test's logger) finish before the test ends; it forces the stop after
+// 10 s.
+func stopGRPC(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		g.Stop()
+	}
 }
