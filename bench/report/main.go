@@ -85,8 +85,8 @@ func render(d *doc) ([]byte, error) {
 		"ms":  fmtMs,
 		"sec": fmtSeconds,
 		"add": func(a, b int) int { return a + b },
-		"list3": func(p *results.Paths) []results.Side {
-			return []results.Side{p.Static, p.Serve, p.Proxy}
+		"sides": func(p *results.Paths) []results.Side {
+			return []results.Side{p.Static, p.Serve, p.ServeWithProxy, p.Proxy}
 		},
 	}).Parse(docTemplate)
 	if err != nil {

@@ -60,8 +60,11 @@ type Side struct {
 	RoundThroughput []float64 `json:"roundThroughput"`
 }
 
-// Paths is the warm-path and activator-path comparison: the same load
-// against each side, interleaved in rounds in one run.
+// Paths is the warm-path and activator-path comparison, in Rounds rounds.
+// Warm path: one constant-rate attack alternates request by request between
+// the static Envoy and serve mode, each at RateRPS. Activator path: serve
+// mode and proxy mode each alone at RateRPS, back to back. Throughput is
+// measured per side, closed loop, the sides back to back in each round.
 type Paths struct {
 	RateRPS           int     `json:"rateRPS"`
 	Rounds            int     `json:"rounds"`
@@ -69,9 +72,13 @@ type Paths struct {
 	Concurrency       int     `json:"concurrency"`
 	ThroughputSeconds float64 `json:"throughputSeconds"`
 	ThroughputRounds  int     `json:"throughputRounds"`
-	Static            Side    `json:"static"`
-	Serve             Side    `json:"serve"`
-	Proxy             Side    `json:"proxy"`
+	// Static and Serve are the warm-path pair.
+	Static Side `json:"static"`
+	Serve  Side `json:"serve"`
+	// ServeWithProxy and Proxy are the activator-path pair (the same
+	// serve-mode revision as Serve, measured back to back with Proxy).
+	ServeWithProxy Side `json:"serveWithProxy"`
+	Proxy          Side `json:"proxy"`
 }
 
 // Cold is the cold-start overhead for one backend startup delay.

@@ -21,7 +21,7 @@ type target struct {
 }
 
 func newTarget(name, baseURL, host string, maxConns int) *target {
-	return &target{name: name, url: baseURL + "/", host: host, client: &http.Client{
+	return &target{name: name, url: baseURL + "/?side=" + name, host: host, client: &http.Client{
 		Timeout: 60 * time.Second,
 		Transport: &http.Transport{
 			MaxIdleConns: maxConns, MaxIdleConnsPerHost: maxConns, IdleConnTimeout: 90 * time.Second,
@@ -94,19 +94,43 @@ func (s *sample) latency() results.Latency {
 }
 
 // constantRate sends rate requests/s to t for d (vegeta's constant pacer)
-// and adds every result to s when s is not nil (nil: warm-up).
+// and adds every result to s.
 func constantRate(t *target, rate int, d time.Duration, s *sample) {
 	atk := t.attacker(vegeta.Workers(uint64(max(rate/50, 10))))
 	var m vegeta.Metrics
 	for r := range atk.Attack(t.targeter(), vegeta.Rate{Freq: rate, Per: time.Second}, d, t.name) {
 		m.Add(r)
-		if s != nil {
-			s.add(r)
+		s.add(r)
+	}
+	m.Close()
+	s.sentSpan += m.Duration
+}
+
+// pairedRate sends rate requests/s to each of a and b for d in one vegeta
+// attack whose targeter alternates between them request by request (2 x
+// rate in all), so both sides meet the same moment-to-moment conditions of
+// the machine. Results are told apart by URL and added to sa and sb when
+// they are not nil (nil: warm-up).
+func pairedRate(a, b *target, rate int, d time.Duration, sa, sb *sample) {
+	atk := a.attacker(vegeta.Workers(uint64(max(rate/25, 10))))
+	tr := vegeta.NewStaticTargeter(
+		vegeta.Target{Method: http.MethodGet, URL: a.url, Header: http.Header{"Host": []string{a.host}}},
+		vegeta.Target{Method: http.MethodGet, URL: b.url, Header: http.Header{"Host": []string{b.host}}})
+	var m vegeta.Metrics
+	for r := range atk.Attack(tr, vegeta.Rate{Freq: 2 * rate, Per: time.Second}, d, a.name+"+"+b.name) {
+		m.Add(r)
+		switch {
+		case sa == nil || sb == nil:
+		case r.URL == a.url:
+			sa.add(r)
+		default:
+			sb.add(r)
 		}
 	}
 	m.Close()
-	if s != nil {
-		s.sentSpan += m.Duration
+	if sa != nil && sb != nil {
+		sa.sentSpan += m.Duration
+		sb.sentSpan += m.Duration
 	}
 }
 

@@ -56,45 +56,83 @@ func runPaths(e *env) (*results.Paths, error) {
 		p.Rounds, p.RoundSeconds, p.ThroughputRounds, p.ThroughputSeconds = 2, 1, 1, 1
 	}
 	const maxConns = 256
-	sides := []*target{
-		newTarget("static", se.httpURL, serveRev.host(), maxConns),
-		newTarget("serve", th.httpURL, serveRev.host(), maxConns),
-		newTarget("proxy", th.httpURL, proxyRev.host(), maxConns),
+	static := newTarget("static", se.httpURL, serveRev.host(), maxConns)
+	serve := newTarget("serve", th.httpURL, serveRev.host(), maxConns)
+	proxy := newTarget("proxy", th.httpURL, proxyRev.host(), maxConns)
+	// A pair is measured interleaved (one attack alternating between the
+	// sides, each at the full rate) or back to back (each side alone at the
+	// full rate, order alternating by round).
+	type pair struct {
+		a, b        *target
+		sa, sb      *results.Side
+		pa, pb      sample
+		interleaved bool
+	}
+	p.Static.Name, p.Serve.Name, p.ServeWithProxy.Name, p.Proxy.Name = "static", "serve", "serve", "proxy"
+	p.Static.Description = "plain Envoy, static config, routing to the serve revision's backend process"
+	p.Serve.Description = "thaw serve mode: Envoy routes straight to the backend (alongside static)"
+	p.ServeWithProxy.Description = "thaw serve mode (back to back with proxy)"
+	p.Proxy.Description = "thaw proxy mode (target-burst-capacity -1): every request through the activator (ext_proc), warm backend"
+	pairs := []*pair{
+		{a: static, b: serve, sa: &p.Static, sb: &p.Serve, interleaved: true},
+		{a: serve, b: proxy, sa: &p.ServeWithProxy, sb: &p.Proxy},
 	}
 	round := time.Duration(p.RoundSeconds * float64(time.Second))
-	e.logf("paths: warm-up, then %d rounds x %s at %d rps per side, interleaved", p.Rounds, round, p.RateRPS)
-	for _, t := range sides {
-		constantRate(t, p.RateRPS, time.Second, nil)
+	e.logf("paths: warm-up, then %d rounds: static+serve interleaved, serve and proxy back to back; %s per side, %d rps per side",
+		p.Rounds, round, p.RateRPS)
+	for _, pr := range pairs {
+		pairedRate(pr.a, pr.b, p.RateRPS, time.Second, nil, nil)
 	}
-	samples := make([]sample, len(sides))
-	out := make([]results.Side, len(sides))
 	for r := range p.Rounds {
-		for i := range sides {
-			j := (i + r) % len(sides)
-			var rs sample
-			constantRate(sides[j], p.RateRPS, round, &rs)
-			l := rs.latency()
-			e.logf("paths: round %d %-6s p50 %.3f ms p99 %.3f ms max %.1f ms (%d requests, %d errors)",
-				r+1, sides[j].name, l.P50Ms, l.P99Ms, l.MaxMs, l.Requests, l.Errors)
-			samples[j].merge(&rs)
-			out[j].RoundP50Ms = append(out[j].RoundP50Ms, l.P50Ms)
-			out[j].RoundP99Ms = append(out[j].RoundP99Ms, l.P99Ms)
+		for i := range pairs {
+			pr := pairs[(i+r)%len(pairs)]
+			var ra, rb sample
+			switch {
+			case pr.interleaved:
+				pairedRate(pr.a, pr.b, p.RateRPS, round, &ra, &rb)
+			case r%2 == 0:
+				constantRate(pr.a, p.RateRPS, round, &ra)
+				constantRate(pr.b, p.RateRPS, round, &rb)
+			default:
+				constantRate(pr.b, p.RateRPS, round, &rb)
+				constantRate(pr.a, p.RateRPS, round, &ra)
+			}
+			la, lb := ra.latency(), rb.latency()
+			e.logf("paths: round %d %s p50 %.3f p99 %.3f ms | %s p50 %.3f p99 %.3f ms (%d+%d requests, %d+%d errors)",
+				r+1, pr.a.name, la.P50Ms, la.P99Ms, pr.b.name, lb.P50Ms, lb.P99Ms, la.Requests, lb.Requests, la.Errors, lb.Errors)
+			pr.pa.merge(&ra)
+			pr.pb.merge(&rb)
+			pr.sa.RoundP50Ms, pr.sa.RoundP99Ms = append(pr.sa.RoundP50Ms, la.P50Ms), append(pr.sa.RoundP99Ms, la.P99Ms)
+			pr.sb.RoundP50Ms, pr.sb.RoundP99Ms = append(pr.sb.RoundP50Ms, lb.P50Ms), append(pr.sb.RoundP99Ms, lb.P99Ms)
 		}
 		if err := e.ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
-	tput := make([]float64, len(sides))
-	terrs := make([]int, len(sides))
+	for _, pr := range pairs {
+		pr.sa.Latency, pr.sb.Latency = pr.pa.latency(), pr.pb.latency()
+		if len(pr.pa.errs)+len(pr.pb.errs) > 0 {
+			e.logf("paths: errors %s %v, %s %v", pr.a.name, pr.pa.errs, pr.b.name, pr.pb.errs)
+		}
+	}
+
+	// Throughput: closed loop per side, the sides back to back, order
+	// rotating; serve's figures go to both of its entries.
+	sides := []struct {
+		t   *target
+		out []*results.Side
+	}{{static, []*results.Side{&p.Static}}, {serve, []*results.Side{&p.Serve, &p.ServeWithProxy}}, {proxy, []*results.Side{&p.Proxy}}}
 	tdur := time.Duration(p.ThroughputSeconds * float64(time.Second))
 	for r := range p.ThroughputRounds {
 		for i := range sides {
-			j := (i + r) % len(sides)
-			rps, errs := closedLoop(sides[j], p.Concurrency, tdur)
-			e.logf("paths: throughput round %d %-6s %.0f req/s (%d errors)", r+1, sides[j].name, rps, errs)
-			tput[j] += rps / float64(p.ThroughputRounds)
-			terrs[j] += errs
-			out[j].RoundThroughput = append(out[j].RoundThroughput, rps)
+			sd := sides[(i+r)%len(sides)]
+			rps, errs := closedLoop(sd.t, p.Concurrency, tdur)
+			e.logf("paths: throughput round %d %-6s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
+			for _, o := range sd.out {
+				o.ThroughputRPS += rps / float64(p.ThroughputRounds)
+				o.ThroughputErrors += errs
+				o.RoundThroughput = append(o.RoundThroughput, rps)
+			}
 		}
 	}
 	// The proxy side must really have gone through the activator: its
@@ -104,21 +142,13 @@ func runPaths(e *env) (*results.Paths, error) {
 	}, proxyRev.name); err != nil {
 		return nil, err
 	}
-	desc := []string{
-		"plain Envoy, static config, routing to the serve revision's backend process",
-		"thaw serve mode: Envoy routes straight to the backend",
-		"thaw proxy mode (target-burst-capacity -1): every request through the activator (ext_proc), warm backend",
-	}
-	for i, t := range sides {
-		out[i].Name, out[i].Description, out[i].Latency = t.name, desc[i], samples[i].latency()
-		out[i].ThroughputRPS, out[i].ThroughputErrors = tput[i], terrs[i]
-		e.logf("paths: %-6s p50 %.3f ms p99 %.3f ms, %d/%d errors, %.0f rps sent; closed loop %.0f rps (%d errors) %v",
-			t.name, out[i].Latency.P50Ms, out[i].Latency.P99Ms, out[i].Latency.Errors, out[i].Latency.Requests,
-			out[i].Latency.RateRPS, tput[i], terrs[i], samples[i].errs)
-	}
-	p.Static, p.Serve, p.Proxy = out[0], out[1], out[2]
-	if p.Static.Latency.Requests == 0 || p.Serve.Latency.Requests == 0 || p.Proxy.Latency.Requests == 0 {
-		return p, fmt.Errorf("a side sent no requests")
+	for _, s := range []*results.Side{&p.Static, &p.Serve, &p.ServeWithProxy, &p.Proxy} {
+		e.logf("paths: %-6s p50 %.3f ms p99 %.3f ms, %d/%d errors, %.0f rps sent; closed loop %.0f rps (%d errors)",
+			s.Name, s.Latency.P50Ms, s.Latency.P99Ms, s.Latency.Errors, s.Latency.Requests,
+			s.Latency.RateRPS, s.ThroughputRPS, s.ThroughputErrors)
+		if s.Latency.Requests == 0 {
+			return p, fmt.Errorf("side %s sent no requests", s.Name)
+		}
 	}
 	return p, nil
 }
