@@ -58,7 +58,11 @@ func (c *callbacks) OnStreamResponse(_ context.Context, id int64, _ *discoveryv3
 }
 
 func (c *callbacks) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
-	c.s.request(streamKey{delta: true, id: id}, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
+	k := streamKey{delta: true, id: id}
+	c.s.request(k, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
+	if v := req.GetInitialResourceVersions(); len(v) > 0 {
+		c.s.resumed(k, req.GetTypeUrl(), v)
+	}
 	return nil
 }
 
@@ -171,6 +175,19 @@ func (s *Server) completeFlips(names []string) {
 	for _, name := range names {
 		check(name)
 	}
+}
+
+// resumed records the resource versions a reconnecting Envoy already holds
+// (delta initial_resource_versions, e.g. after thaw restarted): they count as
+// ACKed. Versions are content hashes, so when thaw's state is unchanged the
+// server sends nothing and the Envoy is still known to be up to date.
+func (s *Server) resumed(k streamKey, typeURL string, versions map[string]string) {
+	s.tracker.assumeAcked(k, typeURL, versions)
+	if typeURL == resourcev3.EndpointType {
+		s.completeFlips(nil)
+	}
+	s.checkFirstAck(k)
+	s.notify.broadcast()
 }
 
 // checkFirstAck closes firstAck once stream k has ACKed every resource of

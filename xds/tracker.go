@@ -177,6 +177,28 @@ func (t *tracker) ack(k streamKey, nonce string) *sentResponse {
 	return r
 }
 
+// assumeAcked records versions the stream reported holding when it opened
+// (delta initial_resource_versions). Names the stream has already ACKed on
+// this stream keep their ACKed version.
+func (t *tracker) assumeAcked(k streamKey, typeURL string, versions map[string]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.streams[k]
+	if s == nil {
+		return
+	}
+	a := s.acked[typeURL]
+	if a == nil {
+		a = make(map[string]string, len(versions))
+		s.acked[typeURL] = a
+	}
+	for n, v := range versions {
+		if _, ok := a[n]; !ok {
+			a[n] = v
+		}
+	}
+}
+
 // clearNACKs drops names that were just ACKed from earlier NACKs.
 func (s *streamState) clearNACKs(r *sentResponse) {
 	list := s.nacks[r.typeURL]
