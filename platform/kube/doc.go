@@ -26,8 +26,10 @@
 //
 // # Backends
 //
-// Backends are the Pods matched by the workload's selector that are Ready,
-// not terminating and have an IP. Pods, not EndpointSlices: no Service per
+// Backends are the Pods the workload controls (through its ReplicaSet for a
+// Deployment; found with an informer index on owner references, so a pod
+// event costs one revision's work) and its selector matches, that are
+// Ready, not terminating and have an IP. Pods, not EndpointSlices: no Service per
 // revision is needed and readiness is seen one controller hop earlier. The
 // informers' transform keeps only the fields read, so memory grows slowly
 // with cluster size.

@@ -53,14 +53,19 @@ func statefulSet(name string, replicas int32, annotations map[string]string) *ap
 	}
 }
 
-// pod returns a pod of app <app> with an IP and the given readiness.
+// pod returns a pod of Deployment <app> (owned by its ReplicaSet, labelled
+// app=<app>) with an IP and the given readiness.
 func pod(name, app, ip string, ready bool) *corev1.Pod {
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
 	}
+	labels := labelsFor(app)
+	labels[appsv1.DefaultDeploymentUniqueLabelKey] = "5d8f9c"
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: labelsFor(app)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-5d8f9c",
+				UID: types.UID("rs-" + app), Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", Image: "hello", Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
 		}}},

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -43,18 +42,16 @@ type Platform struct {
 	recorder    record.EventRecorder
 	deployments appslisters.DeploymentLister
 	statefuls   appslisters.StatefulSetLister
-	pods        corelisters.PodLister
+	pods        cache.Indexer
 	queue       workqueue.TypedInterface[revision.Key]
 	started     atomic.Bool
 	// synced is set once the informers synced and the queue runs.
 	synced atomic.Bool
 
-	mu   sync.Mutex
-	revs map[revision.Key]*revState
-	// byNamespace indexes revisions for pod events.
-	byNamespace map[string]map[revision.Key]struct{}
-	invalid     int
-	conflicts   int
+	mu        sync.Mutex
+	revs      map[revision.Key]*revState
+	invalid   int
+	conflicts int
 }
 
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
@@ -78,7 +75,7 @@ func New(opts Options) (*Platform, error) {
 	}
 	p := &Platform{
 		opts: opts, log: opts.Logger, scales: sc, metrics: m,
-		revs: map[revision.Key]*revState{}, byNamespace: map[string]map[revision.Key]struct{}{},
+		revs: map[revision.Key]*revState{},
 	}
 	p.setLeading(!opts.Elected)
 	return p, nil
@@ -147,7 +144,10 @@ func (p *Platform) Run(ctx context.Context) error {
 	dInf := workloads.Apps().V1().Deployments()
 	sInf := workloads.Apps().V1().StatefulSets()
 	pInf := podFactory.Core().V1().Pods()
-	p.deployments, p.statefuls, p.pods = dInf.Lister(), sInf.Lister(), pInf.Lister()
+	if err := pInf.Informer().AddIndexers(cache.Indexers{ownerIndex: indexByOwner}); err != nil {
+		return fmt.Errorf("kube: pod index: %w", err)
+	}
+	p.deployments, p.statefuls, p.pods = dInf.Lister(), sInf.Lister(), pInf.Informer().GetIndexer()
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[revision.Key]{Name: "thaw-kube"})
 	p.queue = queue
 
@@ -272,30 +272,17 @@ func (p *Platform) onWorkload(obj any) {
 	p.queue.Add(revision.Key{Namespace: ns, Name: name})
 }
 
-// onPod enqueues every revision in the pod's namespace whose selector
-// matches the pod's old or new labels.
+// onPod enqueues the revision whose workload owns the pod (see podOwner),
+// before and after the change.
 func (p *Platform) onPod(oldObj, obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	oldPod, _ := oldObj.(*corev1.Pod)
-	p.mu.Lock()
-	var keys []revision.Key
-	for key := range p.byNamespace[pod.Namespace] {
-		st := p.revs[key]
-		if st == nil || st.selector == nil {
-			continue
+	for _, o := range []any{oldObj, obj} {
+		if pod, ok := o.(*corev1.Pod); ok {
+			if _, key, ok := podOwner(pod); ok {
+				p.queue.Add(key)
+			}
 		}
-		if st.selector.Matches(labelSet(pod.Labels)) || (oldPod != nil && st.selector.Matches(labelSet(oldPod.Labels))) {
-			keys = append(keys, key)
-		}
-	}
-	p.mu.Unlock()
-	for _, k := range keys {
-		p.queue.Add(k)
 	}
 }

@@ -29,10 +29,9 @@ func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
 // revState is what the platform remembers of one revision key. Guarded by
 // Platform.mu.
 type revState struct {
-	log      *zap.Logger
-	kind     Kind
-	ref      *corev1.ObjectReference
-	selector labels.Selector
+	log  *zap.Logger
+	kind Kind
+	ref  *corev1.ObjectReference
 	// replicas is spec.replicas as last seen in the cache; pending is a
 	// value this replica patched that the cache has not shown yet.
 	replicas int32
@@ -128,7 +127,6 @@ func (p *Platform) reconcile(key revision.Key) {
 		reportConflict = loser
 	}
 	if perr != nil {
-		st.selector = nil
 		wasInvalid := st.invalid
 		p.setInvalidLocked(st, perr)
 		st.ready = 0
@@ -152,15 +150,20 @@ func (p *Platform) reconcile(key revision.Key) {
 		p.reportConflict(key, w, reportConflict)
 		return
 	}
-	st.selector = sel
 	p.setInvalidLocked(st, nil)
 	st.reportedInvalid = ""
 	p.mu.Unlock()
 
-	pods, err := p.pods.Pods(key.Namespace).List(sel)
+	objs, err := p.pods.ByIndex(ownerIndex, ownerIndexValue(w.kind, key))
 	if err != nil {
 		p.log.Error("list pods", zap.String("revision", key.String()), zap.Error(err))
 		return
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if pod, ok := o.(*corev1.Pod); ok && sel.Matches(labelSet(pod.Labels)) {
+			pods = append(pods, pod)
+		}
 	}
 	backends := backendsFor(pods, spec.Port)
 	p.mu.Lock()
@@ -199,12 +202,6 @@ func (p *Platform) stateLocked(key revision.Key) *revState {
 	if st == nil {
 		st = &revState{log: p.log.With(zap.String("revision", key.String()))}
 		p.revs[key] = st
-		ns := p.byNamespace[key.Namespace]
-		if ns == nil {
-			ns = map[revision.Key]struct{}{}
-			p.byNamespace[key.Namespace] = ns
-		}
-		ns[key] = struct{}{}
 		p.metrics.revisions.WithLabelValues("valid").Inc()
 	}
 	return st
@@ -248,12 +245,6 @@ func (p *Platform) forget(key revision.Key) {
 		p.setConflictLocked(st, false)
 		p.metrics.revisions.WithLabelValues("valid").Dec()
 		delete(p.revs, key)
-		if ns := p.byNamespace[key.Namespace]; ns != nil {
-			delete(ns, key)
-			if len(ns) == 0 {
-				delete(p.byNamespace, key.Namespace)
-			}
-		}
 		st.log.Info("revision removed")
 	}
 	p.mu.Unlock()

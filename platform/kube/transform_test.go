@@ -36,7 +36,7 @@ func TestTransformPod(t *testing.T) {
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p1", Namespace: testNS, UID: "u1", ResourceVersion: "42", DeletionTimestamp: &now,
-			Labels: labelsFor("hello"), OwnerReferences: in.OwnerReferences,
+			Labels: in.Labels, OwnerReferences: in.OwnerReferences,
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: in.Spec.Containers[0].Ports}}},
 		Status: corev1.PodStatus{
@@ -128,5 +128,39 @@ func TestBackendsFor(t *testing.T) {
 	got = backendsFor(pods, 9000)
 	if len(got) != 3 || got[0].Port != 9000 {
 		t.Errorf("fixed port: %+v, want 3 backends on 9000 (pods without ports included)", got)
+	}
+}
+
+func TestPodOwner(t *testing.T) {
+	rs := func(name string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, Controller: new(true)}}
+	}
+	tests := []struct {
+		name   string
+		owners []metav1.OwnerReference
+		hash   string
+		want   string
+	}{
+		{"deployment pod", rs("web-api-5d8f9c"), "5d8f9c", "Deployment/apps/web-api"},
+		{"replicaset without the hash label", rs("web-5d8f9c"), "", ""},
+		{"bare replicaset", rs("web"), "5d8f9c", ""},
+		{"statefulset pod", []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: new(true)}}, "", "StatefulSet/apps/db"},
+		{"not the controller", []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}}, "", ""},
+		{"job pod", []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", Controller: new(true)}}, "", ""},
+		{"bare pod", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod("p", "web", "127.8.0.1", true)
+			p.OwnerReferences = tt.owners
+			delete(p.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+			if tt.hash != "" {
+				p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = tt.hash
+			}
+			got, _ := indexByOwner(p)
+			if (len(got) == 0 && tt.want != "") || (len(got) > 0 && got[0] != tt.want) {
+				t.Errorf("owner index %v, want %q", got, tt.want)
+			}
+		})
 	}
 }
