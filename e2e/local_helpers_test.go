@@ -220,3 +220,21 @@ func (e *envoyAdmin) stat(name string) (int64, error) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// clusterCount returns how many clusters Envoy has (admin /clusters, which
+// the stats matcher does not filter).
+func (e *envoyAdmin) clusterCount() (int64, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(e.url + "/clusters?format=json")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		ClusterStatuses []json.RawMessage `json:"cluster_statuses"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, err
+	}
+	return int64(len(doc.ClusterStatuses)), nil
+}

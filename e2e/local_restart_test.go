@@ -28,7 +28,7 @@ func TestLocalRestart(t *testing.T) {
 		return r["mode"] == "serve" && num(r, "ready") >= 1
 	})
 	envoy := &envoyAdmin{url: first.EnvoyAdminURL}
-	clusters, err := envoy.stat("cluster_manager.active_clusters")
+	clusters, err := envoy.clusterCount()
 	if err != nil || clusters == 0 {
 		t.Fatalf("active clusters = %d, %v", clusters, err)
 	}
@@ -46,7 +46,7 @@ func TestLocalRestart(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			if n, err := envoy.stat("cluster_manager.active_clusters"); err == nil && n < minClusters.Load() {
+			if n, err := envoy.clusterCount(); err == nil && n < minClusters.Load() {
 				minClusters.Store(n)
 			}
 		}
