@@ -31,9 +31,10 @@ tools-envoy:
 tools-kube:
 	bash hack/build-kube-tools.sh
 
-## test: everything CI runs: unit and component tests with -race, then e2e
-## against real Envoy and a real Kubernetes control plane.
-test: tools test-unit test-e2e
+## test: everything CI runs: unit and component tests with -race, every
+## micro-benchmark once (so none rots), then e2e against real Envoy and a
+## real Kubernetes control plane.
+test: tools test-unit bench-micro test-e2e
 
 test-unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
@@ -46,7 +47,7 @@ bench: tools build
 	bash hack/bench.sh
 
 bench-micro:
-	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
+	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
