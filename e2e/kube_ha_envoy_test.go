@@ -25,7 +25,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/e2e/harness"
@@ -158,7 +157,7 @@ func (r *fakeReplica) DeltaAggregatedResources(s discoveryv3.AggregatedDiscovery
 }
 
 // withTestResolver points the bootstrap's STRICT_DNS clusters at the test
-// DNS server (c-ares, IPv4 only, 1 s refresh).
+// DNS server (c-ares, IPv4 only).
 func withTestResolver(t *testing.T, bs []byte, dnsAddr netip.AddrPort) []byte {
 	t.Helper()
 	j, err := yaml.YAMLToJSON(bs)
@@ -184,7 +183,6 @@ func withTestResolver(t *testing.T, bs []byte, dnsAddr netip.AddrPort) []byte {
 		}
 		c.TypedDnsResolverConfig = &corev3.TypedExtensionConfig{Name: "envoy.network.dns_resolver.cares", TypedConfig: cares}
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
-		c.DnsRefreshRate = durationpb.New(time.Second)
 	}
 	if err := b.ValidateAll(); err != nil {
 		t.Fatal(err)

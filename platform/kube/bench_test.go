@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,9 +27,9 @@ func realisticPod(i int) *corev1.Pod {
 	p.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z"}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-			FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 1500)}},
+			FieldsV1: metav1.NewFieldsV1(strings.Repeat("x", 1500))},
 		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status",
-			FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 1200)}},
+			FieldsV1: metav1.NewFieldsV1(strings.Repeat("x", 1200))},
 	}
 	c := &p.Spec.Containers[0]
 	c.Image = "registry.example/team/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
