@@ -51,7 +51,7 @@ func runPaths(e *env) (*results.Paths, error) {
 	}
 	defer e.stopLogged(se.process)
 
-	p := &results.Paths{RateRPS: e.rate, Rounds: 10, RoundSeconds: 2, Concurrency: 16, ThroughputRounds: 5, ThroughputSeconds: 2}
+	p := &results.Paths{RateRPS: e.rate, Rounds: 20, RoundSeconds: 2, Concurrency: 16, ThroughputRounds: 10, ThroughputSeconds: 2}
 	if e.quick {
 		p.Rounds, p.RoundSeconds, p.ThroughputRounds, p.ThroughputSeconds = 2, 1, 1, 1
 	}
