@@ -57,9 +57,15 @@ type kubeEnv struct {
 // and returns clients for thaw's ServiceAccount token.
 func startKubeEnv(t *testing.T, startupDelay time.Duration) *kubeEnv {
 	t.Helper()
+	return startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: startupDelay})
+}
+
+// startKubeEnvWith is startKubeEnv with every pod runner option.
+func startKubeEnvWith(t *testing.T, runner harness.PodRunnerOptions) *kubeEnv {
+	t.Helper()
 	c := harness.StartCluster(t, harness.ClusterOptions{})
 	env := &kubeEnv{Cluster: c, Manifests: kustomizeBuild(t, "manifests")}
-	env.Runner = harness.StartPodRunner(t, c.Client, harness.PodRunnerOptions{StartupDelay: startupDelay})
+	env.Runner = harness.StartPodRunner(t, c.Client, runner)
 	var rbac []*unstructured.Unstructured
 	for _, o := range env.Manifests {
 		switch o.GetKind() {

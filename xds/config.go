@@ -35,10 +35,15 @@ const (
 
 // Defaults for Config (see DefaultConfig).
 const (
-	DefaultHTTPAddress               = "0.0.0.0"
-	DefaultHTTPPort                  = 8080
-	DefaultHoldBudget                = 60 * time.Second
-	DefaultExtProcMessageTimeout     = 200 * time.Millisecond
+	DefaultHTTPAddress = "0.0.0.0"
+	DefaultHTTPPort    = 8080
+	DefaultHoldBudget  = 60 * time.Second
+	// DefaultExtProcMessageTimeout is 1 s, not the 200 ms DESIGN.md first
+	// suggested: with 1000 requests arriving at once on a busy 2-core
+	// machine, 137 of 1000 first answers missed 200 ms and Envoy answered
+	// 504 (e2e TestLocalBurstFromZero). A hung activator is still noticed
+	// within a second; a held request gets override_message_timeout at once.
+	DefaultExtProcMessageTimeout     = time.Second
 	DefaultConnectTimeout            = 5 * time.Second
 	DefaultCircuitBreakerMaxRequests = 100000
 	DefaultStageTimeout              = 2 * time.Second
@@ -65,7 +70,7 @@ type Config struct {
 	// means that default).
 	RouteIdleTimeout time.Duration
 	// ExtProcMessageTimeout is how long Envoy waits for each ext_proc answer
-	// before failing the request closed (default 200 ms); the activator
+	// before failing the request closed (default 1 s); the activator
 	// extends it per request with override_message_timeout.
 	ExtProcMessageTimeout time.Duration
 	// ConnectTimeout is the upstream TCP connect timeout of every generated

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
@@ -111,7 +112,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	a, err := app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,
-		NewPlatform: func(act *activator.Activator) (app.Platform, error) {
+		NewPlatform: func(act *activator.Activator, _ prometheus.Registerer) (app.Platform, error) {
 			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
 				Drainer: drainer{act}, StateDir: stateDir}), nil
 		},

@@ -1,18 +1,148 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/thaw-dev/thaw/activator"
+	"github.com/thaw-dev/thaw/internal/app"
+	"github.com/thaw-dev/thaw/platform/kube"
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
 )
 
+type runFlags struct {
+	kubeconfig       string
+	watchNamespace   string
+	workloadSelector string
+	podSelector      string
+	leaderElect      bool
+	leaseNamespace   string
+	leaseName        string
+	identity         string
+	leaseDuration    time.Duration
+	renewDeadline    time.Duration
+	retryPeriod      time.Duration
+	grpcAddress      string
+	adminAddress     string
+	httpAddress      string
+	httpPort         int
+	tick             time.Duration
+	holdBudget       time.Duration
+	drainTimeout     time.Duration
+	statusInterval   time.Duration
+}
+
 func newRunCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	f := &runFlags{}
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run thaw in a Kubernetes cluster (revisions from annotated workloads)",
-		Args:  cobra.NoArgs,
+		Long: `thaw run serves xDS, ext_proc and the stats sink to an Envoy fleet and
+manages revisions from Deployments and StatefulSets annotated with
+thaw.dev/hosts. With --leader-elect (default) several replicas may run: the
+leader decides and patches /scale, and Envoy's streams follow the leader.
+See docs/kubernetes.md.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errors.New("thaw run (Kubernetes mode) is not built yet: use `thaw local -f FILE`")
+			logger, err := newLogger(g)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = logger.Sync() }()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runKube(ctx, logger, f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fl.StringVar(&f.watchNamespace, "watch-namespace", "", "only watch workloads in this namespace (default: all)")
+	fl.StringVar(&f.workloadSelector, "workload-selector", "", "label selector for Deployments and StatefulSets")
+	fl.StringVar(&f.podSelector, "pod-selector", "", "label selector for Pods (narrows the pod informer)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas (Lease); only the leader scales")
+	fl.StringVar(&f.leaseNamespace, "lease-namespace", kube.DefaultLeaseNamespace(), "namespace of the leader Lease")
+	fl.StringVar(&f.leaseName, "lease-name", "thaw", "name of the leader Lease")
+	fl.StringVar(&f.identity, "identity", kube.DefaultIdentity(), "this replica's identity in the Lease")
+	fl.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "leader Lease duration")
+	fl.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "leader renew deadline")
+	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "leader election retry period")
+	fl.StringVar(&f.grpcAddress, "grpc-address", app.DefaultGRPCAddress, "address thaw serves xDS, ext_proc and stats on (in a pod: $(POD_IP):18000)")
+	fl.StringVar(&f.adminAddress, "admin-address", app.DefaultAdminAddress, "admin HTTP address (/metrics, /status, /healthz, /readyz)")
+	fl.StringVar(&f.httpAddress, "http-address", "0.0.0.0", "address of the Envoy fleet's HTTP listener")
+	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of the Envoy fleet's HTTP listener")
+	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
+	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
+	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
+	return cmd
+}
+
+func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
+	cfg, err := kube.LoadRESTConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	var elector *kube.Elector
+	var gopts []grpc.ServerOption
+	if f.leaderElect {
+		elector, err = kube.NewElector(kube.ElectorOptions{Logger: logger.Named("election"), Client: client,
+			Namespace: f.leaseNamespace, LeaseName: f.leaseName, Identity: f.identity,
+			LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod})
+		if err != nil {
+			return err
+		}
+		gate := kube.NewStreamGate(nil, 0)
+		gopts = append(gopts, grpc.ChainStreamInterceptor(gate.StreamInterceptor()))
+		elector.Observe(gate.SetLeader)
+	}
+	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
+	xcfg := xds.DefaultConfig()
+	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	opts := app.Options{
+		Logger:   logger,
+		Registry: reg,
+		NewPlatform: func(_ *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
+			p, err := kube.New(kube.Options{Logger: logger.Named("kube"), Client: client, RESTConfig: cfg, Registry: reg,
+				Defaults: revision.DefaultSpec(), Namespace: f.watchNamespace, LabelSelector: f.workloadSelector,
+				PodLabelSelector: f.podSelector, Registerer: metrics, Elected: elector != nil, StatusInterval: f.statusInterval})
+			if err != nil {
+				return nil, err
+			}
+			if elector != nil {
+				elector.Observe(p.SetLeader)
+			}
+			return p, nil
+		},
+		GRPCServerOptions: gopts,
+		GRPCAddress:       f.grpcAddress,
+		AdminAddress:      f.adminAddress,
+		XDS:               xcfg,
+		TickInterval:      f.tick,
+		DrainTimeout:      f.drainTimeout,
+	}
+	if elector != nil {
+		opts.Elector = elector
+	}
+	a, err := app.New(opts)
+	if err != nil {
+		return err
+	}
+	logger.Info("thaw run started", zap.String("grpc", a.GRPCAddress()), zap.String("admin", a.AdminAddress()),
+		zap.Bool("leaderElect", f.leaderElect), zap.String("identity", f.identity))
+	return a.Run(ctx)
 }

@@ -33,9 +33,12 @@ type Options struct {
 	// Registry is the revision registry the platform feeds (required).
 	Registry *revision.Registry
 	// NewPlatform builds the platform once the activator exists, so the
-	// platform can drain backends through it before stopping them
-	// (required).
-	NewPlatform func(act *activator.Activator) (Platform, error)
+	// platform can drain backends through it before stopping them, and
+	// registers its metrics on metrics (required).
+	NewPlatform func(act *activator.Activator, metrics prometheus.Registerer) (Platform, error)
+	// GRPCServerOptions are added to the shared gRPC server's options (for
+	// example the Kubernetes platform's leader stream gate).
+	GRPCServerOptions []grpc.ServerOption
 	// Elector, when set, runs the autoscaler only while leading.
 	Elector Elector
 	// GRPCAddress serves xDS, ext_proc and the stats sink (default
@@ -80,7 +83,9 @@ type App struct {
 
 // lazyPoker forwards pokes to the multiscaler, which is built after the
 // activator (the platform sits between them).
-type lazyPoker struct{ m atomic.Pointer[autoscaler.Multiscaler] }
+type lazyPoker struct {
+	m atomic.Pointer[autoscaler.Multiscaler]
+}
 
 func (p *lazyPoker) Poke(key revision.Key) {
 	if m := p.m.Load(); m != nil {
@@ -123,7 +128,7 @@ func New(opts Options) (*App, error) {
 	// activator's view would count them twice.
 	a.act = activator.New(activator.Options{Logger: a.log.Named("activator"), Clock: clk, Poker: poker,
 		Registerer: a.metrics})
-	platform, err := opts.NewPlatform(a.act)
+	platform, err := opts.NewPlatform(a.act, a.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +147,7 @@ func New(opts Options) (*App, error) {
 		grpc.MaxConcurrentStreams(1<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
+	gopts = append(gopts, opts.GRPCServerOptions...)
 	a.grpc = grpc.NewServer(gopts...)
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(a.grpc, a.health)

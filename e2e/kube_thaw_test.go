@@ -1,0 +1,128 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// thawRun is a `thaw run` process authenticated as thaw's ServiceAccount.
+type thawRun struct {
+	proc                 *harness.Process
+	grpcPort, adminPort  int
+	adminURL, kubeconfig string
+}
+
+func startThawRun(t *testing.T, kubeconfig string, grpcPort, adminPort, httpPort int) *thawRun {
+	t.Helper()
+	r := &thawRun{grpcPort: grpcPort, adminPort: adminPort, kubeconfig: kubeconfig,
+		adminURL: fmt.Sprintf("http://127.0.0.1:%d", adminPort)}
+	r.proc = harness.StartProcess(t, harness.ProcessConfig{Name: "thaw-run", Path: harness.ThawBinary(t), Args: []string{
+		"run", "--kubeconfig", kubeconfig,
+		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		"--admin-address", fmt.Sprintf("127.0.0.1:%d", adminPort),
+		"--http-address", "127.0.0.1", "--http-port", strconv.Itoa(httpPort),
+		"--lease-namespace", thawNamespace, "--identity", "thaw-e2e",
+		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms",
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := harness.WaitForURL(ctx, r.proc, http.DefaultClient, r.adminURL+"/readyz"); err != nil {
+		t.Fatalf("thaw run not ready: %v\n%s", err, r.proc.LogTail(40))
+	}
+	return r
+}
+
+// TestKubeThawRun drives `thaw run` end to end on the real control plane
+// with a real Envoy: scale from zero through /scale, steady load to N
+// replicas in serve mode, a thaw crash and restart under load with no
+// failed request, and scale to zero after the load stops.
+func TestKubeThawRun(t *testing.T) {
+	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 300 * time.Millisecond, Latency: 100 * time.Millisecond})
+	c := env.Cluster
+	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
+	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
+	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
+
+	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
+	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+
+	const ns = "apps"
+	createNamespace(t, c, ns)
+	dep := revisionDeployment(ns, "hello", 0, map[string]string{
+		revision.ThawPrefix + revision.KeyWindow:                 "6s",
+		revision.ThawPrefix + revision.KeyScaleToZeroGracePeriod: "1s",
+		revision.ThawPrefix + revision.KeyTarget:                 "5",
+		revision.ThawPrefix + revision.KeyTargetBurstCapacity:    "0",
+	})
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const host = "hello.example.com"
+	waitStatus(t, th, ns+"/hello", 30*time.Second, "the revision in proxy mode at zero", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") == 0
+	})
+
+	// Scale from zero: the request is held while /scale goes to 1 and the pod starts.
+	cl := client(60 * time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	start := time.Now()
+	code, body, _, err := get(ctx, cl, th, host, "/")
+	cancel()
+	cold := time.Since(start)
+	if err != nil || code != 200 || !strings.Contains(body, ns+"/hello-") {
+		t.Fatalf("cold request: code=%d err=%v body=%q\n%s", code, err, body, run.proc.LogTail(40))
+	}
+	t.Logf("scale from zero: first response after %v (pod startup delay 300ms)", cold)
+
+	// Steady load: 20 in flight with target 5 at 70% → ceil(20/3.5) = 6 replicas.
+	load := startLoad(th, host, ns+"/hello-", 20)
+	waitStatus(t, th, ns+"/hello", 90*time.Second, "4..8 ready replicas in serve mode", func(r map[string]any) bool {
+		ready := num(r, "ready")
+		return r["mode"] == "serve" && ready >= 4 && ready <= 8
+	})
+
+	// thaw crashes and restarts under load: Envoy keeps its configuration.
+	okBefore := load.ok.Load()
+	if err := run.proc.Stop(0); err != nil {
+		t.Logf("stop thaw: %v", err)
+	}
+	time.Sleep(2 * time.Second)
+	okWhileDown := load.ok.Load() - okBefore
+	run = startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
+	time.Sleep(3 * time.Second)
+	ok, failed, fails := load.stop()
+	t.Logf("steady load: %d ok (%d while thaw was down), %d failed", ok, okWhileDown, failed)
+	if failed != 0 {
+		t.Fatalf("%d requests failed under load and across the thaw restart: %v", failed, fails)
+	}
+	if okWhileDown == 0 {
+		t.Errorf("no request succeeded while thaw was down")
+	}
+
+	// Idle: proxy mode, confirmed by Envoy, grace period, /scale to 0.
+	waitStatus(t, th, ns+"/hello", 90*time.Second, "scaled to zero in proxy mode", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
+	})
+	sc, err := c.Client.AppsV1().Deployments(ns).GetScale(t.Context(), "hello", metav1.GetOptions{})
+	if err != nil || sc.Spec.Replicas != 0 {
+		t.Fatalf("/scale replicas = %v, %v; want 0", sc, err)
+	}
+	waitEvent(t, c.Client, ns, "hello", "Scaled")
+}
