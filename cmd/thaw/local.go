@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,14 +50,9 @@ prints where to send traffic. SIGINT or SIGTERM drains held requests, stops
 the processes and Envoy, and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := newLogger(g)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = logger.Sync() }()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runLocal(ctx, logger, f, cmd)
+			return runWithSignals(cmd, g, func(ctx context.Context, logger *zap.Logger) error {
+				return runLocal(ctx, logger, f, cmd)
+			})
 		},
 	}
 	fl := cmd.Flags()

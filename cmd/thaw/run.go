@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,14 +52,9 @@ leader decides and patches /scale, and Envoy's streams follow the leader.
 See docs/kubernetes.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := newLogger(g)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = logger.Sync() }()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runKube(ctx, logger, f)
+			return runWithSignals(cmd, g, func(ctx context.Context, logger *zap.Logger) error {
+				return runKube(ctx, logger, f)
+			})
 		},
 	}
 	fl := cmd.Flags()

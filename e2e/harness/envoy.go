@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,17 +37,11 @@ func EnvoyBinary(t testing.TB) string {
 	return bin
 }
 
-// PickPort returns a free TCP port on 127.0.0.1. The port is free when
-// returned; another process may take it before the caller binds it, which
-// is unlikely on a test machine.
+// PickPort returns a free TCP port on 127.0.0.1 (FreePort's older name,
+// kept for the tests that use it).
 func PickPort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pick port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return FreePort(t)
 }
 
 // EnvoyOptions configures StartEnvoy.
