@@ -43,7 +43,7 @@ test-e2e: build
 	THAW_BIN=$(CURDIR)/bin/thaw $(GO) test $(GOTEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/...
 
 ## bench: micro-benchmarks and scenario benchmarks; writes docs/BENCHMARKS.md.
-bench: tools build
+bench: tools-envoy build
 	bash hack/bench.sh
 
 bench-micro:
