@@ -105,7 +105,7 @@ func TestKubeThawRun(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	okWhileDown := load.ok.Load() - okBefore
-	run = startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
+	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort) // same ports: Envoy reconnects to it
 	time.Sleep(3 * time.Second)
 	ok, failed, fails := load.stop()
 	t.Logf("steady load: %d ok (%d while thaw was down), %d failed", ok, okWhileDown, failed)

@@ -195,30 +195,6 @@ func fetchWorkloadStats(ctx context.Context, c *http.Client, th *harness.Thaw, h
 // harness (the one thaw local runs).
 type envoyAdmin struct{ url string }
 
-func (e *envoyAdmin) stat(name string) (int64, error) {
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get(e.url + "/stats?format=json&filter=^" + strings.ReplaceAll(name, ".", `\.`) + "$")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var doc struct {
-		Stats []struct {
-			Name  string `json:"name"`
-			Value int64  `json:"value"`
-		} `json:"stats"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return 0, err
-	}
-	for _, s := range doc.Stats {
-		if s.Name == name {
-			return s.Value, nil
-		}
-	}
-	return 0, fmt.Errorf("stat %s not found", name)
-}
-
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // clusterCount returns how many clusters Envoy has (admin /clusters, which
