@@ -78,7 +78,7 @@ func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map
 		if rs == nil {
 			rs = &revState{
 				t:        newThrottler(key, limitsOf(&rev.Spec)),
-				log:      a.log.With(zap.String("revision", key.String())),
+				log:      a.log.WithLazy(zap.String("revision", key.String())),
 				trackers: map[string]*podTracker{},
 				retired:  map[string]bool{},
 				probes:   map[string]context.CancelFunc{},

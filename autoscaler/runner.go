@@ -40,7 +40,7 @@ func (m *Multiscaler) newRunner(rev *revision.Revision) *runner {
 	r := &runner{
 		m:      m,
 		key:    rev.Key,
-		log:    m.log.With(zap.String("revision", rev.Key.String())),
+		log:    m.log.WithLazy(zap.String("revision", rev.Key.String())),
 		met:    m.metrics.forRevision(rev.Key),
 		poke:   make(chan struct{}, 1),
 		stopCh: make(chan struct{}),

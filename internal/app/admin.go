@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +16,8 @@ import (
 )
 
 // AdminServer serves thaw's admin HTTP endpoints: /metrics (Prometheus),
-// /status (JSON list of RevisionStatus), /healthz and /readyz.
+// /status (JSON list of RevisionStatus), /healthz, /readyz and Go profiles
+// under /debug/pprof/.
 type AdminServer struct {
 	srv *http.Server
 	ln  net.Listener
@@ -34,6 +36,10 @@ func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []R
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(status())
 	})
+	// Go profiles for operators; the admin server binds loopback by default.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {

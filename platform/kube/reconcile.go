@@ -200,7 +200,7 @@ func (p *Platform) reportConflict(key revision.Key, winner, loser *workload) {
 func (p *Platform) stateLocked(key revision.Key) *revState {
 	st := p.revs[key]
 	if st == nil {
-		st = &revState{log: p.log.With(zap.String("revision", key.String()))}
+		st = &revState{log: p.log.WithLazy(zap.String("revision", key.String()))}
 		p.revs[key] = st
 		p.metrics.revisions.WithLabelValues("valid").Inc()
 	}

@@ -134,7 +134,7 @@ func New(opts Options) *Platform {
 		stale: map[*process]stateInstance{}}
 	for _, rc := range opts.Config.Revisions {
 		p.revs[rc.Key] = &revState{cfg: rc, fingerprint: configFingerprint(rc),
-			log: opts.Logger.With(zap.String("revision", rc.Key.String()))}
+			log: opts.Logger.WithLazy(zap.String("revision", rc.Key.String()))}
 	}
 	return p
 }
