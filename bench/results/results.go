@@ -26,6 +26,7 @@ type Scenarios struct {
 	Paths      *Paths  `json:"paths,omitempty"`
 	Cold       []Cold  `json:"cold,omitempty"`
 	Burst      *Burst  `json:"burst,omitempty"`
+	Scale      *Scale  `json:"scale,omitempty"`
 	// Errors lists scenarios that failed, one line each.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -232,4 +233,25 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// Scale is the whole thaw binary (`thaw local`, with its Envoy) holding many
+// idle revisions: no backend runs, so what it measures is thaw's own cost
+// per revision (registry, xDS, autoscaler loops, activator, metrics).
+type Scale struct {
+	Revisions int `json:"revisions"`
+	// ReadySeconds is from starting thaw to its /readyz (Envoy ACKed the
+	// complete first configuration).
+	ReadySeconds float64 `json:"readySeconds"`
+	// ThawRSSMiB is thaw's resident memory after SettleSeconds;
+	// ThawPeakRSSMiB its high-water mark (VmHWM).
+	ThawRSSMiB     float64 `json:"thawRSSMiB"`
+	ThawPeakRSSMiB float64 `json:"thawPeakRSSMiB"`
+	// EnvoyRSSMiB is the Envoy thaw started, for comparison.
+	EnvoyRSSMiB float64 `json:"envoyRSSMiB"`
+	// Go runtime figures from thaw's /metrics.
+	HeapInuseMiB  float64 `json:"heapInuseMiB"`
+	StackInuseMiB float64 `json:"stackInuseMiB"`
+	Goroutines    float64 `json:"goroutines"`
+	SettleSeconds float64 `json:"settleSeconds"`
 }

@@ -79,7 +79,7 @@ func main() {
 	e := &env{}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,scale", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -168,6 +168,15 @@ func run(e *env, only, out, png string) error {
 		}
 		res.Burst = b
 		note("burst", err)
+	}
+	if want["scale"] {
+		n := 10000
+		if e.quick {
+			n = 1000
+		}
+		sc, err := runScale(e, n)
+		res.Scale = sc
+		note("scale", err)
 	}
 	res.Finished, res.Load1End = time.Now(), load1()
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
