@@ -35,8 +35,6 @@ type Controller struct {
 	// reconcileMu serialises reconciles so two callers never act on the
 	// same stale snapshot (one mode change, logged once).
 	reconcileMu sync.Mutex
-	lastSet     map[revision.Key]revision.Mode // guarded by reconcileMu
-	lastGen     map[revision.Key]uint64        // generation lastSet was based on
 
 	mu    sync.Mutex
 	recs  map[revision.Key]Recommendation
@@ -60,8 +58,7 @@ func New(opts Options) *Controller {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{},
-		lastSet: map[revision.Key]revision.Mode{}, lastGen: map[revision.Key]uint64{}}
+	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{}}
 }
 
 // Recommend records the decider's latest result for a revision and updates
@@ -108,14 +105,13 @@ func (c *Controller) reconcile(key revision.Key) {
 		recp = &rec
 	}
 	mode := ChooseMode(&rev.Spec, len(rev.ReadyBackends()), recp)
-	current := rev.Mode
-	if m, ok := c.lastSet[key]; ok && rev.Generation <= c.lastGen[key] {
-		current = m // set by us, not yet published (registry holdoff)
+	current, ok := c.opts.Registry.PendingMode(key) // set but maybe not yet published
+	if !ok {
+		return
 	}
 	if mode != current {
-		c.lastSet[key], c.lastGen[key] = mode, rev.Generation
 		c.opts.Logger.Info("mode change", zap.String("revision", rev.Key.String()),
-			zap.Stringer("from", rev.Mode), zap.Stringer("to", mode),
+			zap.Stringer("from", current), zap.Stringer("to", mode),
 			zap.Int("readyBackends", len(rev.ReadyBackends())))
 		if mode != revision.ModeProxy {
 			c.mu.Lock()
@@ -127,14 +123,6 @@ func (c *Controller) reconcile(key revision.Key) {
 }
 
 func (c *Controller) forgetDeleted(snap *revision.Snapshot) {
-	c.reconcileMu.Lock()
-	for k := range c.lastSet {
-		if snap.Get(k) == nil {
-			delete(c.lastSet, k)
-			delete(c.lastGen, k)
-		}
-	}
-	c.reconcileMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.recs {

@@ -179,6 +179,19 @@ func (r *Registry) SetMode(key Key, mode Mode) {
 	})
 }
 
+// PendingMode returns the mode last set for key, published or not (the
+// holdoff may delay publication); ok is false for an unknown revision. Mode
+// control compares with it so one decision sets a mode once.
+func (r *Registry) PendingMode(key Key) (mode Mode, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key]
+	if e == nil {
+		return ModeProxy, false
+	}
+	return e.mode, true
+}
+
 // SetDesiredScale records the autoscaler's decision (pods). It does not bump
 // the revision's Generation: Envoy does not see it.
 func (r *Registry) SetDesiredScale(key Key, desired int32) {

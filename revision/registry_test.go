@@ -105,3 +105,19 @@ func TestRegistryWaitForHonoursContext(t *testing.T) {
 		t.Fatal("WaitFor returned nil error after the context ended")
 	}
 }
+
+func TestRegistryPendingModeSeesUnpublishedChanges(t *testing.T) {
+	r := NewRegistry(RegistryOptions{Clock: clock.RealClock{}, Holdoff: time.Hour}) // Run not started: nothing publishes
+	k := Key{"ns", "a"}
+	if _, ok := r.PendingMode(k); ok {
+		t.Fatal("PendingMode of an unknown revision reported ok")
+	}
+	r.Upsert(k, validSpec())
+	r.SetMode(k, ModeServe)
+	if m, ok := r.PendingMode(k); !ok || m != ModeServe {
+		t.Fatalf("PendingMode = %v, %v; want serve, true", m, ok)
+	}
+	if r.Snapshot().Get(k) != nil {
+		t.Fatal("snapshot published despite the holdoff")
+	}
+}
