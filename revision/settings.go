@@ -33,6 +33,9 @@ const (
 	KeyActivationTimeout        = "activation-timeout"
 	KeyHoldTimeout              = "hold-timeout"
 	KeyQueueDepth               = "queue-depth"
+	KeyProtocol                 = "protocol"
+	KeyRequestTimeout           = "request-timeout"
+	KeyIdleTimeout              = "idle-timeout"
 )
 
 // Annotation prefixes. A key under ThawPrefix wins over the same key under
@@ -76,6 +79,12 @@ var setters = map[string]setter{
 	KeyActivationTimeout:        durationSetter(func(s *Spec, d time.Duration) { s.ActivationTimeout = d }),
 	KeyHoldTimeout:              durationSetter(func(s *Spec, d time.Duration) { s.HoldTimeout = d }),
 	KeyQueueDepth:               intSetter(func(s *Spec, n int) { s.QueueDepth = n }),
+	KeyProtocol: func(s *Spec, v string) error {
+		s.Protocol = Protocol(strings.ToLower(strings.TrimSpace(v)))
+		return nil
+	},
+	KeyRequestTimeout: durationSetter(func(s *Spec, d time.Duration) { s.RequestTimeout = d }),
+	KeyIdleTimeout:    durationSetter(func(s *Spec, d time.Duration) { s.IdleTimeout = d }),
 }
 
 func intSetter(set func(*Spec, int)) setter {
@@ -223,6 +232,9 @@ func (s *Spec) Describe() map[string]string {
 		KeyTargetBurstCapacity:  fmt.Sprint(s.TargetBurstCapacity),
 		KeyHoldTimeout:          s.HoldTimeout.String(),
 		KeyQueueDepth:           strconv.Itoa(s.QueueDepth),
+		KeyProtocol:             string(s.Protocol),
+		KeyRequestTimeout:       s.RequestTimeout.String(),
+		KeyIdleTimeout:          s.IdleTimeout.String(),
 	}
 }
 

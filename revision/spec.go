@@ -14,6 +14,18 @@ const (
 	MetricRPS Metric = "rps"
 )
 
+// Protocol is the HTTP protocol Envoy speaks to a revision's backends.
+type Protocol string
+
+const (
+	// ProtocolHTTP1 is HTTP/1.1 (the default). Upgrades such as WebSocket
+	// work over it.
+	ProtocolHTTP1 Protocol = "http1"
+	// ProtocolH2C is cleartext HTTP/2 with prior knowledge, as gRPC servers
+	// and other h2c backends expect.
+	ProtocolH2C Protocol = "h2c"
+)
+
 // Defaults, following Knative Serving's autoscaler configuration unless noted.
 const (
 	DefaultConcurrencyTarget           = 100.0
@@ -37,6 +49,12 @@ const (
 	// DefaultActivationTimeout is how long a revision woken from zero may
 	// take to produce a ready backend before it is scaled back to 0.
 	DefaultActivationTimeout = 10 * time.Minute
+	// DefaultRequestTimeout bounds how long a backend may take to answer
+	// one request once it reached the backend (Knative's revision timeout
+	// default, 300 s).
+	DefaultRequestTimeout = 300 * time.Second
+	// MaxRequestTimeout is the largest request-timeout a revision may set.
+	MaxRequestTimeout = 24 * time.Hour
 )
 
 // Spec is a revision's routing and autoscaling configuration. Durations are
@@ -46,6 +64,9 @@ type Spec struct {
 	// Hosts are the HTTP authorities (host names, optionally "*.suffix")
 	// Envoy routes to this revision. At least one; unique across revisions.
 	Hosts []string
+	// Protocol is what Envoy speaks to the backends: ProtocolHTTP1
+	// (default) or ProtocolH2C.
+	Protocol Protocol
 	// Port is the backends' HTTP port (1..65535). Platforms that discover
 	// ports per backend use Backend.Port instead.
 	Port int32
@@ -102,12 +123,22 @@ type Spec struct {
 	// QueueDepth is how many requests the activator holds at once
 	// (1..1,000,000).
 	QueueDepth int
+	// RequestTimeout bounds how long a backend may take to send its whole
+	// answer after the request reached it (1s..24h; default 300 s). Time
+	// spent held by the activator does not count. An upgraded connection
+	// (WebSocket) or a request whose body is still streaming is not bound
+	// by it; IdleTimeout bounds those.
+	RequestTimeout time.Duration
+	// IdleTimeout closes a request or connection with no bytes in either
+	// direction for this long (0..24h; 0, the default, = no idle limit).
+	IdleTimeout time.Duration
 }
 
 // DefaultSpec returns a Spec with every autoscaling setting at its default
 // and no hosts or port.
 func DefaultSpec() Spec {
 	return Spec{
+		Protocol:                    ProtocolHTTP1,
 		Metric:                      MetricConcurrency,
 		TargetUtilizationPercentage: DefaultTargetUtilizationPercentage,
 		InitialScale:                DefaultInitialScale,
@@ -122,6 +153,7 @@ func DefaultSpec() Spec {
 		ActivationTimeout:           DefaultActivationTimeout,
 		HoldTimeout:                 DefaultHoldTimeout,
 		QueueDepth:                  DefaultQueueDepth,
+		RequestTimeout:              DefaultRequestTimeout,
 	}
 }
 

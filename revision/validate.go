@@ -52,6 +52,9 @@ func (s *Spec) Validate() error {
 	if s.Port < 0 || s.Port > 65535 {
 		bad("port", s.Port, "1..65535 (0 = per-backend port)")
 	}
+	if s.Protocol != ProtocolHTTP1 && s.Protocol != ProtocolH2C {
+		bad(KeyProtocol, s.Protocol, `"http1" or "h2c"`)
+	}
 	if s.ContainerConcurrency < 0 || s.ContainerConcurrency > 1000 {
 		bad(KeyContainerConcurrency, s.ContainerConcurrency, "0..1000 (0 = unlimited)")
 	}
@@ -103,6 +106,8 @@ func (s *Spec) Validate() error {
 	checkDuration(bad, KeyScaleToZeroPodRetention, s.ScaleToZeroPodRetention, 0, time.Hour)
 	checkDuration(bad, KeyActivationTimeout, s.ActivationTimeout, time.Second, time.Hour)
 	checkDuration(bad, KeyHoldTimeout, s.HoldTimeout, time.Second, 15*time.Minute)
+	checkDuration(bad, KeyRequestTimeout, s.RequestTimeout, time.Second, MaxRequestTimeout)
+	checkDuration(bad, KeyIdleTimeout, s.IdleTimeout, 0, MaxRequestTimeout)
 	if s.QueueDepth < 1 || s.QueueDepth > 1_000_000 {
 		bad(KeyQueueDepth, s.QueueDepth, "1..1000000")
 	}

@@ -5,9 +5,13 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	internalupstreamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/thaw-dev/thaw/revision"
 )
 
 // adsConfigSource tells Envoy to fetch a resource over the ADS stream the
@@ -60,6 +64,11 @@ func InternalUpstreamTransportSocket() (*corev3.TransportSocket, error) {
 type RevisionClusterParams struct {
 	// Name is the cluster name (ClusterName of the revision).
 	Name string
+	// Protocol is what Envoy speaks to the backends (and, in proxy mode, to
+	// the thaw_activator internal listener, whose upstream then uses the
+	// same protocol): "" or ProtocolHTTP1 for HTTP/1.1, ProtocolH2C for
+	// cleartext HTTP/2.
+	Protocol revision.Protocol
 	// TransportSocket is InternalUpstreamTransportSocket's result; shared,
 	// never modified.
 	TransportSocket *corev3.TransportSocket
@@ -70,13 +79,15 @@ type RevisionClusterParams struct {
 
 // RevisionCluster returns a revision's EDS cluster. Its endpoints (one
 // ClusterLoadAssignment of the same name) come over ADS; the cluster itself
-// never changes on a mode flip.
+// never changes on a mode flip. An h2c revision's cluster speaks HTTP/2
+// with prior knowledge (extended CONNECT allowed, so a WebSocket upgrade
+// from an HTTP/1.1 client reaches an RFC 8441 backend).
 func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 	pt := p.parts
 	if pt == nil {
 		pt = newParts(p.Config)
 	}
-	return validated(&clusterv3.Cluster{
+	c := &clusterv3.Cluster{
 		Name:                 p.Name,
 		ClusterDiscoveryType: pt.edsType,
 		EdsClusterConfig:     pt.edsConfig,
@@ -86,8 +97,53 @@ func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 		LbPolicy:        clusterv3.Cluster_LEAST_REQUEST,
 		CircuitBreakers: pt.breakers,
 		TransportSocket: p.TransportSocket,
-	})
+	}
+	if p.Protocol == revision.ProtocolH2C {
+		c.TypedExtensionProtocolOptions = pt.h2cOptions
+	}
+	return validated(c)
 }
+
+// h2cProtocolOptions returns the typed_extension_protocol_options of an h2c
+// revision cluster: explicit HTTP/2 with extended CONNECT allowed.
+func h2cProtocolOptions() (map[string]*anypb.Any, error) {
+	a, err := toAny(&httpv3.HttpProtocolOptions{
+		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{
+			ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
+					Http2ProtocolOptions: &corev3.Http2ProtocolOptions{AllowConnect: true},
+				},
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]*anypb.Any{httpProtocolOptionsKey: a}, nil
+}
+
+// downstreamProtocolOptions returns the typed_extension_protocol_options of
+// thaw_activator_dst: speak to the backend the protocol the request arrived
+// in on the thaw_activator internal listener, which is the revision
+// cluster's protocol (see RevisionClusterParams.Protocol).
+func downstreamProtocolOptions() (map[string]*anypb.Any, error) {
+	a, err := toAny(&httpv3.HttpProtocolOptions{
+		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
+			UseDownstreamProtocolConfig: &httpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
+				HttpProtocolOptions:  &corev3.Http1ProtocolOptions{},
+				Http2ProtocolOptions: &corev3.Http2ProtocolOptions{AllowConnect: true},
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]*anypb.Any{httpProtocolOptionsKey: a}, nil
+}
+
+// httpProtocolOptionsKey is the typed_extension_protocol_options key of
+// upstream HTTP protocol options.
+const httpProtocolOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 
 // ActivatorDstCluster returns cluster thaw_activator_dst: ORIGINAL_DST whose
 // destination comes only from the request's dynamic metadata
@@ -95,12 +151,17 @@ func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 // x-envoy-original-dst-host header is ignored (use_http_header false), so a
 // client cannot choose an upstream.
 func ActivatorDstCluster(cfg *Config) (*clusterv3.Cluster, error) {
+	opts, err := downstreamProtocolOptions()
+	if err != nil {
+		return nil, err
+	}
 	return validated(&clusterv3.Cluster{
-		Name:                 ActivatorDstClusterName,
-		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
-		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
-		ConnectTimeout:       durationpb.New(cfg.ConnectTimeout),
-		CircuitBreakers:      circuitBreakers(cfg),
+		TypedExtensionProtocolOptions: opts,
+		Name:                          ActivatorDstClusterName,
+		ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
+		LbPolicy:                      clusterv3.Cluster_CLUSTER_PROVIDED,
+		ConnectTimeout:                durationpb.New(cfg.ConnectTimeout),
+		CircuitBreakers:               circuitBreakers(cfg),
 		LbConfig: &clusterv3.Cluster_OriginalDstLbConfig_{OriginalDstLbConfig: &clusterv3.Cluster_OriginalDstLbConfig{
 			UseHttpHeader: false,
 			MetadataKey: &metadatav3.MetadataKey{

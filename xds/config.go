@@ -64,11 +64,9 @@ type Config struct {
 	// ext_proc max_message_timeout. It must be at least every revision's
 	// hold timeout (default 60 s).
 	HoldBudget time.Duration
-	// RouteIdleTimeout is the per-route stream idle timeout on both the
-	// revision routes and the activator route; it must be >= HoldBudget so
-	// a held request is never cut by Envoy (default HoldBudget + 10 s; 0
-	// means that default).
-	RouteIdleTimeout time.Duration
+	// AccessLogPath, when not empty, is where listener thaw_http writes a
+	// JSON access log line per request (a file path or /dev/stdout).
+	AccessLogPath string
 	// ExtProcMessageTimeout is how long Envoy waits for each ext_proc answer
 	// before failing the request closed (default 1 s); the activator
 	// extends it per request with override_message_timeout.
@@ -100,14 +98,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// routeIdleTimeout returns RouteIdleTimeout or its default.
-func (c *Config) routeIdleTimeout() time.Duration {
-	if c.RouteIdleTimeout == 0 {
-		return c.HoldBudget + 10*time.Second
-	}
-	return c.RouteIdleTimeout
-}
-
 // Validate returns nil or all problems joined, each wrapping
 // ErrInvalidConfig.
 func (c *Config) Validate() error {
@@ -123,9 +113,6 @@ func (c *Config) Validate() error {
 	}
 	if c.HoldBudget < time.Second {
 		bad("HoldBudget %s: want >= 1s", c.HoldBudget)
-	}
-	if c.RouteIdleTimeout != 0 && c.RouteIdleTimeout < c.HoldBudget {
-		bad("RouteIdleTimeout %s: want 0 (default) or >= HoldBudget %s", c.RouteIdleTimeout, c.HoldBudget)
 	}
 	if c.ExtProcMessageTimeout < time.Millisecond || c.ExtProcMessageTimeout > c.HoldBudget {
 		bad("ExtProcMessageTimeout %s: want 1ms..HoldBudget", c.ExtProcMessageTimeout)

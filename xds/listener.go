@@ -36,17 +36,25 @@ func hcmListener(l *listenerv3.Listener, hcm *hcmv3.HttpConnectionManager) (*lis
 
 // HTTPListener returns listener thaw_http: the data-plane entry point on
 // cfg.HTTPAddress:cfg.HTTPPort, routes from RDS (route configuration
-// thaw_http over ADS). The Host header's port is ignored when matching
-// virtual hosts, and the client address is taken from the connection
-// (use_remote_address), so x-forwarded-for from a client is not trusted.
+// thaw_http over ADS). Clients may speak HTTP/1.0, HTTP/1.1 (with WebSocket
+// upgrades) or HTTP/2 with prior knowledge (with extended CONNECT). The
+// Host header's port and a trailing dot are removed before matching virtual
+// hosts (so backends see the host without them), and the client address
+// is taken from the connection (use_remote_address), so x-forwarded-for
+// from a client is not trusted. cfg.AccessLogPath, when set, turns on a
+// JSON access log.
 func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 	router, err := routerFilter()
 	if err != nil {
 		return nil, err
 	}
+	accessLog, err := AccessLog(cfg.AccessLogPath)
+	if err != nil {
+		return nil, err
+	}
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: HTTPListenerName,
-		CodecType:  hcmv3.HttpConnectionManager_AUTO,
+		AccessLog:  accessLog,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
 			ConfigSource:    adsConfigSource(),
 			RouteConfigName: HTTPListenerName,
@@ -54,7 +62,10 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 		HttpFilters:      []*hcmv3.HttpFilter{router},
 		UseRemoteAddress: wrapperspb.Bool(true),
 		StripPortMode:    &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
+		// "hello.localhost." names the same host as "hello.localhost".
+		StripTrailingHostDot: true,
 	}
+	setProtocols(hcm)
 	return hcmListener(&listenerv3.Listener{
 		Name: HTTPListenerName,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
@@ -119,10 +130,10 @@ func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
 	}
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix:     ActivatorListenerName,
-		CodecType:      hcmv3.HttpConnectionManager_AUTO,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: ActivatorRouteConfiguration(cfg)},
 		HttpFilters:    []*hcmv3.HttpFilter{extProc, router},
 	}
+	setProtocols(hcm)
 	return hcmListener(&listenerv3.Listener{
 		Name:              ActivatorListenerName,
 		ListenerSpecifier: &listenerv3.Listener_InternalListener{InternalListener: &listenerv3.Listener_InternalListenerConfig{}},

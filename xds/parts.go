@@ -1,9 +1,12 @@
 package xds
 
 import (
+	"time"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -15,20 +18,28 @@ import (
 type parts struct {
 	prefixAll      *routev3.RouteMatch
 	noTimeout      *durationpb.Duration
-	idleTimeout    *durationpb.Duration
+	defaultTimeout *durationpb.Duration
+	retryPolicy    *routev3.RetryPolicy
 	removeHeaders  []string
 	edsType        *clusterv3.Cluster_Type
 	edsConfig      *clusterv3.Cluster_EdsClusterConfig
 	connectTimeout *durationpb.Duration
 	breakers       *clusterv3.CircuitBreakers
 	proxyEndpoints []*endpointv3.LocalityLbEndpoints
+	h2cOptions     map[string]*anypb.Any
 }
 
 func newParts(cfg *Config) *parts {
+	h2c, err := h2cProtocolOptions()
+	if err != nil {
+		panic(err) // a constant message: cannot fail
+	}
 	return &parts{
+		h2cOptions:     h2c,
 		prefixAll:      &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 		noTimeout:      durationpb.New(0),
-		idleTimeout:    durationpb.New(cfg.routeIdleTimeout()),
+		defaultTimeout: durationpb.New(RouteTimeouts{}.routeTimeout()),
+		retryPolicy:    retryPolicy(),
 		removeHeaders:  []string{RevisionHeader},
 		edsType:        &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		edsConfig:      &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
@@ -36,4 +47,16 @@ func newParts(cfg *Config) *parts {
 		breakers:       circuitBreakers(cfg),
 		proxyEndpoints: proxyEndpoints(),
 	}
+}
+
+// duration returns d as a protobuf Duration, shared for the common values
+// (0 and the default route timeout).
+func (p *parts) duration(d time.Duration) *durationpb.Duration {
+	switch d {
+	case 0:
+		return p.noTimeout
+	case p.defaultTimeout.AsDuration():
+		return p.defaultTimeout
+	}
+	return durationpb.New(d)
 }

@@ -1,9 +1,13 @@
 package xds
 
 import (
+	"time"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -22,11 +26,62 @@ type VirtualHostParams struct {
 	parts *parts
 	// name, when set, is revision.ClusterName(Key) (translator).
 	name string
+	// Timeouts are the revision's request timeouts; the zero value means
+	// revision.DefaultRequestTimeout and hold timeout, no idle limit.
+	Timeouts RouteTimeouts
+}
+
+// RouteTimeouts are the per-revision timeouts a revision's route carries.
+type RouteTimeouts struct {
+	// Request is revision.Spec.RequestTimeout (0 = the default, 300 s).
+	Request time.Duration
+	// Idle is revision.Spec.IdleTimeout (0 = no idle limit).
+	Idle time.Duration
+	// Hold is revision.Spec.HoldTimeout (0 = the default, 60 s): how long
+	// the activator may hold a request before it reaches a backend.
+	Hold time.Duration
+}
+
+// TimeoutsOf returns the route timeouts of a revision spec.
+func TimeoutsOf(s *revision.Spec) RouteTimeouts {
+	return RouteTimeouts{Request: s.RequestTimeout, Idle: s.IdleTimeout, Hold: s.HoldTimeout}
+}
+
+// routeTimeout is Envoy's route timeout for t: the request timeout plus
+// the hold timeout. Envoy starts the route timer when the client's request
+// has been received, before the activator holds it; adding the hold time
+// keeps the time spent waiting for a backend out of the request timeout.
+// An upgraded connection (WebSocket) never completes its request, so the
+// route timer never starts for it.
+func (t RouteTimeouts) routeTimeout() time.Duration {
+	req, hold := t.Request, t.Hold
+	if req == 0 {
+		req = revision.DefaultRequestTimeout
+	}
+	if hold == 0 {
+		hold = revision.DefaultHoldTimeout
+	}
+	return req + hold
+}
+
+// idleTimeout is Envoy's route idle timeout for t: 0 (disabled, also
+// overriding the connection manager's 5 minute default) when no idle limit
+// is set, else the idle limit plus the hold timeout (a held request sends
+// and receives nothing).
+func (t RouteTimeouts) idleTimeout() time.Duration {
+	if t.Idle == 0 {
+		return 0
+	}
+	hold := t.Hold
+	if hold == 0 {
+		hold = revision.DefaultHoldTimeout
+	}
+	return t.Idle + hold
 }
 
 // RevisionVirtualHost returns a revision's virtual host: every path goes to
-// its cluster with no overall timeout (held requests wait up to the hold
-// budget) and an idle timeout of at least the hold budget. Any client-sent
+// its cluster with the revision's timeouts (see RouteTimeouts) and the
+// always-safe retry policy (see retryPolicy). Any client-sent
 // x-thaw-revision is removed and replaced by "<namespace>/<name>" (Envoy
 // applies removals before additions).
 func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
@@ -46,8 +101,9 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 			Match: pt.prefixAll,
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name},
-				Timeout:          pt.noTimeout,
-				IdleTimeout:      pt.idleTimeout,
+				Timeout:          pt.duration(p.Timeouts.routeTimeout()),
+				IdleTimeout:      pt.duration(p.Timeouts.idleTimeout()),
+				RetryPolicy:      pt.retryPolicy,
 			}},
 			RequestHeadersToRemove: pt.removeHeaders,
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
@@ -89,9 +145,11 @@ func HTTPRouteConfiguration(vhosts []*routev3.VirtualHost) (*routev3.RouteConfig
 }
 
 // ActivatorRouteConfiguration returns the inline route configuration of
-// the activator listener: everything to thaw_activator_dst, no overall
-// timeout, idle timeout of at least the hold budget.
-func ActivatorRouteConfiguration(cfg *Config) *routev3.RouteConfiguration {
+// the activator listener: everything to thaw_activator_dst with no
+// timeout of its own. The revision's route (RevisionVirtualHost) carries the
+// revision's timeouts for both modes; the hold is bounded by ext_proc's
+// max_message_timeout (the hold budget).
+func ActivatorRouteConfiguration(_ *Config) *routev3.RouteConfiguration {
 	return &routev3.RouteConfiguration{
 		Name: ActivatorListenerName,
 		VirtualHosts: []*routev3.VirtualHost{{
@@ -102,9 +160,28 @@ func ActivatorRouteConfiguration(cfg *Config) *routev3.RouteConfiguration {
 				Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 					ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: ActivatorDstClusterName},
 					Timeout:          durationpb.New(0),
-					IdleTimeout:      durationpb.New(cfg.routeIdleTimeout()),
+					IdleTimeout:      durationpb.New(0),
 				}},
 			}},
 		}},
+	}
+}
+
+// retryPolicy returns the serve-mode retry policy: retry only when the
+// request cannot have reached the application (connection refused or
+// failed, HTTP/2 REFUSED_STREAM, a reset before the request was sent), on
+// another backend, at most twice. Never on a response or a timeout, so a
+// non-idempotent request is never sent twice.
+func retryPolicy() *routev3.RetryPolicy {
+	return &routev3.RetryPolicy{
+		RetryOn:    "connect-failure,refused-stream,reset-before-request",
+		NumRetries: wrapperspb.UInt32(2),
+		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{
+			Name: "envoy.retry_host_predicates.previous_hosts",
+			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{
+				TypedConfig: mustAny(&previoushostsv3.PreviousHostsPredicate{}),
+			},
+		}},
+		HostSelectionRetryMaxAttempts: 3,
 	}
 }

@@ -136,6 +136,8 @@ type memoEntry struct {
 	port     int32
 	mode     revision.Mode
 	backends []revision.Backend
+	timeouts RouteTimeouts
+	protocol revision.Protocol
 	res      *revisionResources
 }
 
@@ -248,8 +250,9 @@ func claimHosts(owner map[string]revision.Key, rev *revision.Revision) ([]string
 // reusing each of the previous ones whose inputs are unchanged.
 func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEntry, error) {
 	m := t.memo[rev.Key]
-	if m != nil && m.port == rev.Spec.Port && m.mode == rev.Mode &&
-		slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
+	timeouts := TimeoutsOf(&rev.Spec)
+	if m != nil && m.port == rev.Spec.Port && m.mode == rev.Mode && m.timeouts == timeouts &&
+		m.protocol == rev.Spec.Protocol && slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
 		return m, nil
 	}
 	var name string
@@ -259,18 +262,18 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		name = revision.ClusterName(rev.Key)
 	}
 	res := &revisionResources{}
-	if m != nil && slices.Equal(m.domains, domains) {
+	if m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts {
 		res.vhost = m.res.vhost
 	} else {
-		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name})
+		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name, Timeouts: timeouts})
 		if err := res.vhost.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
 		}
 	}
-	if m != nil {
-		res.cluster = m.res.cluster // depends only on the name and Config
+	if m != nil && m.protocol == rev.Spec.Protocol {
+		res.cluster = m.res.cluster // depends only on the name, protocol and Config
 	} else {
-		c, err := RevisionCluster(RevisionClusterParams{Name: name, TransportSocket: t.ts, Config: t.cfg, parts: t.parts})
+		c, err := RevisionCluster(RevisionClusterParams{Name: name, Protocol: rev.Spec.Protocol, TransportSocket: t.ts, Config: t.cfg, parts: t.parts})
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +284,8 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		return nil, err
 	}
 	res.cla = cla
-	return &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends, res: res}, nil
+	return &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends,
+		timeouts: timeouts, protocol: rev.Spec.Protocol, res: res}, nil
 }
 
 // endpointChanges is the fast path for the common update: the same

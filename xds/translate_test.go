@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"time"
+
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,6 +39,12 @@ func rev(ns, name string, mode revision.Mode, hosts []string, backends ...revisi
 		Backends: backends, DesiredScale: -1, Generation: 1}
 }
 
+// withSpec applies edit to r's spec and returns r.
+func withSpec(r *revision.Revision, edit func(*revision.Spec)) *revision.Revision {
+	edit(&r.Spec)
+	return r
+}
+
 func snapshotOf(revs ...*revision.Revision) *revision.Snapshot {
 	s := &revision.Snapshot{Version: 1, Synced: true, Revisions: map[revision.Key]*revision.Revision{}, Invalid: map[revision.Key]error{}}
 	for _, r := range revs {
@@ -64,6 +72,12 @@ func TestTranslateGolden(t *testing.T) {
 			rev("team-b", "api", revision.ModeServe, []string{"API.example.com", "*.api.example.com"}, ready("10.0.1.1", 9000)),
 			rev("team-a", "web.v2", revision.ModeProxy, []string{"web.example.com"}),
 			rev("team-a", "batch", revision.ModeServe, []string{"batch.example.com"}, ready("fd00::1", 8080), ready("10.0.2.1", 8080)),
+		)},
+		{name: "protocols", snap: snapshotOf(
+			withSpec(rev("default", "grpc", revision.ModeServe, []string{"grpc.example.com"}, ready("10.0.0.1", 9000)),
+				func(s *revision.Spec) { s.Protocol = revision.ProtocolH2C }),
+			withSpec(rev("default", "poll", revision.ModeProxy, []string{"poll.example.com"}),
+				func(s *revision.Spec) { s.RequestTimeout = 10 * time.Minute; s.IdleTimeout = 90 * time.Second }),
 		)},
 		{name: "no_backends", snap: snapshotOf(rev("default", "cold", revision.ModeServe, []string{"cold.example.com"},
 			revision.Backend{Address: "10.0.0.9", Port: 8080, Ready: false}))},

@@ -18,10 +18,16 @@
 //	--latency        LATENCY        time each request takes (default 0s)
 //	--body           BODY           first line of every answer (default "hello")
 //	--drain-timeout  DRAIN_TIMEOUT  longest graceful drain on SIGTERM (default 30s)
+//	--protocol       PROTOCOL       http1 (default) or h2c: serve gRPC instead
 //
-// Endpoints: GET /healthz (200 "ok", no latency), GET /stats (JSON; add
-// ?reset=1 to reset max_inflight), anything else: the workload response
-// after the latency; "?latency=250ms" overrides the latency per request.
+// HTTP endpoints: GET /healthz (200 "ok", no latency), GET /stats (JSON;
+// add ?reset=1 to reset max_inflight), /ws (WebSocket echo), anything else:
+// the workload response after the latency; "?latency=250ms" overrides the
+// latency per request.
+//
+// With --protocol h2c it serves gRPC over cleartext HTTP/2 instead:
+// grpc.health.v1.Health and grpc.testing.TestService (UnaryCall,
+// StreamingOutputCall, StreamingInputCall, FullDuplexCall); see grpc.go.
 package main
 
 import (
@@ -46,6 +52,7 @@ type config struct {
 	latency      time.Duration
 	body         string
 	drainTimeout time.Duration
+	protocol     string
 }
 
 func main() {
@@ -99,6 +106,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.DurationVar(&cfg.latency, "latency", envDur("LATENCY", 0), "time each request takes (env LATENCY)")
 	fs.StringVar(&cfg.body, "body", envStr("BODY", "hello"), "first line of every answer (env BODY)")
 	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", envDur("DRAIN_TIMEOUT", 30*time.Second), "longest graceful drain on SIGTERM (env DRAIN_TIMEOUT)")
+	fs.StringVar(&cfg.protocol, "protocol", envStr("PROTOCOL", "http1"), "http1 or h2c (gRPC) (env PROTOCOL)")
 	if envErr != nil {
 		return cfg, envErr
 	}
@@ -107,6 +115,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if cfg.port < 0 || cfg.port > 65535 {
 		return cfg, fmt.Errorf("port %d: want 0..65535", cfg.port)
+	}
+	if cfg.protocol != "http1" && cfg.protocol != "h2c" {
+		return cfg, fmt.Errorf("protocol %q: want http1 or h2c", cfg.protocol)
 	}
 	return cfg, nil
 }
@@ -129,6 +140,10 @@ func run(ctx context.Context, cfg config) error {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	srv := newServer(cfg, port, started, time.Now())
+	if cfg.protocol == "h2c" {
+		log.Printf("serving gRPC (h2c) on %s (startup took %s)", ln.Addr(), time.Since(started).Round(time.Millisecond))
+		return serveGRPC(ctx, cfg, ln, srv)
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("listening on %s (startup took %s)", ln.Addr(), time.Since(started).Round(time.Millisecond))
 	errc := make(chan error, 1)
@@ -139,6 +154,7 @@ func run(ctx context.Context, cfg config) error {
 	case <-ctx.Done():
 	}
 	log.Printf("signal received: draining %d requests in flight", srv.inflight.Load())
+	close(srv.stopping)
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.drainTimeout)
 	defer cancel()
 	if err := hs.Shutdown(dctx); err != nil {

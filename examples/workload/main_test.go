@@ -22,13 +22,15 @@ func TestParseConfig(t *testing.T) {
 		want    config
 		wantErr bool
 	}{
-		{"defaults", nil, nil, config{address: "127.0.0.1", port: 8080, body: "hello", drainTimeout: 30 * time.Second}, false},
+		{"defaults", nil, nil, config{address: "127.0.0.1", port: 8080, body: "hello", drainTimeout: 30 * time.Second, protocol: "http1"}, false},
 		{"env", nil, map[string]string{"PORT": "9000", "STARTUP_DELAY": "1s", "LATENCY": "5ms", "BODY": "hi"},
-			config{address: "127.0.0.1", port: 9000, startupDelay: time.Second, latency: 5 * time.Millisecond, body: "hi", drainTimeout: 30 * time.Second}, false},
+			config{address: "127.0.0.1", port: 9000, startupDelay: time.Second, latency: 5 * time.Millisecond, body: "hi", drainTimeout: 30 * time.Second, protocol: "http1"}, false},
 		{"flags win", []string{"--port", "9001", "--latency", "1ms", "--body", "flag"}, map[string]string{"PORT": "9000", "LATENCY": "5ms", "BODY": "env"},
-			config{address: "127.0.0.1", port: 9001, latency: time.Millisecond, body: "flag", drainTimeout: 30 * time.Second}, false},
+			config{address: "127.0.0.1", port: 9001, latency: time.Millisecond, body: "flag", drainTimeout: 30 * time.Second, protocol: "http1"}, false},
 		{"bad env", nil, map[string]string{"LATENCY": "soon"}, config{}, true},
 		{"bad port", []string{"--port", "70000"}, nil, config{}, true},
+		{"h2c", nil, map[string]string{"PROTOCOL": "h2c"}, config{address: "127.0.0.1", port: 8080, body: "hello", drainTimeout: 30 * time.Second, protocol: "h2c"}, false},
+		{"bad protocol", []string{"--protocol", "h3"}, nil, config{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,9 @@ type server struct {
 	inflight    atomic.Int64
 	maxInflight atomic.Int64
 	requests    atomic.Int64
+	// stopping is closed when the server starts to drain: long-lived
+	// connections (WebSocket, gRPC streams) end cleanly then.
+	stopping chan struct{}
 }
 
 // Stats is the JSON document GET /stats returns.
@@ -38,7 +41,21 @@ type Stats struct {
 }
 
 func newServer(cfg config, port int, started, listening time.Time) *server {
-	return &server{cfg: cfg, port: port, pid: os.Getpid(), started: started, listening: listening}
+	return &server{cfg: cfg, port: port, pid: os.Getpid(), started: started, listening: listening, stopping: make(chan struct{})}
+}
+
+// track counts one request (or WebSocket connection, or gRPC call) in
+// flight until the returned func is called.
+func (s *server) track() (done func()) {
+	n := s.inflight.Add(1)
+	for {
+		m := s.maxInflight.Load()
+		if n <= m || s.maxInflight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	s.requests.Add(1)
+	return func() { s.inflight.Add(-1) }
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,16 +67,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/stats":
 		s.serveStats(w, r)
 		return
+	case WebSocketPath:
+		s.serveWebSocket(w, r)
+		return
 	}
-	n := s.inflight.Add(1)
-	defer s.inflight.Add(-1)
-	for {
-		m := s.maxInflight.Load()
-		if n <= m || s.maxInflight.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	s.requests.Add(1)
+	defer s.track()()
 	latency := s.cfg.latency
 	if v := r.URL.Query().Get("latency"); v != "" {
 		d, err := time.ParseDuration(v)

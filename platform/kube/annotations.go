@@ -58,6 +58,9 @@ func parseSpec(defaults revision.Spec, annotations map[string]string, template *
 		errs = append(errs, err)
 	}
 	base.Port = port
+	if proto := portProtocol(template, port); proto != "" {
+		base.Protocol = proto // the protocol setting, when given, wins
+	}
 
 	settings := make(map[string]string, len(annotations))
 	for k, v := range annotations {
@@ -103,6 +106,38 @@ func parsePort(annotations map[string]string, template *corev1.PodSpec) (int32, 
 		return p, nil
 	}
 	return 0, nil
+}
+
+// portProtocol returns the backend protocol a pod template declares for
+// port (or for its first TCP port when port is 0) through the port's name:
+// revision.ProtocolH2C for "h2c", "grpc" or "http2" (alone or before a
+// "-suffix"), the names Knative and service meshes read;
+// revision.ProtocolHTTP1 for "http" or "http1"; "" when the template says
+// nothing. (A container port has no appProtocol field: that exists only on
+// Service ports, which thaw does not need.)
+func portProtocol(spec *corev1.PodSpec, port int32) revision.Protocol {
+	if spec == nil {
+		return ""
+	}
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			if port != 0 && p.ContainerPort != port {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.ToLower(p.Name), "-")
+			switch name {
+			case "h2c", "grpc", "http2":
+				return revision.ProtocolH2C
+			case "http", "http1":
+				return revision.ProtocolHTTP1
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // firstContainerPort returns the first TCP container port of a pod spec, or

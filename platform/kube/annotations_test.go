@@ -161,3 +161,49 @@ func TestSelectorOf(t *testing.T) {
 		t.Errorf("selector %v, err %v", sel, err)
 	}
 }
+
+func TestPortProtocol(t *testing.T) {
+	tmpl := func(ports ...corev1.ContainerPort) *corev1.PodSpec {
+		return &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: ports}}}
+	}
+	tests := []struct {
+		name string
+		spec *corev1.PodSpec
+		port int32
+		want revision.Protocol
+	}{
+		{"nil template", nil, 8080, ""},
+		{"unnamed port", tmpl(corev1.ContainerPort{ContainerPort: 8080}), 8080, ""},
+		{"name grpc", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "grpc"}), 9000, revision.ProtocolH2C},
+		{"name h2c-api", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "h2c-api"}), 9000, revision.ProtocolH2C},
+		{"name http2", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "http2"}), 0, revision.ProtocolH2C},
+		{"name http1", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "http1"}), 9000, revision.ProtocolHTTP1},
+		{"other port named grpc", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "grpc"}, corev1.ContainerPort{ContainerPort: 8080}), 8080, ""},
+		{"udp skipped", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "grpc", Protocol: corev1.ProtocolUDP}), 9000, ""},
+		{"name grpcweb is not grpc", tmpl(corev1.ContainerPort{ContainerPort: 9000, Name: "grpcweb"}), 9000, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := portProtocol(tt.spec, tt.port); got != tt.want {
+				t.Errorf("portProtocol = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSpecProtocolSettingWins(t *testing.T) {
+	tmpl := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: []corev1.ContainerPort{{ContainerPort: 9000, Name: "grpc"}}}}}
+	base := revision.DefaultSpec()
+	spec, err := parseSpec(base, map[string]string{AnnotationHosts: "a.example.com"}, tmpl)
+	if err != nil || spec.Protocol != revision.ProtocolH2C {
+		t.Fatalf("from port name: protocol %q, err %v; want h2c", spec.Protocol, err)
+	}
+	spec, err = parseSpec(base, map[string]string{AnnotationHosts: "a.example.com", revision.ThawPrefix + revision.KeyProtocol: "http1"}, tmpl)
+	if err != nil || spec.Protocol != revision.ProtocolHTTP1 {
+		t.Fatalf("setting: protocol %q, err %v; want http1", spec.Protocol, err)
+	}
+	_, err = parseSpec(base, map[string]string{AnnotationHosts: "a.example.com", revision.ThawPrefix + revision.KeyProtocol: "h3"}, tmpl)
+	if err == nil || !strings.Contains(err.Error(), revision.ThawPrefix+revision.KeyProtocol) {
+		t.Fatalf("bad protocol: err %v, want an error naming the annotation", err)
+	}
+}

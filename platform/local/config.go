@@ -119,6 +119,7 @@ type revisionFile struct {
 	Name        string         `json:"name"`
 	Namespace   string         `json:"namespace"`
 	Hosts       []string       `json:"hosts"`
+	Protocol    string         `json:"protocol"`
 	Command     []string       `json:"command"`
 	WorkingDir  string         `json:"workingDir"`
 	Env         map[string]any `json:"env"`
@@ -248,6 +249,12 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec) 
 			continue
 		}
 		settings[k] = s
+	}
+	if rf.Protocol != "" {
+		if _, dup := settings[revision.KeyProtocol]; dup {
+			bad("protocol", rf.Protocol, "set once: either protocol or autoscaling.protocol")
+		}
+		settings[revision.KeyProtocol] = rf.Protocol
 	}
 	spec, err := revision.ParseSettings(base, settings)
 	if err != nil {

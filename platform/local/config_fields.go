@@ -66,7 +66,7 @@ func specErrors(err error) []error {
 		var fe *revision.FieldError
 		if errors.As(e, &fe) {
 			cp := *fe
-			if cp.Field != "hosts" && cp.Field != "port" {
+			if cp.Field != "hosts" && cp.Field != "port" && cp.Field != revision.KeyProtocol {
 				cp.Field = "autoscaling." + cp.Field
 			}
 			out = append(out, &cp)
