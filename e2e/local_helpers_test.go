@@ -31,6 +31,9 @@ type revisionYAML struct {
 	StartupDelay time.Duration
 	Latency      time.Duration
 	Autoscaling  map[string]string
+	// Protocol, when set, is the revision's protocol (and the workload's:
+	// h2c serves gRPC, probed by TCP).
+	Protocol string
 }
 
 func localConfig(t testing.TB, revs ...revisionYAML) string {
@@ -40,7 +43,14 @@ func localConfig(t testing.TB, revs ...revisionYAML) string {
 	for _, r := range revs {
 		fmt.Fprintf(&b, "  - name: %s\n    hosts: [%s]\n    command: [%q, --port, \"{port}\"]\n", r.Name, r.Host, workloadBin(t))
 		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n      STARTUP_DELAY: %s\n      LATENCY: %s\n", r.Name, r.StartupDelay, r.Latency)
-		b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
+		if r.Protocol != "" {
+			fmt.Fprintf(&b, "      PROTOCOL: %s\n    protocol: %s\n", r.Protocol, r.Protocol)
+		}
+		if r.Protocol == "h2c" {
+			b.WriteString("    readiness:\n      tcp: true\n      period: 200ms\n    stopTimeout: 5s\n")
+		} else {
+			b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
+		}
 		if len(r.Autoscaling) > 0 {
 			b.WriteString("    autoscaling:\n")
 			for k, v := range r.Autoscaling {

@@ -35,6 +35,8 @@ type localFlags struct {
 	holdBudget     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
+	accessLog      string
+	dev            bool
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -51,6 +53,7 @@ the processes and Envoy, and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWithSignals(cmd, g, func(ctx context.Context, logger *zap.Logger) error {
+				f.dev = g.dev
 				return runLocal(ctx, logger, f, cmd)
 			})
 		},
@@ -69,6 +72,7 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
+	fl.StringVar(&f.accessLog, "access-log", "", "Envoy JSON access log file for listener thaw_http (default: off; with --dev, access.log in the state dir)")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -102,6 +106,13 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	xcfg.AccessLogPath = f.accessLog
+	if xcfg.AccessLogPath == "" && f.dev {
+		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
+	}
+	if xcfg.AccessLogPath != "" {
+		logger.Info("envoy access log", zap.String("path", xcfg.AccessLogPath))
+	}
 	a, err := app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,

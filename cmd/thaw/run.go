@@ -19,6 +19,8 @@ import (
 )
 
 type runFlags struct {
+	accessLog        string
+	dev              bool
 	kubeconfig       string
 	watchNamespace   string
 	workloadSelector string
@@ -53,6 +55,7 @@ See docs/kubernetes.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWithSignals(cmd, g, func(ctx context.Context, logger *zap.Logger) error {
+				f.dev = g.dev
 				return runKube(ctx, logger, f)
 			})
 		},
@@ -74,6 +77,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.httpAddress, "http-address", "0.0.0.0", "address of the Envoy fleet's HTTP listener")
 	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of the Envoy fleet's HTTP listener")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
+	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
@@ -105,6 +109,10 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	xcfg.AccessLogPath = f.accessLog
+	if xcfg.AccessLogPath == "" && f.dev {
+		xcfg.AccessLogPath = "/dev/stdout"
+	}
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,
