@@ -257,6 +257,21 @@ func ParseSettingsWithin(base Spec, settings map[string]string, lim Limits) (Spe
 	return spec, nil
 }
 
+// IsSetting reports whether key names a known setting: bare ("target"),
+// under ThawPrefix or KnativePrefix, or one of Knative's historical names
+// ("minScale").
+func IsSetting(key string) bool {
+	name, _, ok := splitKey(key)
+	if !ok {
+		return false
+	}
+	if alias, isAlias := aliases[name]; isAlias {
+		name = alias
+	}
+	_, known := setters[name]
+	return known
+}
+
 // splitKey returns the bare setting name of a key and whether it came under
 // ThawPrefix (bare keys count as thaw's own). ok is false for keys that are
 // not settings at all (other annotations).
