@@ -98,7 +98,7 @@ func TestParseSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := parseSpec(revision.DefaultSpec(), tt.annotations, tt.template)
+			spec, err := parseSpec(revision.DefaultSpec(), revision.Limits{}, tt.annotations, tt.template)
 			if len(tt.wantFields) == 0 {
 				if err != nil {
 					t.Fatalf("parseSpec: %v", err)
