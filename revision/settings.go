@@ -3,6 +3,7 @@ package revision
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,37 @@ var setters = map[string]setter{
 	KeyIdleTimeout:    durationSetter(func(s *Spec, d time.Duration) { s.IdleTimeout = d }),
 }
 
+// intRanges are the bounds of every integer setting, checked on the value as
+// written before it is stored (a Spec field may be narrower than int, and a
+// wrapped value must never pass). A test checks that every setter that
+// takes integers has an entry.
+var intRanges = map[string]struct {
+	lo, hi int64
+	note   string
+}{
+	KeyContainerConcurrency: {0, 1000, " (0 = unlimited)"},
+	KeyMinScale:             {0, math.MaxInt32, ""},
+	KeyMaxScale:             {0, math.MaxInt32, " (0 = unlimited)"},
+	KeyInitialScale:         {0, math.MaxInt32, ""},
+	KeyActivationScale:      {1, math.MaxInt32, ""},
+	KeyQueueDepth:           {1, 1_000_000, ""},
+}
+
+// checkInt returns "" when v is an integer within name's range, else what
+// is wanted instead.
+func checkInt(name, v string) string {
+	r, ok := intRanges[name]
+	if !ok {
+		return ""
+	}
+	want := fmt.Sprintf("an integer %d..%d%s", r.lo, r.hi, r.note)
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < r.lo || n > r.hi {
+		return want
+	}
+	return ""
+}
+
 func intSetter(set func(*Spec, int)) setter {
 	return func(s *Spec, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -98,32 +130,53 @@ func intSetter(set func(*Spec, int)) setter {
 	}
 }
 
+// floatSetter refuses NaN and ±Inf in every spelling strconv accepts
+// ("Inf", "+infinity", "nan") and values that overflow float64 ("1e400").
 func floatSetter(set func(*Spec, float64)) setter {
 	return func(s *Spec, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f != f {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return errors.New("a number")
+		}
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.New("a finite number")
 		}
 		set(s, f)
 		return nil
 	}
 }
 
-// durationSetter accepts Go durations ("90s", "1m30s") and, as Knative does
-// for some keys, a bare number of seconds.
+// durationSetter accepts what ParseDuration accepts.
 func durationSetter(set func(*Spec, time.Duration)) setter {
 	return func(s *Spec, v string) error {
-		v = strings.TrimSpace(v)
-		if d, err := time.ParseDuration(v); err == nil {
-			set(s, d)
-			return nil
+		d, err := ParseDuration(v)
+		if err != nil {
+			return err
 		}
-		if n, err := strconv.ParseFloat(v, 64); err == nil && n == n {
-			set(s, time.Duration(n*float64(time.Second)))
-			return nil
-		}
-		return errors.New(`a duration such as "60s" or a number of seconds`)
+		set(s, d)
+		return nil
 	}
+}
+
+// ParseDuration parses a duration setting: a Go duration ("90s", "1m30s")
+// or, as Knative accepts for some keys, a bare number of seconds ("15",
+// "0.5"). Surrounding spaces are ignored. It returns an error (whose text
+// says what is wanted) for anything else, including non-finite numbers and
+// values beyond time.Duration's range (about 292 years).
+func ParseDuration(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
+		ns := n * float64(time.Second)
+		// float64(MaxInt64) rounds up to 2^63, so < excludes it.
+		if ns < float64(math.MaxInt64) && ns > float64(math.MinInt64) {
+			return time.Duration(ns), nil
+		}
+	}
+	return 0, errors.New(`a duration such as "60s" or a finite number of seconds`)
 }
 
 // ParseSettings applies settings onto base and validates the result. Keys may
@@ -131,8 +184,18 @@ func durationSetter(set func(*Spec, time.Duration)) setter {
 // (other annotations) are ignored, except unknown keys under ThawPrefix or
 // bare unknown keys, which are errors so typos do not pass silently. All
 // problems are returned at once, joined; each wraps ErrInvalidSpec and names
-// the key as written.
+// the key as written. Integers are checked against their range as written
+// (no wrap-around). The returned Spec's hosts are in normal form (see
+// NormalizeHost). It is ParseSettingsWithin with no Limits.
 func ParseSettings(base Spec, settings map[string]string) (Spec, error) {
+	return ParseSettingsWithin(base, settings, Limits{})
+}
+
+// ParseSettingsWithin is ParseSettings validating against lim as well. When
+// lim.HoldBudget is below base's hold-timeout (a default), the hold-timeout
+// defaults to the budget instead; a hold-timeout written above the budget
+// is an error.
+func ParseSettingsWithin(base Spec, settings map[string]string, lim Limits) (Spec, error) {
 	type entry struct{ written, value string }
 	chosen := map[string]entry{}
 	fromThaw := map[string]bool{}
@@ -164,6 +227,9 @@ func ParseSettings(base Spec, settings map[string]string) (Spec, error) {
 	}
 	spec := base
 	spec.Hosts = append([]string(nil), base.Hosts...)
+	if lim.HoldBudget > 0 && spec.HoldTimeout > lim.HoldBudget {
+		spec.HoldTimeout = lim.HoldBudget
+	}
 	names := make([]string, 0, len(chosen))
 	for n := range chosen {
 		names = append(names, n)
@@ -171,11 +237,15 @@ func ParseSettings(base Spec, settings map[string]string) (Spec, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		e := chosen[name]
+		if want := checkInt(name, e.value); want != "" {
+			errs = append(errs, &FieldError{Field: e.written, Value: e.value, Allowed: want})
+			continue
+		}
 		if err := setters[name](&spec, e.value); err != nil {
 			errs = append(errs, &FieldError{Field: e.written, Value: e.value, Allowed: err.Error()})
 		}
 	}
-	if err := spec.Validate(); err != nil {
+	if err := spec.ValidateWithin(lim); err != nil {
 		// Name fields as the user wrote them (annotation or YAML key).
 		for _, e := range unjoin(err) {
 			var fe *FieldError
@@ -187,10 +257,28 @@ func ParseSettings(base Spec, settings map[string]string) (Spec, error) {
 			errs = append(errs, e)
 		}
 	}
+	for i, h := range spec.Hosts {
+		spec.Hosts[i] = NormalizeHost(h)
+	}
 	if len(errs) > 0 {
 		return spec, errors.Join(errs...)
 	}
 	return spec, nil
+}
+
+// IsSetting reports whether key names a known setting: bare ("target"),
+// under ThawPrefix or KnativePrefix, or one of Knative's historical names
+// ("minScale").
+func IsSetting(key string) bool {
+	name, _, ok := splitKey(key)
+	if !ok {
+		return false
+	}
+	if alias, isAlias := aliases[name]; isAlias {
+		name = alias
+	}
+	_, known := setters[name]
+	return known
 }
 
 // splitKey returns the bare setting name of a key and whether it came under

@@ -3,11 +3,13 @@ package revision
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"math"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
+
+// MaxHoldTimeout is the largest hold-timeout any revision may set; a lower
+// hold budget (Limits.HoldBudget) lowers it.
+const MaxHoldTimeout = 15 * time.Minute
 
 // ErrInvalidSpec is wrapped by every error Validate returns, so callers can
 // tell configuration errors from I/O errors with errors.Is.
@@ -29,10 +31,26 @@ func (e *FieldError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidSpec) true.
 func (e *FieldError) Unwrap() error { return ErrInvalidSpec }
 
+// Limits are bounds on revision settings that come from thaw's own
+// configuration (flags) rather than from the revision. The zero value sets
+// none beyond the fixed ranges of Validate.
+type Limits struct {
+	// HoldBudget is the global hold budget (--hold-budget, xds
+	// Config.HoldBudget): Envoy cuts every held request at this time, so a
+	// hold-timeout above it is refused. 0: no such bound.
+	HoldBudget time.Duration
+}
+
 // Validate checks every field against its bounds and returns all problems at
 // once, joined with errors.Join; each is a *FieldError naming the field (by
 // its settings key) and the allowed range. It returns nil for a valid Spec.
-func (s *Spec) Validate() error {
+// It is ValidateWithin with no Limits.
+func (s *Spec) Validate() error { return s.ValidateWithin(Limits{}) }
+
+// ValidateWithin is Validate with the bounds of lim as well (hold-timeout
+// at most lim.HoldBudget). Hosts are compared in normal form (see
+// NormalizeHost) and quoted as written; every float must be finite.
+func (s *Spec) ValidateWithin(lim Limits) error {
 	var errs []error
 	bad := func(field string, value any, allowed string) {
 		errs = append(errs, &FieldError{Field: field, Value: fmt.Sprint(value), Allowed: allowed})
@@ -40,14 +58,16 @@ func (s *Spec) Validate() error {
 	if len(s.Hosts) == 0 {
 		bad("hosts", "", "at least one host name")
 	}
-	seen := make(map[string]bool, len(s.Hosts))
+	seen := make(map[string]string, len(s.Hosts))
 	for _, h := range s.Hosts {
-		if msg := checkHost(h); msg != "" {
+		n := NormalizeHost(h)
+		if msg := checkHost(n); msg != "" {
 			bad("hosts", h, msg)
-		} else if seen[h] {
-			bad("hosts", h, "each host once")
+		} else if first, dup := seen[n]; dup {
+			bad("hosts", h, fmt.Sprintf("each host once (%q is the same host)", first))
+		} else {
+			seen[n] = h
 		}
-		seen[h] = true
 	}
 	if s.Port < 0 || s.Port > 65535 {
 		bad("port", s.Port, "1..65535 (0 = per-backend port)")
@@ -61,10 +81,11 @@ func (s *Spec) Validate() error {
 	if s.Metric != MetricConcurrency && s.Metric != MetricRPS {
 		bad(KeyMetric, s.Metric, `"concurrency" or "rps"`)
 	}
-	if s.Target < 0 || (s.Target > 0 && s.Target < 0.01) {
-		bad(KeyTarget, s.Target, ">= 0.01 (0 = default for the metric)")
+	// Float checks are written so that NaN and ±Inf fail them.
+	if !(s.Target == 0 || (s.Target >= 0.01 && s.Target <= math.MaxFloat64)) {
+		bad(KeyTarget, s.Target, "a finite number >= 0.01 (0 = default for the metric)")
 	}
-	if s.TargetUtilizationPercentage < 1 || s.TargetUtilizationPercentage > 100 {
+	if !(s.TargetUtilizationPercentage >= 1 && s.TargetUtilizationPercentage <= 100) {
 		bad(KeyTargetUtilization, s.TargetUtilizationPercentage, "1..100")
 	}
 	if s.MinScale < 0 {
@@ -86,26 +107,32 @@ func (s *Spec) Validate() error {
 		bad(KeyActivationScale, s.ActivationScale, fmt.Sprintf("<= max-scale (%d)", s.MaxScale))
 	}
 	checkDuration(bad, KeyWindow, s.StableWindow, 6*time.Second, time.Hour)
-	if s.PanicWindowPercentage < 1 || s.PanicWindowPercentage > 100 {
+	if !(s.PanicWindowPercentage >= 1 && s.PanicWindowPercentage <= 100) {
 		bad(KeyPanicWindowPercentage, s.PanicWindowPercentage, "1..100")
 	}
-	if s.PanicThresholdPercentage < 110 || s.PanicThresholdPercentage > 1000 {
+	if !(s.PanicThresholdPercentage >= 110 && s.PanicThresholdPercentage <= 1000) {
 		bad(KeyPanicThresholdPercentage, s.PanicThresholdPercentage, "110..1000")
 	}
 	checkDuration(bad, KeyScaleDownDelay, s.ScaleDownDelay, 0, time.Hour)
-	if s.MaxScaleUpRate <= 1 {
-		bad(KeyMaxScaleUpRate, s.MaxScaleUpRate, "> 1")
+	if !(s.MaxScaleUpRate > 1 && s.MaxScaleUpRate <= math.MaxFloat64) {
+		bad(KeyMaxScaleUpRate, s.MaxScaleUpRate, "a finite number > 1")
 	}
-	if s.MaxScaleDownRate <= 1 {
-		bad(KeyMaxScaleDownRate, s.MaxScaleDownRate, "> 1")
+	if !(s.MaxScaleDownRate > 1 && s.MaxScaleDownRate <= math.MaxFloat64) {
+		bad(KeyMaxScaleDownRate, s.MaxScaleDownRate, "a finite number > 1")
 	}
-	if s.TargetBurstCapacity < -1 || (s.TargetBurstCapacity < 0 && s.TargetBurstCapacity != -1) {
-		bad(KeyTargetBurstCapacity, s.TargetBurstCapacity, "-1 (activator always in path) or >= 0")
+	if !(s.TargetBurstCapacity == -1 || (s.TargetBurstCapacity >= 0 && s.TargetBurstCapacity <= math.MaxFloat64)) {
+		bad(KeyTargetBurstCapacity, s.TargetBurstCapacity, "-1 (activator always in path) or a finite number >= 0")
 	}
 	checkDuration(bad, KeyScaleToZeroGracePeriod, s.ScaleToZeroGracePeriod, 0, time.Hour)
 	checkDuration(bad, KeyScaleToZeroPodRetention, s.ScaleToZeroPodRetention, 0, time.Hour)
 	checkDuration(bad, KeyActivationTimeout, s.ActivationTimeout, time.Second, time.Hour)
-	checkDuration(bad, KeyHoldTimeout, s.HoldTimeout, time.Second, 15*time.Minute)
+	if lim.HoldBudget > 0 && lim.HoldBudget < MaxHoldTimeout {
+		if s.HoldTimeout < time.Second || s.HoldTimeout > lim.HoldBudget {
+			bad(KeyHoldTimeout, s.HoldTimeout, fmt.Sprintf("1s..%s (at most the hold budget, --hold-budget %s)", lim.HoldBudget, lim.HoldBudget))
+		}
+	} else {
+		checkDuration(bad, KeyHoldTimeout, s.HoldTimeout, time.Second, MaxHoldTimeout)
+	}
 	checkDuration(bad, KeyRequestTimeout, s.RequestTimeout, time.Second, MaxRequestTimeout)
 	checkDuration(bad, KeyIdleTimeout, s.IdleTimeout, 0, MaxRequestTimeout)
 	if s.QueueDepth < 1 || s.QueueDepth > 1_000_000 {
@@ -121,17 +148,4 @@ func checkDuration(bad func(string, any, string), field string, d, lo, hi time.D
 	if d < lo || d > hi {
 		bad(field, d, fmt.Sprintf("%s..%s", lo, hi))
 	}
-}
-
-// checkHost returns "" for a valid host name or "*." wildcard, else what is
-// wanted instead.
-func checkHost(h string) string {
-	name := strings.TrimPrefix(h, "*.")
-	if name == "" || strings.ContainsAny(name, ":/ ") {
-		return "a DNS name, optionally prefixed with *."
-	}
-	if errs := validation.IsDNS1123Subdomain(strings.ToLower(name)); len(errs) > 0 {
-		return "a DNS name, optionally prefixed with *. (" + errs[0] + ")"
-	}
-	return ""
 }

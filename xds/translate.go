@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -227,13 +226,14 @@ func (t *translator) routeConfiguration(vhosts []*routev3.VirtualHost) (*routev3
 	return rc, nil
 }
 
-// claimHosts returns rev's hosts lowercased, or a joined
+// claimHosts returns rev's hosts in normal form (revision.NormalizeHost,
+// the form validation compared), or a joined
 // *HostCollisionError for each host another revision already owns.
 func claimHosts(owner map[string]revision.Key, rev *revision.Revision) ([]string, error) {
 	domains := make([]string, 0, len(rev.Spec.Hosts))
 	var errs []error
 	for _, h := range rev.Spec.Hosts {
-		d := strings.ToLower(h)
+		d := revision.NormalizeHost(h)
 		if k, taken := owner[d]; taken {
 			errs = append(errs, &HostCollisionError{Host: d, Kept: k, Skipped: rev.Key})
 			continue

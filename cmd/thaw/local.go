@@ -90,7 +90,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		return err
 	}
 	defaults := revision.DefaultSpec()
-	cfg, err := local.Load(f.file, defaults)
+	cfg, err := local.LoadWithin(f.file, defaults, revision.Limits{HoldBudget: f.holdBudget})
 	if err != nil {
 		return err
 	}

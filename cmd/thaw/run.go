@@ -118,7 +118,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		Registry: reg,
 		NewPlatform: func(_ *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
 			p, err := kube.New(kube.Options{Logger: logger.Named("kube"), Client: client, RESTConfig: cfg, Registry: reg,
-				Defaults: revision.DefaultSpec(), Namespace: f.watchNamespace, LabelSelector: f.workloadSelector,
+				Defaults: revision.DefaultSpec(), Limits: revision.Limits{HoldBudget: f.holdBudget}, Namespace: f.watchNamespace, LabelSelector: f.workloadSelector,
 				PodLabelSelector: f.podSelector, Registerer: metrics, Elected: elector != nil, StatusInterval: f.statusInterval})
 			if err != nil {
 				return nil, err

@@ -299,6 +299,9 @@ func (a *App) Status() []RevisionStatus {
 			row.StableConcurrency, row.RPS, row.InPanic = d.StableConcurrency, d.StableRPS, d.InPanic
 		}
 		row.Held, row.InFlight = a.act.Stats(rev.Key)
+		if re, ok := a.platform.(revisionErrorer); ok {
+			row.Error = re.RevisionError(rev.Key)
+		}
 		rows = append(rows, row)
 	}
 	for key, err := range snap.Invalid {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/revision"
 )
 
 // Platform is where revisions come from and how they scale: local processes
@@ -22,4 +23,11 @@ type Platform interface {
 // leading; without an Elector it always leads.
 type Elector interface {
 	Run(ctx context.Context, onStartedLeading func(ctx context.Context), onStoppedLeading func())
+}
+
+// revisionErrorer is implemented by platforms that know why a valid
+// revision's backends fail (platform/local: a crash-looping process's exit
+// status and stderr); Status shows it in the revision's row.
+type revisionErrorer interface {
+	RevisionError(key revision.Key) string
 }

@@ -49,7 +49,7 @@ func isRevision(annotations map[string]string) bool {
 // template. defaults supplies every setting not given. The error joins every
 // problem; each is a *revision.FieldError naming the annotation as written
 // and the allowed values, and wraps revision.ErrInvalidSpec.
-func parseSpec(defaults revision.Spec, annotations map[string]string, template *corev1.PodSpec) (revision.Spec, error) {
+func parseSpec(defaults revision.Spec, lim revision.Limits, annotations map[string]string, template *corev1.PodSpec) (revision.Spec, error) {
 	base := defaults
 	base.Hosts = parseHosts(annotations[AnnotationHosts])
 	var errs []error
@@ -68,7 +68,7 @@ func parseSpec(defaults revision.Spec, annotations map[string]string, template *
 			settings[k] = v
 		}
 	}
-	spec, err := revision.ParseSettings(base, settings)
+	spec, err := revision.ParseSettingsWithin(base, settings, lim)
 	if err != nil {
 		errs = append(errs, renameHosts(err))
 	}
@@ -79,12 +79,12 @@ func parseSpec(defaults revision.Spec, annotations map[string]string, template *
 }
 
 // parseHosts splits a comma-separated host list, trimming spaces and
-// dropping empty items, and lowercases the names (HTTP authorities are
-// case-insensitive; Envoy matches domains in lowercase).
+// dropping empty items. revision.ParseSettings puts the names in normal form
+// (lower case, no port, no trailing dot).
 func parseHosts(v string) []string {
 	var hosts []string
 	for h := range strings.SplitSeq(v, ",") {
-		h = strings.ToLower(strings.TrimSpace(h))
+		h = strings.TrimSpace(h)
 		if h != "" {
 			hosts = append(hosts, h)
 		}

@@ -98,7 +98,7 @@ func TestParseSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := parseSpec(revision.DefaultSpec(), tt.annotations, tt.template)
+			spec, err := parseSpec(revision.DefaultSpec(), revision.Limits{}, tt.annotations, tt.template)
 			if len(tt.wantFields) == 0 {
 				if err != nil {
 					t.Fatalf("parseSpec: %v", err)
@@ -194,15 +194,15 @@ func TestPortProtocol(t *testing.T) {
 func TestParseSpecProtocolSettingWins(t *testing.T) {
 	tmpl := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: []corev1.ContainerPort{{ContainerPort: 9000, Name: "grpc"}}}}}
 	base := revision.DefaultSpec()
-	spec, err := parseSpec(base, map[string]string{AnnotationHosts: "a.example.com"}, tmpl)
+	spec, err := parseSpec(base, revision.Limits{}, map[string]string{AnnotationHosts: "a.example.com"}, tmpl)
 	if err != nil || spec.Protocol != revision.ProtocolH2C {
 		t.Fatalf("from port name: protocol %q, err %v; want h2c", spec.Protocol, err)
 	}
-	spec, err = parseSpec(base, map[string]string{AnnotationHosts: "a.example.com", revision.ThawPrefix + revision.KeyProtocol: "http1"}, tmpl)
+	spec, err = parseSpec(base, revision.Limits{}, map[string]string{AnnotationHosts: "a.example.com", revision.ThawPrefix + revision.KeyProtocol: "http1"}, tmpl)
 	if err != nil || spec.Protocol != revision.ProtocolHTTP1 {
 		t.Fatalf("setting: protocol %q, err %v; want http1", spec.Protocol, err)
 	}
-	_, err = parseSpec(base, map[string]string{AnnotationHosts: "a.example.com", revision.ThawPrefix + revision.KeyProtocol: "h3"}, tmpl)
+	_, err = parseSpec(base, revision.Limits{}, map[string]string{AnnotationHosts: "a.example.com", revision.ThawPrefix + revision.KeyProtocol: "h3"}, tmpl)
 	if err == nil || !strings.Contains(err.Error(), revision.ThawPrefix+revision.KeyProtocol) {
 		t.Fatalf("bad protocol: err %v, want an error naming the annotation", err)
 	}

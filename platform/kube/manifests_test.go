@@ -215,7 +215,7 @@ func TestSampleWorkload(t *testing.T) {
 			continue
 		}
 		n++
-		spec, err := parseSpec(revision.DefaultSpec(), d.Annotations, &d.Spec.Template.Spec)
+		spec, err := parseSpec(revision.DefaultSpec(), revision.Limits{}, d.Annotations, &d.Spec.Template.Spec)
 		if err != nil {
 			t.Errorf("sample %s: %v", d.Name, err)
 		}

@@ -46,6 +46,9 @@ type Options struct {
 	// Defaults is the Spec every workload's annotations are applied onto
 	// (global defaults from flags). Zero value: revision.DefaultSpec().
 	Defaults revision.Spec
+	// Limits bound every revision's settings beyond their fixed ranges
+	// (hold-timeout at most the hold budget). Zero value: none.
+	Limits revision.Limits
 	// Namespace limits the watch to one namespace; "" watches all.
 	Namespace string
 	// LabelSelector limits which Deployments and StatefulSets are watched

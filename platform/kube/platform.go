@@ -50,6 +50,7 @@ type Platform struct {
 
 	mu        sync.Mutex
 	revs      map[revision.Key]*revState
+	hosts     *hostIndex
 	invalid   int
 	conflicts int
 }
@@ -75,7 +76,7 @@ func New(opts Options) (*Platform, error) {
 	}
 	p := &Platform{
 		opts: opts, log: opts.Logger, scales: sc, metrics: m,
-		revs: map[revision.Key]*revState{},
+		revs: map[revision.Key]*revState{}, hosts: newHostIndex(),
 	}
 	p.setLeading(!opts.Elected)
 	return p, nil
@@ -189,6 +190,12 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	for _, key := range keys {
 		p.reconcile(key)
+	}
+	// A workload that lost a host to one reconciled after it was queued
+	// again: settle those before the first snapshot is served. Bounded by
+	// what is queued now.
+	for n := p.queue.Len(); n > 0; n-- {
+		p.processNext()
 	}
 	// The report loop starts from the state before SetSynced, so it sees
 	// every mode flip made by those who waited for Synced.

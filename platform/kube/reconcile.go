@@ -104,7 +104,7 @@ func (p *Platform) reconcile(key revision.Key) {
 		p.forget(key)
 		return
 	}
-	spec, perr := parseSpec(p.opts.Defaults, w.annotations, w.template)
+	spec, perr := parseSpec(p.opts.Defaults, p.opts.Limits, w.annotations, w.template)
 	sel, serr := selectorOf(w.selector)
 	if serr != nil {
 		perr = errors.Join(perr, serr)
@@ -121,6 +121,14 @@ func (p *Platform) reconcile(key revision.Key) {
 		}
 	}
 	p.setConflictLocked(st, loser != nil)
+	// Only a valid revision claims its hosts; losing one makes it invalid.
+	var affected []revision.Key
+	if perr == nil {
+		affected = p.hosts.set(key, w.created.Time, spec.Hosts)
+		perr = p.hosts.conflicts(key)
+	} else {
+		affected = p.hosts.remove(key)
+	}
 	var reportConflict *workload
 	if loser != nil && p.Leading() && st.reportedConflict != string(loser.uid) {
 		st.reportedConflict = string(loser.uid)
@@ -143,6 +151,7 @@ func (p *Platform) reconcile(key revision.Key) {
 		}
 		ref := st.ref
 		p.mu.Unlock()
+		p.enqueue(affected)
 		p.opts.Registry.SetInvalid(key, perr)
 		if report {
 			p.recorder.Event(ref, corev1.EventTypeWarning, ReasonInvalidConfiguration, msg)
@@ -153,6 +162,7 @@ func (p *Platform) reconcile(key revision.Key) {
 	p.setInvalidLocked(st, nil)
 	st.reportedInvalid = ""
 	p.mu.Unlock()
+	p.enqueue(affected)
 
 	objs, err := p.pods.ByIndex(ownerIndex, ownerIndexValue(w.kind, key))
 	if err != nil {
@@ -239,6 +249,7 @@ func (p *Platform) setConflictLocked(st *revState, conflict bool) {
 // annotation, or is being deleted).
 func (p *Platform) forget(key revision.Key) {
 	p.mu.Lock()
+	affected := p.hosts.remove(key)
 	st := p.revs[key]
 	if st != nil {
 		p.setInvalidLocked(st, nil)
@@ -248,5 +259,14 @@ func (p *Platform) forget(key revision.Key) {
 		st.log.Info("revision removed")
 	}
 	p.mu.Unlock()
+	p.enqueue(affected)
 	p.opts.Registry.Delete(key)
+}
+
+// enqueue queues revisions to reconcile again (their host ownership may
+// have changed).
+func (p *Platform) enqueue(keys []revision.Key) {
+	for _, k := range keys {
+		p.queue.Add(k)
+	}
 }

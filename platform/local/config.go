@@ -143,6 +143,12 @@ type probeFile struct {
 // revision does not fail Load: it is reported in Config.Invalid and
 // Config.Errors while the valid ones are returned.
 func Load(path string, defaults revision.Spec) (*Config, error) {
+	return LoadWithin(path, defaults, revision.Limits{})
+}
+
+// LoadWithin is Load validating every revision against lim as well (see
+// revision.ParseSettingsWithin).
+func LoadWithin(path string, defaults revision.Spec, lim revision.Limits) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("local platform config: %w", err)
@@ -151,13 +157,20 @@ func Load(path string, defaults revision.Spec) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local platform config %s: %w", path, err)
 	}
-	return Parse(path, base, data, defaults)
+	return ParseWithin(path, base, data, defaults, lim)
 }
 
 // Parse is Load for data already read: name is used in error messages and
 // relative working directories are resolved against baseDir.
 func Parse(name, baseDir string, data []byte, defaults revision.Spec) (*Config, error) {
-	js, err := yaml.YAMLToJSON(data)
+	return ParseWithin(name, baseDir, data, defaults, revision.Limits{})
+}
+
+// ParseWithin is Parse validating every revision against lim as well. A
+// key written twice in one YAML map fails the whole file (the error names
+// its line): which of the two values was meant cannot be told.
+func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim revision.Limits) (*Config, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -169,7 +182,7 @@ func Parse(name, baseDir string, data []byte, defaults revision.Spec) (*Config, 
 	seen := map[revision.Key]bool{}
 	hostOwner := map[string]revision.Key{}
 	for i, raw := range f.Revisions {
-		rc, key, errs := parseRevision(raw, baseDir, defaults)
+		rc, key, errs := parseRevision(raw, baseDir, defaults, lim)
 		label := fmt.Sprintf("#%d", i+1)
 		if key.Name != "" {
 			label = key.String()
@@ -209,7 +222,7 @@ func Parse(name, baseDir string, data []byte, defaults revision.Spec) (*Config, 
 
 // parseRevision returns the revision, its key (Name empty when it has none)
 // and every problem found.
-func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec) (RevisionConfig, revision.Key, []error) {
+func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, lim revision.Limits) (RevisionConfig, revision.Key, []error) {
 	var rf revisionFile
 	// A lenient first pass finds the name even when a field is malformed,
 	// so the error can name the revision.
@@ -244,6 +257,13 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec) 
 	settings := map[string]string{}
 	for k, v := range rf.Autoscaling {
 		s, err := scalar(v)
+		if !revision.IsSetting(k) {
+			// Nothing but settings belongs here: unlike annotations, a key
+			// under another prefix (or an unknown Knative key) is a typo.
+			bad("autoscaling."+k, fmt.Sprint(v), "a setting name, bare or under "+revision.ThawPrefix+" or "+revision.KnativePrefix+
+				" (see docs/configuration.md)")
+			continue
+		}
 		if err != nil {
 			bad("autoscaling."+k, fmt.Sprint(v), err.Error())
 			continue
@@ -256,7 +276,7 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec) 
 		}
 		settings[revision.KeyProtocol] = rf.Protocol
 	}
-	spec, err := revision.ParseSettings(base, settings)
+	spec, err := revision.ParseSettingsWithin(base, settings, lim)
 	if err != nil {
 		errs = append(errs, specErrors(err)...)
 	}

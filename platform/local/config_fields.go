@@ -30,21 +30,17 @@ func scalar(v any) (string, error) {
 }
 
 // durationField parses a duration written as a Go duration ("500ms", "1m")
-// or a bare number of seconds; nil gives def. Values below lo are rejected.
+// or a bare finite number of seconds (revision.ParseDuration); nil gives
+// def. Values below lo are rejected.
 func durationField(errs *[]error, field string, v any, def, lo time.Duration) time.Duration {
 	if v == nil {
 		return def
 	}
 	s, err := scalar(v)
-	d, perr := time.ParseDuration(strings.TrimSpace(s))
-	if perr != nil {
-		if f, ferr := strconv.ParseFloat(strings.TrimSpace(s), 64); ferr == nil && f == f {
-			d, perr = time.Duration(f*float64(time.Second)), nil
-		}
-	}
+	d, perr := revision.ParseDuration(s)
 	if err != nil || perr != nil || d < lo {
 		*errs = append(*errs, &revision.FieldError{Field: field, Value: fmt.Sprint(v),
-			Allowed: fmt.Sprintf(`a duration >= %s such as "500ms" or a number of seconds`, lo)})
+			Allowed: fmt.Sprintf(`a duration >= %s such as "500ms" or a finite number of seconds`, lo)})
 		return def
 	}
 	return d

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -58,6 +59,7 @@ func (in *instance) run(ctx context.Context, proc *process, ready bool) {
 	defer p.wg.Done()
 	defer in.remove()
 	backoff := p.opts.RestartBackoff
+	crashes := 0
 	for {
 		if proc == nil {
 			select {
@@ -70,6 +72,7 @@ func (in *instance) run(ctx context.Context, proc *process, ready bool) {
 			var err error
 			if proc, err = in.start(); err != nil {
 				in.log.Error("process did not start; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				in.fail(fmt.Sprintf("did not start: %v (retrying in %s)", err, backoff))
 			}
 		}
 		if proc != nil {
@@ -77,10 +80,16 @@ func (in *instance) run(ctx context.Context, proc *process, ready bool) {
 				return
 			}
 			if p.opts.Clock.Since(proc.startedAt) >= backoffReset {
-				backoff = p.opts.RestartBackoff
+				backoff, crashes = p.opts.RestartBackoff, 0
 			}
+			crashes++
 			in.log.Warn("process exited; restarting", zap.Int("pid", proc.pid),
 				zap.String("status", proc.status()), zap.Duration("backoff", backoff))
+			msg := fmt.Sprintf("%s (%d in a row; restarting in %s)", proc.status(), crashes, backoff)
+			if tail := proc.stderr.String(); tail != "" {
+				msg += "; stderr: " + tail
+			}
+			in.fail(msg)
 		}
 		proc, ready = nil, false
 		if !in.sleep(ctx, backoff) {
@@ -163,6 +172,7 @@ func (in *instance) supervise(ctx context.Context, proc *process, everReady bool
 			if failures == probe.FailureThreshold {
 				in.log.Warn("readiness probe failing; not a backend until it passes", zap.Error(err))
 				in.setReady(false)
+				in.fail("readiness probe failing: " + err.Error())
 			}
 		}
 		next = probe.Period
@@ -225,7 +235,19 @@ func (in *instance) setReady(ready bool) {
 		return
 	}
 	in.ready = ready
+	if rs := in.rs; ready && rs.lastErr != "" && (rs.errInstance == in.name ||
+		!slices.ContainsFunc(rs.instances, func(x *instance) bool { return x.name == rs.errInstance })) {
+		rs.lastErr, rs.errInstance = "", ""
+	}
 	p.publishLocked(in.rs)
+}
+
+// fail records why the instance failed as its revision's last error.
+func (in *instance) fail(msg string) {
+	p := in.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in.rs.lastErr, in.rs.errInstance = msg, in.name
 }
 
 func (in *instance) releasePort() {

@@ -183,12 +183,17 @@ func (r *followReader) close() {
 	_ = os.Remove(r.f.Name())
 }
 
-// logStreams logs every stream's lines until it ends.
-func logStreams(streams []stream, log *zap.Logger) *sync.WaitGroup {
+// logStreams logs every stream's lines until it ends, keeping the last
+// lines of stderr in errTail (nil: not kept).
+func logStreams(streams []stream, log *zap.Logger, errTail *lineTail) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for _, s := range streams {
+		var t *lineTail
+		if s.name == "stderr" {
+			t = errTail
+		}
 		wg.Add(1)
-		go logLines(&wg, s.r, log.With(zap.String("stream", s.name)))
+		go logLines(&wg, s.r, log.With(zap.String("stream", s.name)), t)
 	}
 	return &wg
 }
@@ -205,13 +210,15 @@ func finishStreams(streams []stream, readers *sync.WaitGroup) {
 	}
 }
 
-func logLines(wg *sync.WaitGroup, r io.Reader, log *zap.Logger) {
+func logLines(wg *sync.WaitGroup, r io.Reader, log *zap.Logger, t *lineTail) {
 	defer wg.Done()
 	br := bufio.NewReaderSize(r, maxLine)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			log.Info("process output", zap.String("line", strings.TrimRight(string(line), "\r\n")))
+			text := strings.TrimRight(string(line), "\r\n")
+			log.Info("process output", zap.String("line", text))
+			t.add(text)
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return

@@ -107,6 +107,10 @@ type revState struct {
 	desired     int32
 	seq         int
 	instances   []*instance // live ones, including stopping ones
+	// lastErr is why an instance (errInstance) last failed: start error,
+	// exit status with the end of its stderr, or failing readiness probe.
+	// Cleared when that instance, or any once it is gone, becomes ready.
+	lastErr, errInstance string
 }
 
 // New returns a Platform for cfg. It starts nothing: call Run. It panics if
@@ -225,6 +229,19 @@ func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready
 		}
 	}
 	return rs.desired, ready, nil
+}
+
+// RevisionError returns why key's processes last failed ("" when none did
+// since one became ready): the instance and its start error, exit status
+// with the last lines of its stderr, or failing readiness probe. `thaw
+// status` shows it, so a crash-looping revision explains itself.
+func (p *Platform) RevisionError(key revision.Key) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rs := p.revs[key]; rs != nil && rs.lastErr != "" {
+		return rs.errInstance + ": " + rs.lastErr
+	}
+	return ""
 }
 
 // SetScale sets how many processes key should run (>= 0) and starts or

@@ -36,6 +36,8 @@ type process struct {
 	// its output was logged.
 	done chan struct{}
 	err  error // cmd.Wait's result; read after done
+	// stderr keeps the last lines the process wrote to stderr.
+	stderr *lineTail
 
 	mu     sync.Mutex
 	reaped bool // set before the exited leader is reaped; signals stop then
@@ -79,12 +81,12 @@ func startProcess(rc RevisionConfig, instance string, port int32, out *outputFil
 		}
 		return nil, fmt.Errorf("start %s: %w", args[0], err)
 	}
-	proc := &process{pid: cmd.Process.Pid, port: port, argv: args, done: make(chan struct{})}
+	proc := &process{pid: cmd.Process.Pid, port: port, argv: args, done: make(chan struct{}), stderr: &lineTail{}}
 	// The child is not reaped before waitExit below, so its pid is stable.
 	if st, err := readProcStat(proc.pid); err == nil {
 		proc.startTicks = st.startTicks
 	}
-	readers := logStreams(streams[:], log.With(zap.Int("pid", proc.pid)))
+	readers := logStreams(streams[:], log.With(zap.Int("pid", proc.pid)), proc.stderr)
 	go func() {
 		// Wait for the leader to exit without reaping it: while it is a
 		// zombie its pid, and so the group id, cannot be reused. Children
@@ -108,8 +110,8 @@ func startProcess(rc RevisionConfig, instance string, port int32, out *outputFil
 // captured).
 func adoptProcess(e stateInstance, streams []stream, log *zap.Logger) *process {
 	proc := &process{pid: e.Pid, port: e.Port, argv: e.Argv, startTicks: e.StartTicks,
-		adopted: true, done: make(chan struct{})}
-	readers := logStreams(streams, log.With(zap.Int("pid", proc.pid)))
+		adopted: true, done: make(chan struct{}), stderr: &lineTail{}}
+	readers := logStreams(streams, log.With(zap.Int("pid", proc.pid)), proc.stderr)
 	go func() {
 		t := time.NewTicker(adoptPoll)
 		for sameProcess(proc.pid, proc.startTicks) {
