@@ -50,6 +50,7 @@ type doc struct {
 	PathRounds   []pathRound
 	Cold         []results.Cold
 	Burst        *results.Burst
+	Protocols    *protocolsView
 	Micro        []microLine
 	Scenarios    *results.Scenarios
 	Picture      string
@@ -89,6 +90,9 @@ func render(d *doc) ([]byte, error) {
 			return []results.Side{p.Static, p.Serve, p.ServeWithProxy, p.Proxy}
 		},
 	}).Parse(docTemplate)
+	if err == nil {
+		_, err = t.Parse(protocolsTemplate)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
 	}
@@ -150,8 +154,10 @@ func build(dir, envoyBin, out string) (*doc, error) {
 		}
 	}
 	d.PathRounds = pathRounds(d.Paths)
+	d.Protocols = newProtocolsView(in.Scenarios.Protocols)
 	d.Summary = append(d.Summary, pathRows(d.Paths)...)
 	d.Summary = append(d.Summary, coldRows(d.Cold)...)
+	d.Summary = append(d.Summary, protocolRows(in.Scenarios.Protocols)...)
 	d.Summary = append(d.Summary, burstRows(d.Burst)...)
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)

@@ -27,6 +27,8 @@ type Scenarios struct {
 	Cold       []Cold  `json:"cold,omitempty"`
 	Burst      *Burst  `json:"burst,omitempty"`
 	Scale      *Scale  `json:"scale,omitempty"`
+	// Protocols is the gRPC and WebSocket scenario (protocols.go).
+	Protocols *Protocols `json:"protocols,omitempty"`
 	// Errors lists scenarios that failed, one line each.
 	Errors []string `json:"errors,omitempty"`
 }

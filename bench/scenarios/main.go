@@ -11,6 +11,8 @@
 //	          (proxy mode with a warm backend vs serve mode)
 //	cold      cold-start overhead over 30 cold starts per startup delay
 //	burst     1000 requests at once to a revision at zero; timeline picture
+//	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
+//	          cold-start overhead of a gRPC call and a WebSocket upgrade
 //
 // It writes the figures as JSON (-out; bench/report renders them into
 // docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
@@ -79,7 +81,7 @@ func main() {
 	e := &env{}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,scale", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,scale,protocols", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -177,6 +179,11 @@ func run(e *env, only, out, png string) error {
 		sc, err := runScale(e, n)
 		res.Scale = sc
 		note("scale", err)
+	}
+	if want["protocols"] {
+		pr, err := runProtocols(e)
+		res.Protocols = pr
+		note("protocols", err)
 	}
 	res.Finished, res.Load1End = time.Now(), load1()
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {

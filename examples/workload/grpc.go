@@ -20,7 +20,13 @@ import (
 // interop protos) with one method of each call kind, so clients can try
 // unary, server-streaming, client-streaming and bidirectional calls. Every
 // call counts as one request in flight; answers carry the instance in the
-// "x-workload-port" header and in the payload.
+// "x-workload-port" header and in the payload. The response headers also
+// carry what GET /stats gives an HTTP client, which a gRPC-only server
+// cannot serve: "x-workload-started-unix-nano" and
+// "x-workload-listening-unix-nano" (Unix times in nanoseconds: process start
+// and first accepting connections) and "x-workload-requests" (calls this
+// process has begun, this one included), so a benchmark can tell a fresh
+// backend and its start times from the answer to its first call.
 type grpcService struct {
 	testpb.UnimplementedTestServiceServer
 	s *server
@@ -32,7 +38,12 @@ func (g *grpcService) payload() *testpb.Payload {
 }
 
 func (g *grpcService) header(ctx context.Context) {
-	_ = grpc.SetHeader(ctx, metadata.Pairs("x-workload-port", strconv.Itoa(g.s.port)))
+	_ = grpc.SetHeader(ctx, metadata.Pairs(
+		"x-workload-port", strconv.Itoa(g.s.port),
+		"x-workload-started-unix-nano", strconv.FormatInt(g.s.started.UnixNano(), 10),
+		"x-workload-listening-unix-nano", strconv.FormatInt(g.s.listening.UnixNano(), 10),
+		"x-workload-requests", strconv.FormatInt(g.s.requests.Load(), 10),
+	))
 }
 
 // wait sleeps the configured latency, or returns early when ctx ends.

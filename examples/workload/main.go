@@ -28,6 +28,8 @@
 // With --protocol h2c it serves gRPC over cleartext HTTP/2 instead:
 // grpc.health.v1.Health and grpc.testing.TestService (UnaryCall,
 // StreamingOutputCall, StreamingInputCall, FullDuplexCall); see grpc.go.
+// Its answers carry what /stats would (start and listening times, calls
+// begun) as x-workload-* response headers.
 package main
 
 import (

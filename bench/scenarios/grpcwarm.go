@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// grpcSide is one way of reaching the gRPC backend: a client connection to
+// an Envoy listener with the revision's host as :authority.
+type grpcSide struct {
+	name   string
+	cc     *grpc.ClientConn
+	client testpb.TestServiceClient
+}
+
+// runGRPCWarm compares the gRPC warm path: thaw's serve mode (Envoy routes
+// straight to the backend over h2c) vs a plain Envoy with a static config
+// routing over h2c to the same backend process. One constant-rate schedule
+// alternates call by call between the sides (paths.go does the same for
+// HTTP with vegeta), in rounds; each side has one HTTP/2 connection, as a
+// gRPC client normally has.
+func runGRPCWarm(e *env, dir string, th *thaw, serveRev h2cRev) (*results.GRPCWarm, error) {
+	if err := th.waitStatus(e.ctx, 30*time.Second, "serve mode, 1 ready", func(r revStatus) bool {
+		return r.Mode == "serve" && r.Ready == 1
+	}, serveRev.name); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	serve, err := newGRPCSide(ctx, "serve", strings.TrimPrefix(th.httpURL, "http://"), serveRev.host())
+	if err != nil {
+		return nil, err
+	}
+	defer serve.cc.Close()
+	port, err := serve.backendPort(ctx)
+	if err != nil {
+		return nil, err
+	}
+	se, err := startStaticEnvoyH2C(e, dir, port)
+	if err != nil {
+		return nil, err
+	}
+	defer e.stopLogged(se.process)
+	static, err := newGRPCSide(ctx, "static", strings.TrimPrefix(se.httpURL, "http://"), serveRev.host())
+	if err != nil {
+		return nil, err
+	}
+	defer static.cc.Close()
+	if p, err := static.backendPort(ctx); err != nil || p != port {
+		return nil, fmt.Errorf("static Envoy reaches backend port %d (%v), want the serve revision's %d", p, err, port)
+	}
+
+	w := &results.GRPCWarm{RateRPS: e.rate, Rounds: 20, RoundSeconds: 2, Workers: 64, Connections: 1}
+	if e.quick {
+		w.Rounds, w.RoundSeconds = 2, 1
+	}
+	w.Static.Name, w.Serve.Name = "static", "serve"
+	w.Static.Description = "plain Envoy, static config, h2c cluster to the serve revision's backend process"
+	w.Serve.Description = "thaw serve mode, h2c revision: Envoy routes straight to the backend"
+	round := time.Duration(w.RoundSeconds * float64(time.Second))
+	e.logf("protocols: gRPC warm path: warm-up, then %d rounds of %s, static and serve interleaved call by call, %d calls/s per side",
+		w.Rounds, round, w.RateRPS)
+	pairedCalls(e.ctx, static, serve, w.RateRPS, time.Second, w.Workers, nil, nil)
+	var all [2]sample
+	for r := range w.Rounds {
+		var rs [2]sample
+		pairedCalls(e.ctx, static, serve, w.RateRPS, round, w.Workers, &rs[0], &rs[1])
+		la, lb := rs[0].latency(), rs[1].latency()
+		e.logf("protocols: gRPC round %d static p50 %.3f p99 %.3f ms | serve p50 %.3f p99 %.3f ms (%d+%d calls, %d+%d errors)",
+			r+1, la.P50Ms, la.P99Ms, lb.P50Ms, lb.P99Ms, la.Requests, lb.Requests, la.Errors, lb.Errors)
+		for i, sd := range []*results.Side{&w.Static, &w.Serve} {
+			l := rs[i].latency()
+			sd.RoundP50Ms, sd.RoundP99Ms = append(sd.RoundP50Ms, l.P50Ms), append(sd.RoundP99Ms, l.P99Ms)
+			all[i].merge(&rs[i])
+		}
+		if err := e.ctx.Err(); err != nil {
+			return w, err
+		}
+	}
+	w.Static.Latency, w.Serve.Latency = all[0].latency(), all[1].latency()
+	for i, sd := range []*results.Side{&w.Static, &w.Serve} {
+		e.logf("protocols: gRPC %-6s p50 %.3f ms p99 %.3f ms, %d/%d errors %v, %.0f calls/s sent",
+			sd.Name, sd.Latency.P50Ms, sd.Latency.P99Ms, sd.Latency.Errors, sd.Latency.Requests, all[i].errs, sd.Latency.RateRPS)
+		if sd.Latency.Requests == 0 {
+			return w, fmt.Errorf("side %s sent no calls", sd.Name)
+		}
+	}
+	// The serve side must really have been serve mode throughout.
+	if err := th.waitStatus(e.ctx, 5*time.Second, "grpc-serve still in serve mode", func(r revStatus) bool {
+		return r.Mode == "serve" && r.Ready == 1
+	}, serveRev.name); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+func newGRPCSide(ctx context.Context, name, addr, host string) (*grpcSide, error) {
+	cc, err := dialGRPC(ctx, addr, host)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &grpcSide{name: name, cc: cc, client: testpb.NewTestServiceClient(cc)}, nil
+}
+
+// backendPort makes one call and returns the backend's port from its
+// x-workload-port response header.
+func (s *grpcSide) backendPort(ctx context.Context) (int, error) {
+	var md metadata.MD
+	if _, err := s.client.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.Header(&md)); err != nil {
+		return 0, fmt.Errorf("%s: %w", s.name, err)
+	}
+	v := md.Get("x-workload-port")
+	if len(v) != 1 {
+		return 0, fmt.Errorf("%s: x-workload-port = %q", s.name, v)
+	}
+	p, err := strconv.Atoi(v[0])
+	if err != nil {
+		return 0, fmt.Errorf("%s: x-workload-port: %w", s.name, err)
+	}
+	return p, nil
+}
+
+// addCall records one call's outcome.
+func (s *sample) addCall(lat time.Duration, err error) {
+	s.requests++
+	if err != nil {
+		s.errors++
+		if s.errs == nil {
+			s.errs = map[string]int{}
+		}
+		if len(s.errs) < 10 {
+			s.errs[err.Error()]++
+		}
+		return
+	}
+	s.latencies = append(s.latencies, results.Millis(lat))
+}
+
+// pairedCalls issues unary calls at rate calls/s to each of a and b for d:
+// one schedule at 2 × rate whose calls alternate between a and b, started
+// by at most workers goroutines (when all are busy the schedule waits, and
+// the sent rate shows it). A call's latency runs from its start to its
+// return. Results go to sa and sb unless they are nil (warm-up).
+func pairedCalls(ctx context.Context, a, b *grpcSide, rate int, d time.Duration, workers int, sa, sb *sample) {
+	var mu sync.Mutex
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	req := &testpb.SimpleRequest{}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				side, out := a, sa
+				if i%2 == 1 {
+					side, out = b, sb
+				}
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				t := time.Now()
+				_, err := side.client.UnaryCall(cctx, req)
+				lat := time.Since(t)
+				cancel()
+				if out != nil {
+					mu.Lock()
+					out.addCall(lat, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	interval := time.Second / time.Duration(2*rate)
+	start := time.Now()
+	total := int(d / interval)
+send:
+	for i := range total {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break send
+		}
+	}
+	span := time.Since(start)
+	close(jobs)
+	wg.Wait()
+	if sa != nil && sb != nil {
+		sa.sentSpan += span
+		sb.sentSpan += span
+	}
+}
+
+// staticEnvoyH2CBootstrap is the gRPC baseline: staticEnvoyBootstrap's
+// listener (HTTP/1.1 and HTTP/2 clients alike), its cluster speaking
+// HTTP/2 with prior knowledge to one backend. No xDS, no ext_proc, no
+// stats sink.
+func staticEnvoyH2CBootstrap(listenPort, adminPort, backendPort int) string {
+	return fmt.Sprintf(`admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+static_resources:
+  listeners:
+  - name: static_grpc
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: static_grpc
+          route_config:
+            name: static
+            virtual_hosts:
+            - name: backend
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: backend}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {}
+    circuit_breakers:
+      thresholds:
+      - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+`, adminPort, listenPort, backendPort)
+}
+
+// startStaticEnvoyH2C runs the gRPC baseline Envoy with the same worker
+// count as thaw's and waits for its admin /ready.
+func startStaticEnvoyH2C(e *env, dir string, backendPort int) (*staticEnvoy, error) {
+	ports, err := pickPorts(2)
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "static-envoy-h2c.yaml")
+	if err := writeFile(cfg, staticEnvoyH2CBootstrap(ports[0], ports[1], backendPort)); err != nil {
+		return nil, err
+	}
+	p, err := startProcess("static envoy (h2c)", filepath.Join(dir, "static-envoy-h2c.log"), e.envoyBin,
+		"-c", cfg, "--disable-hot-restart", "--log-level", "warn", "--concurrency", strconv.Itoa(e.envoyWorkers))
+	if err != nil {
+		return nil, err
+	}
+	se := &staticEnvoy{process: p, httpURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	if err := waitHTTP(e.ctx, p, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]), 30*time.Second); err != nil {
+		_ = p.stop(5 * time.Second)
+		return nil, fmt.Errorf("static envoy (h2c): %w\n%s", err, p.logTail(20))
+	}
+	return se, nil
+}
