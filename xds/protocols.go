@@ -60,7 +60,9 @@ func AccessLog(path string) ([]*accesslogv3.AccessLog, error) {
 	}
 	a, err := toAny(&filev3.FileAccessLog{
 		Path:            path,
-		AccessLogFormat: &filev3.FileAccessLog_JsonFormat{JsonFormat: fields},
+		AccessLogFormat: &filev3.FileAccessLog_LogFormat{LogFormat: &corev3.SubstitutionFormatString{
+			Format: &corev3.SubstitutionFormatString_JsonFormat{JsonFormat: fields},
+		}},
 	})
 	if err != nil {
 		return nil, err
