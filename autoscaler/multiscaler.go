@@ -102,7 +102,8 @@ type Multiscaler struct {
 
 	registry atomic.Pointer[revision.Registry]
 	running  atomic.Bool
-	wg       sync.WaitGroup // decision loops and scale applications
+	wg       sync.WaitGroup // decision loops
+	applies  sync.WaitGroup // scale applications in flight
 }
 
 var _ Poker = (*Multiscaler)(nil)
@@ -307,6 +308,7 @@ func (m *Multiscaler) stopAll(cancel context.CancelFunc) {
 		st.halt()
 	}
 	m.wg.Wait()
+	m.applies.Wait()
 	m.mu.Lock()
 	for _, sh := range m.shards {
 		m.totals.pastDecisions.Add(sh.decisions.Load())

@@ -58,7 +58,7 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 
 	if d.DesiredScale != current {
 		st.applying.Store(true)
-		m.wg.Add(1)
+		m.applies.Add(1)
 		go m.apply(ctx, st, d, res, current)
 		return
 	}
@@ -86,7 +86,7 @@ func (st *revState) warmUpFloor(out *GateOutput, now time.Time, current int32, s
 // apply sets the scale in its own goroutine (one per scale change, not per
 // revision), then finishes the decision. Ticks skip the revision meanwhile.
 func (m *Multiscaler) apply(ctx context.Context, st *revState, d Decision, res Result, current int32) {
-	defer m.wg.Done()
+	defer m.applies.Done()
 	sctx, cancel := context.WithTimeout(ctx, m.opts.ScaleTimeout)
 	err := m.opts.Target.SetScale(sctx, st.key, d.DesiredScale)
 	cancel()
