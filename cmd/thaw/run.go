@@ -35,6 +35,7 @@ type runFlags struct {
 	httpAddress      string
 	httpPort         int
 	tick             time.Duration
+	revMetrics       bool
 	holdBudget       time.Duration
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
@@ -74,6 +75,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.httpAddress, "http-address", "0.0.0.0", "address of the Envoy fleet's HTTP listener")
 	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of the Envoy fleet's HTTP listener")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
+	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler metric (docs/metrics.md); off: cluster-wide sums only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
@@ -125,6 +127,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		AdminAddress:      f.adminAddress,
 		XDS:               xcfg,
 		TickInterval:      f.tick,
+		RevisionMetrics:   f.revMetrics,
 		DrainTimeout:      f.drainTimeout,
 	}
 	if elector != nil {
