@@ -262,7 +262,9 @@ func (m *Multiscaler) sync(snap *revision.Snapshot) {
 	m.mu.Lock()
 	for k, rev := range snap.Revisions {
 		if st := m.states[k]; st != nil {
-			st.rev.Store(rev)
+			if st.rev.Load() != rev { // a store (write barrier) only on change
+				st.rev.Store(rev)
+			}
 			continue
 		}
 		st := m.newState(rev, now)
