@@ -101,7 +101,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 			return err
 		}
 	}
-	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
+	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	a, err := app.New(app.Options{

@@ -104,7 +104,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		gopts = append(gopts, grpc.ChainStreamInterceptor(gate.StreamInterceptor()))
 		elector.Observe(gate.SetLeader)
 	}
-	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
+	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	opts := app.Options{
