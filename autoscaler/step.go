@@ -128,9 +128,9 @@ func (m *Multiscaler) finish(st *revState, d *Decision, res *Result, spec *revis
 				st.logger(m).Info("leaving panic mode", zap.Float64("stable", res.StableValue), zap.Int32("ready", d.ReadyPods))
 			}
 		}
-		st.lastValid, st.hasLastValid = *d, true
+		st.lastEBC, st.lastInPanic, st.hasLastValid = d.ExcessBurstCapacity, d.InPanic, true
 	}
-	publish := !st.hasPublished || d.changedFrom(&st.published)
+	publish := !st.hasPublished || keyOf(d) != st.published
 	st.mu.Lock()
 	if st.stopped {
 		st.mu.Unlock()
@@ -140,7 +140,7 @@ func (m *Multiscaler) finish(st *revState, d *Decision, res *Result, spec *revis
 	st.target = max(spec.EffectiveTarget()*spec.TargetUtilizationPercentage/100, minTargetPerPod)
 	st.mu.Unlock()
 	if publish {
-		st.published, st.hasPublished = *d, true
+		st.published, st.hasPublished = keyOf(d), true
 		m.publish(d)
 	}
 }
@@ -159,7 +159,7 @@ func (st *revState) decision(d *Decision, now time.Time, res *Result, out *GateO
 	if !res.ScaleValid {
 		switch {
 		case st.hasLastValid:
-			d.ExcessBurstCapacity, d.InPanic = st.lastValid.ExcessBurstCapacity, st.lastValid.InPanic
+			d.ExcessBurstCapacity, d.InPanic = st.lastEBC, st.lastInPanic
 		case spec.TargetBurstCapacity == 0:
 			d.ExcessBurstCapacity = 0
 		default:
