@@ -22,7 +22,7 @@ import (
 // way Server.apply does, and checks after every step that the resources
 // held equal what the pure Translate makes from the same snapshot.
 func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
-	for seed := uint64(1); seed <= 8; seed++ {
+	for seed := uint64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			h := newHistory(seed)
 			cfg := testConfig()
@@ -34,7 +34,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			var prev *revision.Snapshot
 			var skipped map[revision.Key]error
 			fast := 0
-			for step := range 150 {
+			for step := range 120 {
 				snap := h.next()
 				changed, ok, err := tr.endpointChanges(prev, snap, skipped)
 				if err != nil {
