@@ -194,3 +194,44 @@ func (c *countingTarget) get(key revision.Key) int {
 	defer c.mu.Unlock()
 	return c.n[key]
 }
+
+// TestMetricsAggregatesWithoutRevisionSeries: by default the autoscaler
+// exports sums and counts over revisions and no series per revision.
+func TestMetricsAggregatesWithoutRevisionSeries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(o *MultiscalerOptions) { o.RevisionMetrics = false })
+		h.target.set(keyA, 1, 1)
+		h.target.set(keyB, 0, 0)
+		h.reg.Upsert(keyA, testSpec())
+		h.reg.Upsert(keyB, testSpec(func(s *revision.Spec) { s.Hosts = []string{"b.example.com"} }))
+		h.start()
+		h.load(keyA, 50, 3)
+		synctest.Wait()
+		for _, c := range []struct {
+			name   string
+			labels map[string]string
+			want   float64
+		}{
+			{MetricRevisions, map[string]string{"state": "scaled"}, 1},
+			{MetricRevisions, map[string]string{"state": "zero"}, 1},
+			{MetricRevisions, map[string]string{"state": "undecided"}, 0},
+			{MetricRevisionsPanicking, nil, 1},
+			{MetricPods, map[string]string{"kind": "desired"}, 5},
+			{MetricObservedConcurrency, map[string]string{"window": "stable"}, 50},
+			{MetricAppliedScaleChanges, nil, 1},
+		} {
+			if got, ok := metricValue(t, h.promReg, c.name, c.labels); !ok || got != c.want {
+				t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+			}
+		}
+		if got, ok := metricValue(t, h.promReg, MetricDecisions, nil); !ok || got < 4 {
+			t.Errorf("%s = %v, want at least 4 (two revisions, two ticks)", MetricDecisions, got)
+		}
+		for _, name := range []string{MetricDesiredPods, MetricScaleChanges, MetricScaleErrors} {
+			if _, ok := metricValue(t, h.promReg, name, nil); ok {
+				t.Errorf("per-revision family %s exported without RevisionMetrics", name)
+			}
+		}
+		h.stop()
+	})
+}
