@@ -1,7 +1,6 @@
 package autoscaler
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"syscall"
@@ -95,41 +94,6 @@ func BenchmarkDecide(b *testing.B) {
 			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// BenchmarkTick10kRevisions measures one tick over 10,000 revisions: for
-// each, GetScale (in-memory target), window averages over 60 s of data,
-// the KPA step, the gate, metrics and status. Target: ≤ 20 ms per op.
-func BenchmarkTick10kRevisions(b *testing.B) {
-	const n = 10000
-	now := t0.Add(time.Hour)
-	clk := testingclock.NewFakeClock(now)
-	col := NewCollector(CollectorOptions{Clock: clk})
-	target := newFakeTarget()
-	ms := NewMultiscaler(MultiscalerOptions{Clock: clk, Collector: col, Target: target, Confirmer: &fakeConfirmer{}})
-	runners := make([]*runner, n)
-	for i := range runners {
-		key := revision.Key{Namespace: "bench", Name: fmt.Sprintf("rev-%05d", i)}
-		spec := revision.DefaultSpec()
-		fill(col, key, now, float64(i%500))
-		target.set(key, int32(1+i%8), int32(1+i%8))
-		runners[i] = ms.newRunner(&revision.Revision{Key: key, Spec: spec})
-	}
-	ctx := context.Background()
-	for _, r := range runners { // first decisions publish; steady state after
-		r.step(ctx, false)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime(b)
-	for i := 0; i < b.N; i++ {
-		for _, r := range runners {
-			r.step(ctx, false)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/tick")
-	// CPU time (all threads, GC included) is robust to a loaded machine.
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/tick")
 }
 
 // cpuTime returns the process's user+system CPU time.

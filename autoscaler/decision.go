@@ -46,15 +46,3 @@ type Decision struct {
 	// brought within bounds.
 	Valid bool
 }
-
-// changedFrom reports whether d must be published after prev: the desired
-// or recommended scale, WantZero, validity or the sign of the excess burst
-// capacity changed.
-func (d *Decision) changedFrom(prev *Decision) bool {
-	return prev == nil ||
-		d.DesiredScale != prev.DesiredScale ||
-		d.Recommended != prev.Recommended ||
-		d.WantZero != prev.WantZero ||
-		d.Valid != prev.Valid ||
-		(d.ExcessBurstCapacity < 0) != (prev.ExcessBurstCapacity < 0)
-}

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -38,15 +39,18 @@ func TestMaxWindow(t *testing.T) {
 }
 
 func TestMultiscalerDecisionsSorted(t *testing.T) {
-	h := newHarness(t, nil)
-	for _, k := range []keyScale{{keyB, 2}, {keyA, 3}} {
-		h.target.set(k.key, k.scale, k.scale)
-		r := h.ms.newRunner(revisionFor(k.key))
-		h.ms.runners[k.key] = r
-		r.step(t.Context(), false)
-	}
-	got := h.ms.Decisions()
-	if len(got) != 2 || got[0].Key != keyA || got[1].Key != keyB || got[0].DesiredScale != 3 || got[1].DesiredScale != 2 {
-		t.Errorf("Decisions() = %+v, want a (3) then b (2)", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		for _, k := range []keyScale{{keyB, 2}, {keyA, 3}} {
+			h.target.set(k.key, k.scale, k.scale)
+			h.reg.Upsert(k.key, revisionFor(k.key).Spec)
+		}
+		h.start()
+		synctest.Wait()
+		got := h.ms.Decisions()
+		if len(got) != 2 || got[0].Key != keyA || got[1].Key != keyB || got[0].DesiredScale != 3 || got[1].DesiredScale != 2 {
+			t.Errorf("Decisions() = %+v, want a (3) then b (2)", got)
+		}
+		h.stop()
+	})
 }

@@ -5,10 +5,11 @@
 // from every source (each Envoy through the stats sink, and the activator)
 // and answers stable- and panic-window averages. The decider applies the KPA
 // rules (target utilization, panic mode, scale rate limits, scale-down delay,
-// excess burst capacity); the multiscaler runs one decision loop per
-// revision every tick, or at once when poked; the scaler applies decisions to
-// a ScaleTarget, gated so that a revision reaches zero only after every Envoy
-// confirmed proxy mode for the scale-to-zero grace period.
+// excess burst capacity); the multiscaler decides every revision every tick,
+// or at once when poked, from a few clock-driven loops (one per CPU, at most
+// eight; no goroutine, timer or channel per revision), and applies decisions
+// to a ScaleTarget, gated so that a revision reaches zero only after every
+// Envoy confirmed proxy mode for the scale-to-zero grace period.
 //
 // # Pipeline
 //
@@ -56,8 +57,11 @@
 //
 // # Metrics
 //
-// Gauges per revision (label revision="namespace/name"): desired,
-// recommended and ready pods, stable/panic concurrency and RPS, target,
-// excess burst capacity, panic mode; counters of applied scale changes and
-// of failed ScaleTarget calls by operation. Names are the Metric* constants.
+// Read at scrape time from the decision state (a decision updates no
+// metric). Always: cluster-wide counts and sums (revisions by state, in
+// panic, without data; pods desired, recommended and ready; observed
+// concurrency and RPS; applied scale changes, scale target failures,
+// decisions). With MultiscalerOptions.RevisionMetrics also one series per
+// revision (label revision="namespace/name") for each Metric* per-revision
+// name. docs/metrics.md lists them.
 package autoscaler

@@ -150,7 +150,7 @@ func newHarness(t *testing.T, tune func(*MultiscalerOptions)) *harness {
 	}
 	opts := MultiscalerOptions{
 		Logger: zap.New(core), Collector: h.col, Target: h.target, Confirmer: h.confirmer,
-		Registerer: h.promReg,
+		Registerer: h.promReg, RevisionMetrics: true,
 	}
 	if tune != nil {
 		tune(&opts)

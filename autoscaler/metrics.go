@@ -2,13 +2,13 @@ package autoscaler
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/thaw-dev/thaw/revision"
 )
 
-// Metric names, all labelled with revision="namespace/name".
+// Per-revision metric names, labelled with revision="namespace/name".
+// Exported only with MultiscalerOptions.RevisionMetrics.
 const (
 	MetricDesiredPods         = "thaw_autoscaler_desired_pods"
 	MetricRecommendedPods     = "thaw_autoscaler_recommended_pods"
@@ -24,114 +24,207 @@ const (
 	MetricScaleErrors         = "thaw_autoscaler_scale_target_errors_total"
 )
 
-type metrics struct {
-	gauges  []*prometheus.GaugeVec // in revMetrics field order
-	changes *prometheus.CounterVec
-	errors  *prometheus.CounterVec
+// Cluster-wide metric names, always exported: sums and counts over every
+// revision this replica decides.
+const (
+	// MetricRevisions counts revisions by state: "scaled" (desired > 0),
+	// "zero" (desired 0), "undecided" (no decision yet).
+	MetricRevisions = "thaw_autoscaler_revisions"
+	// MetricRevisionsPanicking counts revisions in panic mode.
+	MetricRevisionsPanicking = "thaw_autoscaler_revisions_panicking"
+	// MetricRevisionsWithoutData counts revisions whose last decision had
+	// no data (the scale was only kept within bounds).
+	MetricRevisionsWithoutData = "thaw_autoscaler_revisions_without_data"
+	// MetricPods sums pods over revisions, by kind: desired, recommended,
+	// ready.
+	MetricPods = "thaw_autoscaler_pods"
+	// MetricObservedConcurrency and MetricObservedRPS sum the window
+	// averages over revisions, by window: stable, panic.
+	MetricObservedConcurrency = "thaw_autoscaler_observed_concurrency"
+	MetricObservedRPS         = "thaw_autoscaler_observed_rps"
+	// MetricAppliedScaleChanges counts scale changes applied (all revisions).
+	MetricAppliedScaleChanges = "thaw_autoscaler_applied_scale_changes_total"
+	// MetricScaleTargetFailures counts failed scale target calls (all
+	// revisions), by operation: get, set.
+	MetricScaleTargetFailures = "thaw_autoscaler_scale_target_failures_total"
+	// MetricDecisions counts decisions taken (ticks and pokes).
+	MetricDecisions = "thaw_autoscaler_decisions_total"
+)
+
+// totals are the cluster-wide counters; they survive revisions.
+type totals struct {
+	changes, getErrors, setErrors atomic.Uint64
+	pastDecisions                 atomic.Uint64 // of the shards of Runs that ended
 }
 
-// revMetrics are one revision's children, resolved once so a decision only
-// does atomic stores.
-type revMetrics struct {
-	desired, recommended, ready   prometheus.Gauge
-	stableConc, panicConc         prometheus.Gauge
-	stableRPS, panicRPS           prometheus.Gauge
-	target, ebc, panic            prometheus.Gauge
-	changes, getErrors, setErrors prometheus.Counter
-	lastTarget                    float64
+// metricsCollector reads the multiscaler's state at scrape time: a decision
+// costs no metric update, and no series exists per revision unless asked
+// for.
+type metricsCollector struct {
+	m           *Multiscaler
+	perRevision bool
+
+	revisions, panicking, noData, pods, conc, rps, changesAll, failures, decisions *prometheus.Desc
+	// per revision, in revGauges order
+	gauges           []*prometheus.Desc
+	changes, errsRev *prometheus.Desc
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	gauge := func(name, help string) *prometheus.GaugeVec {
-		return register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"revision"}))
+var _ prometheus.Collector = (*metricsCollector)(nil)
+
+var revGauges = []struct{ name, help string }{
+	{MetricDesiredPods, "Replicas the autoscaler applies (after bounds and the scale-to-zero gate)."},
+	{MetricRecommendedPods, "Replicas the decider recommends within bounds, before the scale-to-zero gate."},
+	{MetricReadyPods, "Ready replicas reported by the scale target."},
+	{MetricStableConcurrency, "Requests in flight, stable-window average, summed over sources."},
+	{MetricPanicConcurrency, "Requests in flight, panic-window average, summed over sources."},
+	{MetricStableRPS, "Requests per second, stable-window average."},
+	{MetricPanicRPS, "Requests per second, panic-window average."},
+	{MetricTarget, "Target per pod in the revision's metric unit (target x utilization)."},
+	{MetricExcessBurstCapacity, "Excess burst capacity in the revision's metric unit; negative keeps the activator in the path."},
+	{MetricPanicMode, "1 while the revision's decider is in panic mode, else 0."},
+}
+
+func newMetricsCollector(m *Multiscaler, perRevision bool) *metricsCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
 	}
-	m := &metrics{
-		gauges: []*prometheus.GaugeVec{
-			gauge(MetricDesiredPods, "Replicas the autoscaler applies (after bounds and the scale-to-zero gate)."),
-			gauge(MetricRecommendedPods, "Replicas the decider recommends within bounds, before the scale-to-zero gate."),
-			gauge(MetricReadyPods, "Ready replicas reported by the scale target."),
-			gauge(MetricStableConcurrency, "Requests in flight, stable-window average, summed over sources."),
-			gauge(MetricPanicConcurrency, "Requests in flight, panic-window average, summed over sources."),
-			gauge(MetricStableRPS, "Requests per second, stable-window average."),
-			gauge(MetricPanicRPS, "Requests per second, panic-window average."),
-			gauge(MetricTarget, "Target per pod in the revision's metric unit (target x utilization)."),
-			gauge(MetricExcessBurstCapacity, "Excess burst capacity in the revision's metric unit; negative keeps the activator in the path."),
-			gauge(MetricPanicMode, "1 while the revision's decider is in panic mode, else 0."),
-		},
-		changes: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricScaleChanges, Help: "Scale changes applied to the scale target.",
-		}, []string{"revision"})),
-		errors: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricScaleErrors, Help: "Failed scale target calls, by operation (get, set).",
-		}, []string{"revision", "op"})),
+	c := &metricsCollector{
+		m: m, perRevision: perRevision,
+		revisions:  d(MetricRevisions, "Revisions the autoscaler decides, by state: scaled (desired > 0), zero, undecided.", "state"),
+		panicking:  d(MetricRevisionsPanicking, "Revisions whose decider is in panic mode."),
+		noData:     d(MetricRevisionsWithoutData, "Revisions whose last decision had no metric data in the stable window."),
+		pods:       d(MetricPods, "Pods summed over revisions, by kind: desired (applied), recommended (before the scale-to-zero gate), ready.", "kind"),
+		conc:       d(MetricObservedConcurrency, "Requests in flight summed over revisions, by averaging window (stable, panic).", "window"),
+		rps:        d(MetricObservedRPS, "Requests per second summed over revisions, by averaging window (stable, panic).", "window"),
+		changesAll: d(MetricAppliedScaleChanges, "Scale changes applied to scale targets, all revisions."),
+		failures:   d(MetricScaleTargetFailures, "Failed scale target calls, all revisions, by operation (get, set).", "op"),
+		decisions:  d(MetricDecisions, "Decisions taken (ticks and pokes), all revisions."),
 	}
-	return m
-}
-
-// register registers c, reusing an identical collector already registered
-// (two multiscalers on one registry share their metrics).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
+	if perRevision {
+		for _, g := range revGauges {
+			c.gauges = append(c.gauges, d(g.name, g.help, "revision"))
 		}
-		panic(err) // a name clash with a different metric is a programming error
+		c.changes = d(MetricScaleChanges, "Scale changes applied to the scale target.", "revision")
+		c.errsRev = d(MetricScaleErrors, "Failed scale target calls, by operation (get, set).", "revision", "op")
 	}
 	return c
 }
 
-func (m *metrics) forRevision(key revision.Key) *revMetrics {
-	l := key.String()
-	g := func(i int) prometheus.Gauge { return m.gauges[i].WithLabelValues(l) }
-	return &revMetrics{
-		desired: g(0), recommended: g(1), ready: g(2),
-		stableConc: g(3), panicConc: g(4), stableRPS: g(5), panicRPS: g(6),
-		target: g(7), ebc: g(8), panic: g(9),
-		changes:   m.changes.WithLabelValues(l),
-		getErrors: m.errors.WithLabelValues(l, "get"),
-		setErrors: m.errors.WithLabelValues(l, "set"),
-	}
-}
-
-func (m *metrics) forget(key revision.Key) {
-	l := key.String()
-	for _, g := range m.gauges {
-		g.DeleteLabelValues(l)
-	}
-	m.changes.DeleteLabelValues(l)
-	m.errors.DeleteLabelValues(l, "get")
-	m.errors.DeleteLabelValues(l, "set")
-}
-
-// observe sets the gauges that differ from prev (nil: all of them); a tick
-// over many revisions mostly changes nothing, and skipping the atomic
-// stores keeps it cache-friendly.
-func (r *revMetrics) observe(d, prev *Decision, target float64) {
-	all := prev == nil
-	set := func(g prometheus.Gauge, v, old float64) {
-		if all || v != old {
-			g.Set(v)
+// registerMetrics registers c; a second multiscaler on the same registry
+// keeps the first one's metrics.
+func registerMetrics(reg prometheus.Registerer, c *metricsCollector) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			return
 		}
+		panic(err) // a name clash with a different metric is a programming error
 	}
-	if all {
-		prev = &Decision{}
-		r.target.Set(target)
-	} else if target != r.lastTarget {
-		r.target.Set(target)
+}
+
+// Describe implements prometheus.Collector.
+func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.revisions, c.panicking, c.noData, c.pods, c.conc, c.rps,
+		c.changesAll, c.failures, c.decisions} {
+		ch <- d
 	}
-	r.lastTarget = target
-	set(r.desired, float64(d.DesiredScale), float64(prev.DesiredScale))
-	set(r.recommended, float64(d.Recommended), float64(prev.Recommended))
-	set(r.ready, float64(d.ReadyPods), float64(prev.ReadyPods))
-	set(r.stableConc, d.StableConcurrency, prev.StableConcurrency)
-	set(r.panicConc, d.PanicConcurrency, prev.PanicConcurrency)
-	set(r.stableRPS, d.StableRPS, prev.StableRPS)
-	set(r.panicRPS, d.PanicRPS, prev.PanicRPS)
-	set(r.ebc, float64(d.ExcessBurstCapacity), float64(prev.ExcessBurstCapacity))
-	set(r.panic, boolFloat(d.InPanic), boolFloat(prev.InPanic))
+	if c.perRevision {
+		for _, d := range c.gauges {
+			ch <- d
+		}
+		ch <- c.changes
+		ch <- c.errsRev
+	}
+}
+
+// aggregate is one scrape's sums.
+type aggregate struct {
+	scaled, zero, undecided, panicking, noData float64
+	desired, recommended, ready                float64
+	stableConc, panicConc, stableRPS, panicRPS float64
+}
+
+func (a *aggregate) add(d *Decision) {
+	if d.DesiredScale > 0 {
+		a.scaled++
+	} else {
+		a.zero++
+	}
+	if d.InPanic {
+		a.panicking++
+	}
+	if !d.Valid {
+		a.noData++
+	}
+	a.desired += float64(d.DesiredScale)
+	a.recommended += float64(d.Recommended)
+	a.ready += float64(d.ReadyPods)
+	a.stableConc += d.StableConcurrency
+	a.panicConc += d.PanicConcurrency
+	a.stableRPS += d.StableRPS
+	a.panicRPS += d.PanicRPS
+}
+
+// Collect implements prometheus.Collector.
+func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
+	var agg aggregate
+	var decisions uint64
+	m := c.m
+	m.mu.RLock()
+	for _, sh := range m.shards {
+		decisions += sh.decisions.Load()
+	}
+	for _, st := range m.states {
+		st.mu.Lock()
+		d, ok, target := st.status, st.hasStatus, st.target
+		changes, getErrs, setErrs := st.changes, st.getErrors, st.setErrors
+		st.mu.Unlock()
+		if !ok {
+			agg.undecided++
+		} else {
+			agg.add(&d)
+		}
+		if !c.perRevision {
+			continue
+		}
+		l := st.key.String()
+		if ok {
+			for i, v := range [...]float64{float64(d.DesiredScale), float64(d.Recommended), float64(d.ReadyPods),
+				d.StableConcurrency, d.PanicConcurrency, d.StableRPS, d.PanicRPS, target,
+				float64(d.ExcessBurstCapacity), boolFloat(d.InPanic)} {
+				ch <- prometheus.MustNewConstMetric(c.gauges[i], prometheus.GaugeValue, v, l)
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(c.changes, prometheus.CounterValue, float64(changes), l)
+		ch <- prometheus.MustNewConstMetric(c.errsRev, prometheus.CounterValue, float64(getErrs), l, "get")
+		ch <- prometheus.MustNewConstMetric(c.errsRev, prometheus.CounterValue, float64(setErrs), l, "set")
+	}
+	m.mu.RUnlock()
+	// The decision counter of past Runs' shards is kept in totals.
+	decisions += m.totals.pastDecisions.Load()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(c.revisions, agg.scaled, "scaled")
+	gauge(c.revisions, agg.zero, "zero")
+	gauge(c.revisions, agg.undecided, "undecided")
+	gauge(c.panicking, agg.panicking)
+	gauge(c.noData, agg.noData)
+	gauge(c.pods, agg.desired, "desired")
+	gauge(c.pods, agg.recommended, "recommended")
+	gauge(c.pods, agg.ready, "ready")
+	gauge(c.conc, agg.stableConc, "stable")
+	gauge(c.conc, agg.panicConc, "panic")
+	gauge(c.rps, agg.stableRPS, "stable")
+	gauge(c.rps, agg.panicRPS, "panic")
+	counter(c.changesAll, m.totals.changes.Load())
+	counter(c.failures, m.totals.getErrors.Load(), "get")
+	counter(c.failures, m.totals.setErrors.Load(), "set")
+	counter(c.decisions, decisions)
 }
 
 func boolFloat(b bool) float64 {

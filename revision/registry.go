@@ -12,6 +12,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// DefaultHoldoff is the holdoff thaw runs its registry with (thaw local and
+// thaw run): long enough to batch a burst of changes into one snapshot,
+// short against the 10 ms flip-to-ACK budget.
+const DefaultHoldoff = 5 * time.Millisecond
+
 // RegistryOptions configures a Registry.
 type RegistryOptions struct {
 	Logger *zap.Logger

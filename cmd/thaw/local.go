@@ -32,6 +32,7 @@ type localFlags struct {
 	nodeID         string
 	stateDir       string
 	tick           time.Duration
+	revMetrics     bool
 	holdBudget     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
@@ -69,6 +70,7 @@ the processes and Envoy, and exits 0.`,
 	fl.StringVar(&f.nodeID, "node-id", "thaw-local", "Envoy node id")
 	fl.StringVar(&f.stateDir, "state-dir", "", "where Envoy's bootstrap, log and pid file live (default: user cache dir)")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
+	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler metric (docs/metrics.md); off: cluster-wide sums only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
@@ -103,7 +105,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 			return err
 		}
 	}
-	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
+	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	xcfg.AccessLogPath = f.accessLog
@@ -120,12 +122,13 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
 				Drainer: drainer{act}, StateDir: stateDir}), nil
 		},
-		GRPCAddress:    f.grpcAddress,
-		AdminAddress:   f.adminAddress,
-		XDS:            xcfg,
-		TickInterval:   f.tick,
-		DrainTimeout:   f.drainTimeout,
-		ReadyWhenAcked: true,
+		GRPCAddress:     f.grpcAddress,
+		AdminAddress:    f.adminAddress,
+		XDS:             xcfg,
+		TickInterval:    f.tick,
+		RevisionMetrics: f.revMetrics,
+		DrainTimeout:    f.drainTimeout,
+		ReadyWhenAcked:  true,
 	})
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ type runFlags struct {
 	httpAddress      string
 	httpPort         int
 	tick             time.Duration
+	revMetrics       bool
 	holdBudget       time.Duration
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
@@ -78,6 +79,7 @@ See docs/kubernetes.md.`,
 	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of the Envoy fleet's HTTP listener")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
+	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler metric (docs/metrics.md); off: cluster-wide sums only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
@@ -106,7 +108,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		gopts = append(gopts, grpc.ChainStreamInterceptor(gate.StreamInterceptor()))
 		elector.Observe(gate.SetLeader)
 	}
-	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
+	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	xcfg.AccessLogPath = f.accessLog
@@ -133,6 +135,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		AdminAddress:      f.adminAddress,
 		XDS:               xcfg,
 		TickInterval:      f.tick,
+		RevisionMetrics:   f.revMetrics,
 		DrainTimeout:      f.drainTimeout,
 	}
 	if elector != nil {

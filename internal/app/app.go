@@ -51,6 +51,9 @@ type Options struct {
 	XDS xds.Config
 	// TickInterval is the autoscaler's decision period (default 2 s).
 	TickInterval time.Duration
+	// RevisionMetrics exports one series per revision for the autoscaler's
+	// metrics (autoscaler.MultiscalerOptions.RevisionMetrics).
+	RevisionMetrics bool
 	// DrainTimeout bounds how long shutdown waits for held requests (default
 	// 30 s).
 	DrainTimeout time.Duration
@@ -134,7 +137,8 @@ func New(opts Options) (*App, error) {
 	}
 	a.platform = platform
 	a.scaler = autoscaler.NewMultiscaler(autoscaler.MultiscalerOptions{Logger: a.log.Named("autoscaler"), Clock: clk,
-		Collector: a.collector, Target: platform, Confirmer: a.modes, TickInterval: opts.TickInterval, Registerer: a.metrics})
+		Collector: a.collector, Target: platform, Confirmer: a.modes, TickInterval: opts.TickInterval, Registerer: a.metrics,
+		RevisionMetrics: opts.RevisionMetrics})
 	poker.m.Store(a.scaler)
 	a.scaler.OnDecision(func(d autoscaler.Decision) {
 		a.modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity})

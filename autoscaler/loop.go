@@ -1,0 +1,189 @@
+package autoscaler
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// loopShard is one decision loop: it owns a set of revisions, kept in a min-heap
+// by the time of their next tick, and decides each one when it is due, or at
+// once when it is added or poked. One timer per loop, whatever the number
+// of revisions.
+type loopShard struct {
+	m    *Multiscaler
+	kick chan struct{} // buffered 1: adds or pokes are queued
+
+	mu     sync.Mutex
+	added  []*revState
+	poked  []*revState
+	batchA []*revState // spare slices, swapped with added/poked under mu
+	batchP []*revState
+
+	decisions atomic.Uint64
+
+	// Owned by the loop goroutine.
+	heap []*revState
+}
+
+func (m *Multiscaler) startShards(ctx context.Context) {
+	m.mu.Lock()
+	m.shards = make([]*loopShard, m.opts.Shards)
+	for i := range m.shards {
+		sh := &loopShard{m: m, kick: make(chan struct{}, 1)}
+		m.shards[i] = sh
+		m.wg.Add(1)
+		go sh.run(ctx)
+	}
+	m.mu.Unlock()
+}
+
+// add queues a new revision: it is decided at once, then every tick.
+func (sh *loopShard) add(st *revState) {
+	sh.mu.Lock()
+	sh.added = append(sh.added, st)
+	sh.mu.Unlock()
+	sh.wake()
+}
+
+// poke queues an immediate decision for st (at most one pending).
+func (sh *loopShard) poke(st *revState) {
+	if !st.pokeQueued.CompareAndSwap(false, true) {
+		return
+	}
+	sh.mu.Lock()
+	sh.poked = append(sh.poked, st)
+	sh.mu.Unlock()
+	sh.wake()
+}
+
+func (sh *loopShard) wake() {
+	select {
+	case sh.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (sh *loopShard) run(ctx context.Context) {
+	defer sh.m.wg.Done()
+	clk := sh.m.opts.Clock
+	period := sh.m.opts.TickInterval
+	timer := clk.NewTimer(period)
+	defer timer.Stop()
+	for {
+		sh.drain(ctx, period)
+		now := clk.Now()
+		for len(sh.heap) > 0 && !sh.heap[0].due.After(now) {
+			st := sh.heap[0]
+			if st.halted() {
+				sh.pop()
+				continue
+			}
+			sh.m.step(ctx, st, false)
+			st.due = nextDue(st.due, now, period)
+			sh.down(0)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if len(sh.heap) > 0 {
+			timer.Reset(sh.heap[0].due.Sub(clk.Now()))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-sh.kick:
+			timer.Stop()
+		case <-timer.C():
+		}
+	}
+}
+
+// drain decides newly added and poked revisions at once.
+func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
+	sh.mu.Lock()
+	added, poked := sh.added, sh.poked
+	sh.added, sh.poked = sh.batchA[:0], sh.batchP[:0]
+	sh.mu.Unlock()
+	for i, st := range added {
+		added[i] = nil
+		if st.halted() {
+			continue
+		}
+		start := sh.m.opts.Clock.Now()
+		sh.m.step(ctx, st, false)
+		st.due = start.Add(period)
+		sh.push(st)
+	}
+	for i, st := range poked {
+		poked[i] = nil
+		st.pokeQueued.Store(false)
+		if st.halted() {
+			continue
+		}
+		sh.m.step(ctx, st, true)
+	}
+	sh.batchA, sh.batchP = added[:0], poked[:0]
+}
+
+// nextDue returns the first tick after now on due's schedule (missed ticks
+// are skipped, as a time.Ticker drops them).
+func nextDue(due, now time.Time, period time.Duration) time.Time {
+	due = due.Add(period)
+	if late := now.Sub(due); late >= 0 {
+		due = due.Add((late/period + 1) * period)
+	}
+	return due
+}
+
+// The heap: sh.heap[0] is the revision due first.
+
+func (sh *loopShard) push(st *revState) {
+	sh.heap = append(sh.heap, st)
+	sh.up(len(sh.heap) - 1)
+}
+
+func (sh *loopShard) pop() {
+	n := len(sh.heap) - 1
+	sh.heap[0] = sh.heap[n]
+	sh.heap[n] = nil
+	sh.heap = sh.heap[:n]
+	if n > 0 {
+		sh.down(0)
+	}
+}
+
+func (sh *loopShard) up(i int) {
+	h := sh.heap
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].due.Before(h[p].due) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (sh *loopShard) down(i int) {
+	h := sh.heap
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && h[r].due.Before(h[l].due) {
+			c = r
+		}
+		if !h[c].due.Before(h[i].due) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}

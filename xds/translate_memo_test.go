@@ -1,0 +1,216 @@
+package xds
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// TestMemoisedTranslationMatchesTranslate replays random registry histories
+// (mode flips, backends appearing, turning ready and leaving, port and host
+// changes, host collisions, revisions added and removed) through the
+// translator the server keeps (the endpointChanges fast path when it
+// applies, else the memoised full translation), applying the results the
+// way Server.apply does, and checks after every step that the resources
+// held equal what the pure Translate makes from the same snapshot.
+func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			h := newHistory(seed)
+			cfg := testConfig()
+			tr, err := newTranslator(&cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var held map[string]map[string]types.Resource
+			var prev *revision.Snapshot
+			var skipped map[revision.Key]error
+			fast := 0
+			for step := range 120 {
+				snap := h.next()
+				changed, ok, err := tr.endpointChanges(prev, snap, skipped)
+				if err != nil {
+					t.Fatalf("step %d (%s): endpointChanges: %v", step, h.last, err)
+				}
+				if ok && held != nil {
+					fast++
+					for _, r := range changed {
+						cla := tr.memo[r.Key].res.cla
+						held["type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"][cla.GetClusterName()] = cla
+					}
+				} else {
+					res, _ := tr.translate(snap)
+					if res == nil {
+						t.Fatalf("step %d (%s): memoised translation failed", step, h.last)
+					}
+					held, skipped = res.ByType(), res.Skipped
+				}
+				prev = snap
+				want, _ := Translate(snap, cfg)
+				if want == nil {
+					t.Fatalf("step %d (%s): Translate failed", step, h.last)
+				}
+				if wantBy := want.ByType(); !sameResources(wantBy, held) {
+					t.Fatalf("step %d (%s): memoised resources differ from Translate (-want +got):\n%s", step, h.last,
+						cmp.Diff(wantBy, held, protocmp.Transform()))
+				}
+			}
+			if fast == 0 {
+				t.Errorf("the fast path never ran: the history does not test it")
+			}
+		})
+	}
+}
+
+// history makes registry snapshots the way the registry does: a change
+// replaces only the changed revisions' pointers.
+type history struct {
+	rng     *rand.Rand
+	revs    map[revision.Key]*revision.Revision
+	version uint64
+	gen     uint64
+	last    string // the last change, for failure messages
+}
+
+func newHistory(seed uint64) *history {
+	h := &history{rng: rand.New(rand.NewPCG(seed, 42)), revs: map[revision.Key]*revision.Revision{}}
+	for i := range 20 {
+		h.add(i)
+	}
+	return h
+}
+
+func (h *history) key(i int) revision.Key {
+	return revision.Key{Namespace: []string{"a", "b"}[i%2], Name: fmt.Sprintf("r%02d", i)}
+}
+
+// host picks from a small pool so that revisions sometimes collide.
+func (h *history) host() string { return fmt.Sprintf("h%02d.example.com", h.rng.IntN(40)) }
+
+func (h *history) add(i int) {
+	spec := revision.DefaultSpec()
+	spec.Hosts = []string{h.host()}
+	spec.Port = 8000
+	h.gen++
+	h.revs[h.key(i)] = &revision.Revision{Key: h.key(i), Spec: spec, Mode: revision.Mode(h.rng.IntN(2)),
+		DesiredScale: -1, Generation: h.gen}
+}
+
+func (h *history) backend() revision.Backend {
+	return revision.Backend{Address: fmt.Sprintf("10.0.%d.%d", h.rng.IntN(3), 1+h.rng.IntN(5)),
+		Port: []int32{0, 8080, 8081}[h.rng.IntN(3)], Ready: h.rng.IntN(3) > 0} // port 0: the spec's
+}
+
+// next applies one to three random changes and returns the new snapshot.
+func (h *history) next() *revision.Snapshot {
+	h.last = ""
+	for range 1 + h.rng.IntN(3) {
+		i := h.rng.IntN(26)
+		k := h.key(i)
+		old := h.revs[k]
+		if old == nil {
+			h.add(i)
+			h.last += fmt.Sprintf("add %s; ", k)
+			continue
+		}
+		r := *old
+		switch op := h.rng.IntN(10); op {
+		case 0, 1, 2:
+			r.Mode = 1 - r.Mode
+			h.last += fmt.Sprintf("flip %s to %s; ", k, r.Mode)
+		case 3, 4:
+			bs := slices.Clone(r.Backends)
+			if len(bs) > 0 && h.rng.IntN(2) == 0 {
+				bs = slices.Delete(bs, 0, 1)
+			} else {
+				bs = append(bs, h.backend())
+			}
+			r.Backends = uniqueSorted(bs)
+			h.last += fmt.Sprintf("backends of %s: %v; ", k, r.Backends)
+		case 5:
+			if len(r.Backends) > 0 {
+				bs := slices.Clone(r.Backends)
+				j := h.rng.IntN(len(bs))
+				bs[j].Ready = !bs[j].Ready
+				r.Backends = bs
+				h.last += fmt.Sprintf("readiness in %s; ", k)
+			}
+		case 6:
+			r.Spec.Port = int32(8000 + h.rng.IntN(3))
+			h.last += fmt.Sprintf("port of %s: %d; ", k, r.Spec.Port)
+		case 7:
+			r.Spec.Hosts = []string{h.host(), h.host()}
+			h.last += fmt.Sprintf("hosts of %s: %v; ", k, r.Spec.Hosts)
+		case 8:
+			r.DesiredScale = int32(h.rng.IntN(5)) // not routing: same generation
+			h.revs[k] = &r
+			h.last += fmt.Sprintf("desired scale of %s; ", k)
+			continue
+		default:
+			delete(h.revs, k)
+			h.last += fmt.Sprintf("delete %s; ", k)
+			continue
+		}
+		h.gen++
+		r.Generation = h.gen
+		h.revs[k] = &r
+	}
+	h.version++
+	snap := &revision.Snapshot{Version: h.version, Synced: true, Revisions: make(map[revision.Key]*revision.Revision, len(h.revs)),
+		Invalid: map[revision.Key]error{}}
+	for k, r := range h.revs {
+		snap.Revisions[k] = r
+	}
+	return snap
+}
+
+// uniqueSorted sorts backends by address and port (as the registry does)
+// and drops duplicate addresses.
+func uniqueSorted(bs []revision.Backend) []revision.Backend {
+	slices.SortFunc(bs, func(a, b revision.Backend) int {
+		if a.Address != b.Address {
+			return compareStr(a.Address, b.Address)
+		}
+		return int(a.Port - b.Port)
+	})
+	return slices.CompactFunc(bs, func(a, b revision.Backend) bool { return a.Address == b.Address && a.Port == b.Port })
+}
+
+func compareStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sameResources reports whether a and b hold equal resources under the
+// same types and names.
+func sameResources(a, b map[string]map[string]types.Resource) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for typ, as := range a {
+		bs := b[typ]
+		if len(as) != len(bs) {
+			return false
+		}
+		for name, r := range as {
+			o, ok := bs[name]
+			if !ok || (o != r && !proto.Equal(o, r)) {
+				return false
+			}
+		}
+	}
+	return true
+}
