@@ -297,6 +297,7 @@ func (a *App) Status() []RevisionStatus {
 			Ready: len(rev.ReadyBackends())}
 		if d, ok := a.scaler.Status(rev.Key); ok {
 			row.StableConcurrency, row.RPS, row.InPanic = d.StableConcurrency, d.StableRPS, d.InPanic
+			row.ExcessBurstCapacity = d.ExcessBurstCapacity
 		}
 		row.Held, row.InFlight = a.act.Stats(rev.Key)
 		rows = append(rows, row)
