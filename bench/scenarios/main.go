@@ -11,6 +11,8 @@
 //	          (proxy mode with a warm backend vs serve mode)
 //	cold      cold-start overhead over 30 cold starts per startup delay
 //	burst     1000 requests at once to a revision at zero; timeline picture
+//	design    (only when asked) the activator through the internal listener
+//	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
 //
 // It writes the figures as JSON (-out; bench/report renders them into
 // docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
@@ -168,6 +170,9 @@ func run(e *env, only, out, png string) error {
 		}
 		res.Burst = b
 		note("burst", err)
+	}
+	if want["design"] {
+		note("design", runDesign(e, filepath.Dir(out)))
 	}
 	if want["scale"] {
 		n := 10000
