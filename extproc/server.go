@@ -140,9 +140,12 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	if s.draining.Load() {
 		return s.answer(stream, s.answers.shuttingDown, outcomeShuttingDown)
 	}
-	val, n := revisionHeader(rh.RequestHeaders)
+	// The stream's metadata, set by Envoy's configuration, wins over the
+	// header: in a route-level design the route's own header is added only
+	// after ext_proc ran, so a header seen here could be the client's.
+	val, n := revisionFromStream(stream)
 	if n == 0 {
-		val, n = revisionFromStream(stream)
+		val, n = revisionHeader(rh.RequestHeaders)
 	}
 	if n != 1 {
 		return s.answer(stream, s.answers.badRequest, outcomeBadRequest)
@@ -178,7 +181,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 // revisionFromStream reads the revision from the stream's gRPC metadata
 // (RevisionHeader), which Envoy sets from configuration only
 // (grpc_initial_metadata, for example per route in ExtProcPerRoute): a
-// client cannot write it. Used when the request headers carry none.
+// client cannot write it. It takes precedence over the request header.
 func revisionFromStream(stream grpc.ServerStream) (string, int) {
 	vals := metadata.ValueFromIncomingContext(stream.Context(), RevisionHeader)
 	if len(vals) == 0 {

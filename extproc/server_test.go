@@ -12,6 +12,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -283,4 +284,24 @@ func TestDrainLetsHeldFinish(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Fatalf("Drain = %v, want nil", err)
 	}
+}
+
+// The revision may come as gRPC metadata of the stream (Envoy's
+// grpc_initial_metadata, set per route): it wins over a header, which a
+// client could have sent when the route adds its own only after ext_proc.
+func TestRevisionFromStreamMetadata(t *testing.T) {
+	e := newEnv(t, 5*time.Second)
+	e.revision(demo, 1, time.Minute, 10, "127.0.0.1")
+	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "x-thaw-revision", "default/demo"))
+	defer cancel()
+	st, err := e.client.Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(headers("x-thaw-revision", "default/other")); err != nil {
+		t.Fatal(err)
+	}
+	wantProto(t, "answer", wantRouted("127.0.0.1:8080", false), recv(t, st))
+	st.CloseSend()
+	wantEnd(t, st)
 }
