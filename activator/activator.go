@@ -47,6 +47,23 @@ type Options struct {
 type Pod struct {
 	// Address is "ip:port" (IPv6 in brackets), the ORIGINAL_DST destination.
 	Address string
+	// Tracked is true when the revision limits requests per backend
+	// (container concurrency > 0): the slot must then be released when the
+	// request ends. When false, releasing at once only gives up the
+	// least-loaded choice among backends (requests then rotate).
+	Tracked bool
+}
+
+// AcquireOptions tunes one Acquire call.
+type AcquireOptions struct {
+	// OnHold (if not nil) is called once, synchronously, right before the
+	// request starts waiting, so the caller can tell its client to wait
+	// longer (extproc sends override_message_timeout). It is not called
+	// when a backend has capacity at once.
+	OnHold func()
+	// MaxHold caps the revision's HoldTimeout for this request (0: no cap).
+	// The timer is armed only when the request waits.
+	MaxHold time.Duration
 }
 
 // Activator holds requests for revisions until one of their backends has
@@ -129,6 +146,13 @@ func (a *Activator) Acquire(ctx context.Context, key revision.Key) (Pod, func(),
 // override_message_timeout). It is not called when a backend has capacity
 // at once.
 func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold func()) (Pod, func(), error) {
+	return a.AcquireWith(ctx, key, AcquireOptions{OnHold: onHold})
+}
+
+// AcquireWith is Acquire with options (see AcquireOptions). The fast path
+// (a backend has a free slot) takes no lock, arms no timer and starts no
+// goroutine.
+func (a *Activator) AcquireWith(ctx context.Context, key revision.Key, o AcquireOptions) (Pod, func(), error) {
 	if a.shutting.Load() {
 		return Pod{}, nil, ErrShuttingDown
 	}
@@ -139,11 +163,13 @@ func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold 
 			return Pod{}, nil, err
 		}
 	}
-	t.arrivals.Add(1)
+	if a.opts.Recorder != nil { // arrivals only feed the samples
+		t.arrivals.Add(1)
+	}
 	if p := t.tryFast(); p != nil {
 		return a.granted(t, p)
 	}
-	return a.hold(ctx, t, onHold)
+	return a.hold(ctx, t, o)
 }
 
 // waitKnown covers requests that arrive before the first synced snapshot:
@@ -170,17 +196,26 @@ func (a *Activator) waitKnown(ctx context.Context, key revision.Key) (*throttler
 
 func (a *Activator) granted(t *throttler, p *podTracker) (Pod, func(), error) {
 	t.inFlight.Add(1)
-	var once atomic.Bool
-	return Pod{Address: p.addr}, func() {
-		if once.CompareAndSwap(false, true) {
-			t.release(p)
-		}
-	}, nil
+	g := &grant{t: t, p: p}
+	return Pod{Address: p.addr, Tracked: t.state.Load().containerConcurrency > 0}, g.release, nil
+}
+
+// grant is one reserved slot; release frees it once.
+type grant struct {
+	t    *throttler
+	p    *podTracker
+	done atomic.Bool
+}
+
+func (g *grant) release() {
+	if g.done.CompareAndSwap(false, true) {
+		g.t.release(g.p)
+	}
 }
 
 // hold queues the request until a slot is handed over, the hold timeout,
 // ctx, revision removal or the shutdown deadline.
-func (a *Activator) hold(ctx context.Context, t *throttler, onHold func()) (Pod, func(), error) {
+func (a *Activator) hold(ctx context.Context, t *throttler, o AcquireOptions) (Pod, func(), error) {
 	a.heldTotal.Add(1)
 	defer a.leftHold()
 	if a.shutting.Load() {
@@ -201,10 +236,14 @@ func (a *Activator) hold(ctx context.Context, t *throttler, onHold func()) (Pod,
 	if len(t.state.Load().pods) == 0 {
 		a.poke(t, start)
 	}
-	if onHold != nil {
-		onHold()
+	if o.OnHold != nil {
+		o.OnHold()
 	}
-	timer := a.opts.Clock.NewTimer(st.holdTimeout)
+	wait := st.holdTimeout
+	if o.MaxHold > 0 && o.MaxHold < wait {
+		wait = o.MaxHold
+	}
+	timer := a.opts.Clock.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-w.ready:

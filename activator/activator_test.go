@@ -308,3 +308,49 @@ func TestWaitIdleAfterRevisionDeleted(t *testing.T) {
 		}
 	})
 }
+
+// MaxHold caps the revision's hold timeout (the ext_proc server's budget),
+// and OnHold runs only for a request that waits.
+func TestAcquireWithMaxHold(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		e := newEnv(t, Options{})
+		e.upsert(demo, 0, time.Minute, 10)
+		synctest.Wait()
+		start := time.Now()
+		holds := 0
+		_, _, err := e.act.AcquireWith(context.Background(), demo, AcquireOptions{OnHold: func() { holds++ }, MaxHold: 3 * time.Second})
+		wantErr(t, err, ErrHoldTimeout)
+		if got := time.Since(start); got != 3*time.Second {
+			t.Fatalf("held for %v, want MaxHold 3s", got)
+		}
+		if holds != 1 {
+			t.Fatalf("OnHold called %d times, want 1", holds)
+		}
+		e.backends(demo, "10.0.0.1")
+		synctest.Wait()
+		pod, release, err := e.act.AcquireWith(context.Background(), demo, AcquireOptions{OnHold: func() { holds++ }, MaxHold: time.Second})
+		if err != nil || holds != 1 {
+			t.Fatalf("fast path: %v, OnHold calls %d; want nil, 1", err, holds)
+		}
+		release()
+		release() // a second call does nothing
+		if _, inFlight := e.act.Stats(demo); inFlight != 0 || pod.Tracked {
+			t.Fatalf("in flight %d, Tracked %v; want 0, false (container concurrency 0)", inFlight, pod.Tracked)
+		}
+	})
+}
+
+// Pod.Tracked says whether the slot must be held until the request ends.
+func TestPodTrackedWithContainerConcurrency(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		e := newEnv(t, Options{})
+		e.upsert(demo, 2, time.Minute, 10)
+		e.backends(demo, "10.0.0.1")
+		synctest.Wait()
+		pod, release := mustAcquire(t, e.act, demo)
+		defer release()
+		if !pod.Tracked {
+			t.Fatal("Tracked = false with container concurrency 2, want true")
+		}
+	})
+}

@@ -18,11 +18,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/thaw-dev/thaw/activator"
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/extproc"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
 )
 
 // The activator path against real Envoy 1.40 with a STATIC config that
@@ -39,7 +41,7 @@ const actHoldBudget = 15 * time.Second
 // -race: 200 streams opened at once must each get override_message_timeout
 // within it, and a miss is a 504 from Envoy (seen once under load average
 // 17). The tests check behaviour, not that deadline.
-const actMessageTimeout = "2s"
+const actMessageTimeout = 2 * time.Second
 
 // actBackend is a revision backend: an HTTP server on loopback that counts
 // requests and the highest number it served at once.
@@ -104,6 +106,7 @@ type actEnv struct {
 	envoy  *harness.Envoy
 	port   int
 	client *http.Client
+	grpc   *grpc.Server
 }
 
 // actStart starts everything; revs are revision names in namespace
@@ -124,6 +127,7 @@ func actStart(t *testing.T, revs ...string) *actEnv {
 	g := grpc.NewServer()
 	e.srv.Register(g)
 	go g.Serve(ln)
+	e.grpc = g
 	t.Cleanup(func() { g.Stop(); cancel(); <-runDone })
 
 	e.port = harness.PickPort(t)
@@ -498,22 +502,7 @@ static_resources:
               - match: {prefix: "/"}
                 route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[5]s}
           http_filters:
-          - name: envoy.filters.http.ext_proc
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
-              grpc_service: {envoy_grpc: {cluster_name: thaw_extproc}}
-              processing_mode:
-                request_header_mode: SEND
-                response_header_mode: SKIP
-                request_body_mode: NONE
-                response_body_mode: NONE
-                request_trailer_mode: SKIP
-                response_trailer_mode: SEND
-              message_timeout: %[6]s
-              max_message_timeout: %[5]s
-              failure_mode_allow: false
-              allow_mode_override: false
-              metadata_options: {receiving_namespaces: {untyped: ["thaw.activator"]}}
+          - %[6]s
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:%[3]s
@@ -536,5 +525,20 @@ static_resources:
     load_assignment:
       cluster_name: thaw_extproc
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[4]d}}}}]}]
-`, port, vhosts.String(), clusters.String(), extprocPort, secs, actMessageTimeout)
+`, port, vhosts.String(), clusters.String(), extprocPort, secs, actExtProcFilterJSON(budget))
+}
+
+// actExtProcFilterJSON is the ext_proc HTTP filter exactly as thaw's xDS
+// translation builds it (xds.ExtProcFilter), as one line of JSON for the
+// YAML bootstrap.
+func actExtProcFilterJSON(budget time.Duration) string {
+	f, err := xds.ExtProcFilter(&xds.Config{ExtProcMessageTimeout: actMessageTimeout, HoldBudget: budget})
+	if err != nil {
+		panic(err)
+	}
+	b, err := protojson.Marshal(f)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

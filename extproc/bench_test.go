@@ -13,10 +13,20 @@ import (
 // headers, receive the routing answer, half-close (request over), wait for
 // the server to end the stream. Parallel clients share one connection, as
 // Envoy's workers share the thaw_extproc cluster's HTTP/2 connection.
+//
+// With container concurrency 0 the server ends the stream right after the
+// answer (ShortMode); with container concurrency > 0 it waits for Envoy's
+// end of the stream (the request's end).
 func BenchmarkDecisions(b *testing.B) {
+	b.Run("cc=0", func(b *testing.B) { benchDecisions(b, 0) })
+	b.Run("cc=1000", func(b *testing.B) { benchDecisions(b, 1000) })
+}
+
+func benchDecisions(b *testing.B, cc int) {
 	e := newEnv(b, 5*time.Second)
-	e.revision(demo, 0, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
-	req := headers("x-thaw-revision", "default/demo", "host", "demo.example.com", "user-agent", "bench")
+	e.revision(demo, cc, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	// Only x-thaw-revision: the filter's forward_rules send nothing else.
+	req := headers("x-thaw-revision", "default/demo")
 	b.ReportAllocs()
 	b.SetParallelism(16) // many concurrent streams, as under load
 	b.ResetTimer()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Drain shuts the server down gracefully: new streams are answered 503
@@ -25,43 +26,36 @@ func (s *Server) Drain(ctx context.Context) error {
 	return nil
 }
 
-// streamCount counts running stream handlers. Unlike sync.WaitGroup it
-// allows handlers to start while someone waits.
+// streamCount counts running stream handlers with one atomic per stream
+// start and end (no lock, no channel on the request path). Unlike
+// sync.WaitGroup it allows handlers to start while someone waits.
 type streamCount struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{} // closed when n drops to 0; nil while n == 0
+	n       atomic.Int64
+	waiting atomic.Bool
+	once    sync.Once
+	zero    chan struct{} // made by newServer; closed at the first drop to 0 once waiting is set
 }
 
-func (c *streamCount) enter() {
-	c.mu.Lock()
-	if c.n == 0 {
-		c.zero = make(chan struct{})
-	}
-	c.n++
-	c.mu.Unlock()
-}
+func (c *streamCount) enter() { c.n.Add(1) }
 
+// leave ends a handler. The decrement comes before reading waiting, and
+// waitZero sets waiting before reading n: one of the two sees the other, so
+// a drop to 0 is never missed.
 func (c *streamCount) leave() {
-	c.mu.Lock()
-	c.n--
-	if c.n == 0 {
-		close(c.zero)
-		c.zero = nil
+	if c.n.Add(-1) == 0 && c.waiting.Load() {
+		c.once.Do(func() { close(c.zero) })
 	}
-	c.mu.Unlock()
 }
 
 // waitZero returns when no handler runs, or at the latest when ctx ends.
+// Drain calls it once.
 func (c *streamCount) waitZero(ctx context.Context) {
-	c.mu.Lock()
-	ch := c.zero
-	c.mu.Unlock()
-	if ch == nil {
+	c.waiting.Store(true)
+	if c.n.Load() == 0 {
 		return
 	}
 	select {
-	case <-ch:
+	case <-c.zero:
 	case <-ctx.Done():
 	}
 }

@@ -44,7 +44,7 @@ func newEnv(t testing.TB, budget time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer()
+	g := grpc.NewServer(GRPCServerOptions()...)
 	e.srv.Register(g)
 	go g.Serve(ln)
 	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

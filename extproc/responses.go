@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -36,19 +37,32 @@ const (
 	outcomeCanceled        = "canceled"
 )
 
+// ShortMode is the processing mode an answer switches a stream to when the
+// request's end need not be tracked (ProcessingResponse.mode_override):
+// nothing after the request headers, so Envoy closes the stream once it
+// has the answer. The filter must allow it (allow_mode_override and
+// allowed_override_modes, see xds.ExtProcFilter), else Envoy ignores it and
+// the server's own return ends the stream.
+func ShortMode() *filterv3.ProcessingMode {
+	return &filterv3.ProcessingMode{
+		RequestHeaderMode:   filterv3.ProcessingMode_SEND,
+		ResponseHeaderMode:  filterv3.ProcessingMode_SKIP,
+		RequestBodyMode:     filterv3.ProcessingMode_NONE,
+		ResponseBodyMode:    filterv3.ProcessingMode_NONE,
+		RequestTrailerMode:  filterv3.ProcessingMode_SKIP,
+		ResponseTrailerMode: filterv3.ProcessingMode_SKIP,
+	}
+}
+
 // routeTo is the answer to request headers when a backend was chosen:
-// continue, and name the backend in dynamic metadata for ORIGINAL_DST.
-//
-// clear_route_cache is set as the wire contract asks; Envoy 1.40 ignores it
-// when the response carries no header mutation, which is fine: ORIGINAL_DST
-// reads the metadata when the router picks the host, after this filter.
-func routeTo(addr string) *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{
+// continue, and name the backend in dynamic metadata for ORIGINAL_DST, which
+// reads it when the router picks the host, after this filter. short adds
+// the mode_override to ShortMode. No clear_route_cache: routing does not
+// depend on it, and Envoy 1.40 ignores it without a header mutation.
+func routeTo(addr string, short bool) *extprocv3.ProcessingResponse {
+	r := &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-			Response: &extprocv3.CommonResponse{
-				Status:          extprocv3.CommonResponse_CONTINUE,
-				ClearRouteCache: true,
-			},
+			Response: &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE},
 		}},
 		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
 			MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
@@ -56,6 +70,10 @@ func routeTo(addr string) *extprocv3.ProcessingResponse {
 			}}),
 		}},
 	}
+	if short {
+		r.ModeOverride = ShortMode()
+	}
+	return r
 }
 
 // holdOn asks Envoy to wait up to d for the answer to the current message
@@ -87,20 +105,22 @@ func immediate(code typev3.StatusCode, outcome, body string, retryAfter time.Dur
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: ir}}
 }
 
-// answers holds the fixed local replies, built and validated once.
+// answers holds the fixed replies, built and validated once.
 type answers struct {
 	queueFull, holdTimeout, shuttingDown, unknownRevision, badRequest *extprocv3.ProcessingResponse
+	holdOn                                                            *extprocv3.ProcessingResponse
 }
 
-func newAnswers(retryAfter time.Duration) (*answers, error) {
+func newAnswers(retryAfter, holdBudget time.Duration) (*answers, error) {
 	a := &answers{
+		holdOn:          holdOn(holdBudget),
 		queueFull:       immediate(typev3.StatusCode_ServiceUnavailable, outcomeQueueFull, "revision is busy: too many requests waiting\n", retryAfter),
 		holdTimeout:     immediate(typev3.StatusCode_ServiceUnavailable, outcomeHoldTimeout, "revision did not become ready in time\n", retryAfter),
 		shuttingDown:    immediate(typev3.StatusCode_ServiceUnavailable, outcomeShuttingDown, "activator is shutting down\n", retryAfter),
 		unknownRevision: immediate(typev3.StatusCode_NotFound, outcomeUnknownRevision, "unknown revision\n", 0),
 		badRequest:      immediate(typev3.StatusCode_BadRequest, outcomeBadRequest, "missing or invalid "+RevisionHeader+" header\n", 0),
 	}
-	for _, r := range []*extprocv3.ProcessingResponse{a.queueFull, a.holdTimeout, a.shuttingDown, a.unknownRevision, a.badRequest} {
+	for _, r := range []*extprocv3.ProcessingResponse{a.queueFull, a.holdTimeout, a.shuttingDown, a.unknownRevision, a.badRequest, a.holdOn} {
 		if err := r.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("extproc: invalid local reply: %w", err)
 		}
@@ -128,19 +148,24 @@ func continueResponse(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingRes
 	}
 }
 
-// revisionHeader returns the values of x-thaw-revision (Envoy sends header
-// names in lower case; values in raw_value, or value from older Envoys).
-func revisionHeader(h *extprocv3.HttpHeaders) []string {
-	var out []string
+// revisionHeader returns the first value of x-thaw-revision and how many
+// values were sent (Envoy sends header names in lower case; values in
+// raw_value, or value from older Envoys).
+func revisionHeader(h *extprocv3.HttpHeaders) (string, int) {
+	var first string
+	n := 0
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		if hv.GetKey() != RevisionHeader {
 			continue
 		}
-		if len(hv.GetRawValue()) > 0 {
-			out = append(out, string(hv.GetRawValue()))
-		} else {
-			out = append(out, hv.GetValue())
+		if n == 0 {
+			if len(hv.GetRawValue()) > 0 {
+				first = string(hv.GetRawValue())
+			} else {
+				first = hv.GetValue()
+			}
 		}
+		n++
 	}
-	return out
+	return first, n
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/thaw-dev/thaw/activator"
@@ -57,6 +59,7 @@ type Server struct {
 	opts    ServerOptions
 	log     *zap.Logger
 	answers *answers
+	routes  routeCache
 	metrics *metrics
 	margin  time.Duration
 
@@ -85,13 +88,14 @@ func NewServer(opts ServerOptions) *Server {
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = time.Second
 	}
-	ans, err := newAnswers(opts.RetryAfter)
+	ans, err := newAnswers(opts.RetryAfter, opts.HoldBudget)
 	if err != nil {
 		panic(err)
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger.Named("extproc"), answers: ans, metrics: newMetrics(),
-		stop: make(chan struct{}),
+		stop:    make(chan struct{}),
+		streams: streamCount{zero: make(chan struct{})},
 		// Answer a little before Envoy's own deadline so the client gets a
 		// 503 with Retry-After rather than Envoy's timeout error.
 		margin: min(opts.HoldBudget/10, 500*time.Millisecond),
@@ -111,6 +115,13 @@ func (s *Server) Register(g *grpc.Server) {
 
 // Process handles one request's stream. It never ends a stream whose
 // request headers it has read without answering them.
+//
+// Per request it allocates no timer (the hold budget is armed only when the
+// request waits), takes no lock and starts no goroutine on the fast path.
+// Where the revision tracks no completion (container concurrency 0) the
+// answer switches the stream to ShortMode and the handler returns at once:
+// the stream costs one round trip. Otherwise the stream is kept until Envoy
+// ends it with the request (awaitEnd).
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	s.streams.enter()
 	defer s.streams.leave()
@@ -129,36 +140,64 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	if s.draining.Load() {
 		return s.answer(stream, s.answers.shuttingDown, outcomeShuttingDown)
 	}
-	vals := revisionHeader(rh.RequestHeaders)
-	if len(vals) != 1 {
+	// The stream's metadata, set by Envoy's configuration, wins over the
+	// header: in a route-level design the route's own header is added only
+	// after ext_proc ran, so a header seen here could be the client's.
+	val, n := revisionFromStream(stream)
+	if n == 0 {
+		val, n = revisionHeader(rh.RequestHeaders)
+	}
+	if n != 1 {
 		return s.answer(stream, s.answers.badRequest, outcomeBadRequest)
 	}
-	key, err := revision.ParseKey(vals[0])
+	key, err := revision.ParseKey(val)
 	if err != nil {
 		return s.answer(stream, s.answers.badRequest, outcomeBadRequest)
 	}
 
-	ctx, cancel := context.WithTimeout(stream.Context(), s.opts.HoldBudget-s.margin)
-	defer cancel()
-	var sendErr error
-	pod, release, err := s.opts.Activator.AcquireNotify(ctx, key, func() {
-		sendErr = stream.Send(holdOn(s.opts.HoldBudget))
+	h := holder{stream: stream, resp: s.answers.holdOn}
+	pod, release, err := s.opts.Activator.AcquireWith(stream.Context(), key, activator.AcquireOptions{
+		OnHold: h.hold, MaxHold: s.opts.HoldBudget - s.margin,
 	})
 	if err != nil {
 		return s.refuse(stream, key, err)
 	}
 	defer release()
-	if sendErr != nil {
+	if h.err != nil {
 		s.metrics.answered(outcomeCanceled)
 		return nil
 	}
-	if err := stream.Send(routeTo(pod.Address)); err != nil {
+	if err := stream.Send(s.routes.to(pod.Address, !pod.Tracked)); err != nil {
 		s.metrics.answered(outcomeCanceled)
 		return nil
 	}
 	s.metrics.answered(outcomeRouted)
+	if !pod.Tracked {
+		return nil
+	}
 	return s.awaitEnd(stream)
 }
+
+// revisionFromStream reads the revision from the stream's gRPC metadata
+// (RevisionHeader), which Envoy sets from configuration only
+// (grpc_initial_metadata, for example per route in ExtProcPerRoute): a
+// client cannot write it. It takes precedence over the request header.
+func revisionFromStream(stream grpc.ServerStream) (string, int) {
+	vals := metadata.ValueFromIncomingContext(stream.Context(), RevisionHeader)
+	if len(vals) == 0 {
+		return "", 0
+	}
+	return vals[0], len(vals)
+}
+
+// holder sends override_message_timeout when a request starts waiting.
+type holder struct {
+	stream extprocv3.ExternalProcessor_ProcessServer
+	resp   *extprocv3.ProcessingResponse
+	err    error
+}
+
+func (h *holder) hold() { h.err = h.stream.Send(h.resp) }
 
 // refuse answers an Acquire error.
 func (s *Server) refuse(stream extprocv3.ExternalProcessor_ProcessServer, key revision.Key, err error) error {
@@ -217,4 +256,17 @@ func (s *Server) awaitEnd(stream extprocv3.ExternalProcessor_ProcessServer) erro
 	case <-s.stop:
 	}
 	return nil
+}
+
+// GRPCServerOptions returns the gRPC server options for many short ext_proc
+// streams (one per activator-path request): a pool of stream workers
+// (max(32, 8 × GOMAXPROCS)), so a stream's handler runs on a reused
+// goroutine whose stack has already grown, instead of a new goroutine that
+// grows its stack again (runtime.newstack was about 12% of thaw's CPU on
+// the activator path without it). Long-lived streams (ADS, stats, held
+// requests) keep their worker; gRPC starts a goroutine when every worker is
+// busy, so the pool is sized well above the handful of long-lived streams
+// per Envoy.
+func GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.NumStreamWorkers(uint32(max(32, 8*runtime.GOMAXPROCS(0))))}
 }

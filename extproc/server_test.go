@@ -8,26 +8,38 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// wantRouted is the answer the wire contract fixes for a chosen backend.
-func wantRouted(addr string) *extprocv3.ProcessingResponse {
+// wantRouted is the answer the wire contract fixes for a chosen backend;
+// short (container concurrency 0) switches the stream to ShortMode.
+func wantRouted(addr string, short bool) *extprocv3.ProcessingResponse {
 	md, err := structpb.NewStruct(map[string]any{"thaw.activator": map[string]any{"destination": addr}})
 	if err != nil {
 		panic(err)
 	}
-	return &extprocv3.ProcessingResponse{
+	r := &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-			Response: &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE, ClearRouteCache: true},
+			Response: &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE},
 		}},
 		DynamicMetadata: md,
 	}
+	if short {
+		r.ModeOverride = &filterv3.ProcessingMode{
+			RequestHeaderMode: filterv3.ProcessingMode_SEND, ResponseHeaderMode: filterv3.ProcessingMode_SKIP,
+			RequestBodyMode: filterv3.ProcessingMode_NONE, ResponseBodyMode: filterv3.ProcessingMode_NONE,
+			RequestTrailerMode: filterv3.ProcessingMode_SKIP, ResponseTrailerMode: filterv3.ProcessingMode_SKIP,
+		}
+	}
+	return r
 }
 
 func wantLocal(code typev3.StatusCode, details, body, retryAfter string) *extprocv3.ProcessingResponse {
@@ -67,7 +79,7 @@ func TestRoutesToBackendAndReleasesAtStreamEnd(t *testing.T) {
 	if err := resp.ValidateAll(); err != nil {
 		t.Fatalf("answer does not validate: %v", err)
 	}
-	wantProto(t, "answer", wantRouted("127.0.0.1:8080"), resp)
+	wantProto(t, "answer", wantRouted("127.0.0.1:8080", false), resp)
 	e.waitStats(demo, 0, 1)
 	if err := st.CloseSend(); err != nil { // Envoy ends the stream: request over
 		t.Fatal(err)
@@ -84,7 +96,7 @@ func TestReleasesOnStreamReset(t *testing.T) {
 	e := newEnv(t, 5*time.Second)
 	e.revision(demo, 1, time.Minute, 10, "127.0.0.1")
 	st, cancel := e.open(headers("x-thaw-revision", "default/demo"))
-	wantProto(t, "answer", wantRouted("127.0.0.1:8080"), recv(t, st))
+	wantProto(t, "answer", wantRouted("127.0.0.1:8080", false), recv(t, st))
 	e.waitStats(demo, 0, 1)
 	cancel()
 	e.waitStats(demo, 0, 0)
@@ -94,7 +106,7 @@ func TestReleasesOnStreamReset(t *testing.T) {
 // answered at once so Envoy never waits on the server.
 func TestAnswersResponseTrailers(t *testing.T) {
 	e := newEnv(t, 5*time.Second)
-	e.revision(demo, 0, time.Minute, 10, "127.0.0.1")
+	e.revision(demo, 1, time.Minute, 10, "127.0.0.1")
 	st, _ := e.open(headers("x-thaw-revision", "default/demo"))
 	recv(t, st)
 	err := st.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{
@@ -117,9 +129,36 @@ func TestHoldsThenRoutes(t *testing.T) {
 		&extprocv3.ProcessingResponse{OverrideMessageTimeout: durationpb.New(7 * time.Second)}, recv(t, st))
 	e.waitStats(demo, 1, 0)
 	e.setBackends(demo, "127.0.0.9")
-	wantProto(t, "answer once a backend is ready", wantRouted("127.0.0.9:8080"), recv(t, st))
-	st.CloseSend()
+	wantProto(t, "answer once a backend is ready", wantRouted("127.0.0.9:8080", true), recv(t, st))
 	wantEnd(t, st)
+}
+
+// With container concurrency 0 the answer switches the stream to ShortMode
+// and the server ends the stream right after it, without waiting for Envoy
+// (one round trip); no slot stays reserved.
+func TestUnlimitedStreamEndsWithTheAnswer(t *testing.T) {
+	e := newEnv(t, 5*time.Second)
+	e.revision(demo, 0, time.Minute, 10, "127.0.0.1", "127.0.0.2")
+	for i := 0; i < 4; i++ {
+		st, _ := e.open(headers("x-thaw-revision", "default/demo"))
+		resp := recv(t, st)
+		if err := resp.ValidateAll(); err != nil {
+			t.Fatalf("answer does not validate: %v", err)
+		}
+		// Released at once, so picks rotate over the backends.
+		want := []string{"127.0.0.1:8080", "127.0.0.2:8080"}
+		if got := resp.GetDynamicMetadata().GetFields()["thaw.activator"].GetStructValue().GetFields()["destination"].GetStringValue(); got != want[0] && got != want[1] {
+			t.Fatalf("destination %q, want one of %v", got, want)
+		}
+		if !proto.Equal(resp.GetModeOverride(), ShortMode()) {
+			t.Fatalf("mode_override = %v, want ShortMode", resp.GetModeOverride())
+		}
+		wantEnd(t, st) // the server ended it: no CloseSend from the client
+	}
+	e.waitStats(demo, 0, 0)
+	if got := counterValue(e.prom, "thaw_extproc_responses_total", "routed"); got != 4 {
+		t.Errorf("responses_total{routed} = %v, want 4", got)
+	}
 }
 
 func TestLocalReplies(t *testing.T) {
@@ -204,7 +243,7 @@ func TestDrain(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	e.revision(demo, 1, time.Minute, 10, "127.0.0.1")
 	inFlight, _ := e.open(headers("x-thaw-revision", "default/demo"))
-	wantProto(t, "first request", wantRouted("127.0.0.1:8080"), recv(t, inFlight))
+	wantProto(t, "first request", wantRouted("127.0.0.1:8080", false), recv(t, inFlight))
 	held, _ := e.open(headers("x-thaw-revision", "default/demo"))
 	recv(t, held) // override_message_timeout
 	e.waitStats(demo, 1, 1)
@@ -241,8 +280,28 @@ func TestDrainLetsHeldFinish(t *testing.T) {
 	drained := make(chan error, 1)
 	go func() { drained <- e.srv.Drain(ctx) }()
 	e.setBackends(demo, "127.0.0.1")
-	wantProto(t, "held request during drain", wantRouted("127.0.0.1:8080"), recv(t, held))
+	wantProto(t, "held request during drain", wantRouted("127.0.0.1:8080", true), recv(t, held))
 	if err := <-drained; err != nil {
 		t.Fatalf("Drain = %v, want nil", err)
 	}
+}
+
+// The revision may come as gRPC metadata of the stream (Envoy's
+// grpc_initial_metadata, set per route): it wins over a header, which a
+// client could have sent when the route adds its own only after ext_proc.
+func TestRevisionFromStreamMetadata(t *testing.T) {
+	e := newEnv(t, 5*time.Second)
+	e.revision(demo, 1, time.Minute, 10, "127.0.0.1")
+	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "x-thaw-revision", "default/demo"))
+	defer cancel()
+	st, err := e.client.Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(headers("x-thaw-revision", "default/other")); err != nil {
+		t.Fatal(err)
+	}
+	wantProto(t, "answer", wantRouted("127.0.0.1:8080", false), recv(t, st))
+	st.CloseSend()
+	wantEnd(t, st)
 }

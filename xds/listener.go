@@ -6,6 +6,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -76,42 +78,65 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 }
 
 // ExtProcFilter returns the ext_proc HTTP filter of the activator listener:
-// request headers sent, fail closed (5xx when the service is unreachable or
-// late), per-message timeout cfg.ExtProcMessageTimeout that the activator
-// may extend up to cfg.HoldBudget with override_message_timeout, and
-// permission to write dynamic metadata in namespace thaw.activator only.
+// request headers sent (only x-thaw-revision: forward_rules), fail closed
+// with 503 (status_on_error; Envoy's default would be 500) when the service
+// is unreachable, errs or is late, per-message timeout
+// cfg.ExtProcMessageTimeout that the activator may extend up to
+// cfg.HoldBudget with override_message_timeout, and permission to write
+// dynamic metadata in namespace thaw.activator only.
 //
 // response_trailer_mode SEND is the completion signal: with it Envoy 1.40
 // keeps the ext_proc stream open until the request ends (a response
 // without trailers adds no message and no latency), so the activator
 // frees the backend's slot at the right time. Measured in
-// docs/activator.md ("Completion signal"); the runtime flag
-// ext_proc_stream_close_optimization was removed from Envoy.
+// docs/activator.md ("Completion signal"). Where no slot is tracked
+// (container concurrency 0) the server answers with a mode_override to
+// ActivatorShortMode, which Envoy accepts (allow_mode_override with that
+// one mode allowed) and then closes the stream at once: one round trip.
 func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) {
 	a, err := toAny(&extprocv3.ExternalProcessor{
 		GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
 			EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: ExtProcClusterName},
 		}},
-		FailureModeAllow: false,
-		ProcessingMode: &extprocv3.ProcessingMode{
-			RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
-			ResponseHeaderMode:  extprocv3.ProcessingMode_SKIP,
-			RequestBodyMode:     extprocv3.ProcessingMode_NONE,
-			ResponseBodyMode:    extprocv3.ProcessingMode_NONE,
-			RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
-			ResponseTrailerMode: extprocv3.ProcessingMode_SEND,
-		},
+		FailureModeAllow:  false,
+		StatusOnError:     &typev3.HttpStatus{Code: typev3.StatusCode_ServiceUnavailable},
+		ProcessingMode:    activatorMode(extprocv3.ProcessingMode_SEND),
 		MessageTimeout:    durationpb.New(cfg.ExtProcMessageTimeout),
 		MaxMessageTimeout: durationpb.New(cfg.HoldBudget),
 		MetadataOptions: &extprocv3.MetadataOptions{
 			ReceivingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{MetadataNamespace}},
 		},
-		AllowModeOverride: false,
+		ForwardRules: &extprocv3.HeaderForwardingRules{AllowedHeaders: &matcherv3.ListStringMatcher{
+			Patterns: []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: RevisionHeader}}},
+		}},
+		AllowModeOverride:    true,
+		AllowedOverrideModes: []*extprocv3.ProcessingMode{ActivatorShortMode()},
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &hcmv3.HttpFilter{Name: "envoy.filters.http.ext_proc", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}}, nil
+}
+
+// activatorMode is the activator's processing mode: request headers only,
+// response trailers as given.
+func activatorMode(responseTrailers extprocv3.ProcessingMode_HeaderSendMode) *extprocv3.ProcessingMode {
+	return &extprocv3.ProcessingMode{
+		RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
+		ResponseHeaderMode:  extprocv3.ProcessingMode_SKIP,
+		RequestBodyMode:     extprocv3.ProcessingMode_NONE,
+		ResponseBodyMode:    extprocv3.ProcessingMode_NONE,
+		RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
+		ResponseTrailerMode: responseTrailers,
+	}
+}
+
+// ActivatorShortMode is the processing mode the activator switches a stream
+// to (ProcessingResponse.mode_override) when it tracks no completion:
+// nothing after the request headers, so Envoy closes the stream as soon as
+// it has the answer. It is the only override ExtProcFilter allows.
+func ActivatorShortMode() *extprocv3.ProcessingMode {
+	return activatorMode(extprocv3.ProcessingMode_SKIP)
 }
 
 // ActivatorListener returns the internal listener thaw_activator that

@@ -99,7 +99,24 @@ func pathRows(p *results.Paths) []row {
 			Measured: fmt.Sprintf("%.0f%% (%s; mean %.0f vs %.0f req/s)", 100*pt, tRounds, px.ThroughputRPS, sp.ThroughputRPS),
 			Target:   "≥ 70%", Result: atLeast(okPT, pt, 0.70),
 			Means: "how much traffic Envoy and thaw pass through the activator compared with direct routing"},
+		{What: fmt.Sprintf("activator path: thaw CPU per request (%d in flight)", p.Concurrency),
+			Measured: cpuCell(px.ThawCPUUsPerRequest, px.CPURequests, fmt.Sprintf("serve mode %.1f µs", sp.ThawCPUUsPerRequest)),
+			Target:   "≤ 15 µs (goal)", Result: atMost(px.CPURequests > 0, px.ThawCPUUsPerRequest, 15),
+			Means: "CPU thaw's activator spends per proxy-mode request (user + system time from /proc over the closed-loop rounds)"},
+		{What: fmt.Sprintf("activator path: Envoy CPU per request, proxy / serve mode (%d in flight)", p.Concurrency),
+			Measured: cpuCell(px.EnvoyCPUUsPerRequest, px.CPURequests, fmt.Sprintf("%.2f× serve mode's %.1f µs; static Envoy %.1f µs",
+				px.EnvoyCPUUsPerRequest/max(sp.EnvoyCPUUsPerRequest, 1e-9), sp.EnvoyCPUUsPerRequest, st.EnvoyCPUUsPerRequest)),
+			Target: "reported", Result: map[bool]string{true: info, false: missing}[px.CPURequests > 0 && sp.EnvoyCPUUsPerRequest > 0],
+			Means: "what the activator path costs Envoy itself per request compared with routing straight to the backend"},
 	}
+}
+
+// cpuCell renders a CPU-per-request figure with what it is compared with.
+func cpuCell(us float64, n int64, vs string) string {
+	if n == 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("%.1f µs (%s; %d requests)", us, vs, n)
 }
 
 // pathRound is one latency round of the two pairs, "p50 / p99" in ms.

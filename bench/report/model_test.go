@@ -41,7 +41,7 @@ func TestPathRows(t *testing.T) {
 	rows := pathRows(&results.Paths{RateRPS: 1000, Concurrency: 16,
 		Static: side(1.0, 2.0, 1000), Serve: side(1.005, 2.5, 990),
 		ServeWithProxy: side(0.9, 2.5, 990), Proxy: side(1.1, 4.0, 600)})
-	want := []string{pass, fail, info, pass, fail, fail} // p50 ok, p99 1.25, -, +0.2 ok, +1.5, 61%
+	want := []string{pass, fail, info, pass, fail, fail, missing, missing} // p50 ok, p99 1.25, -, +0.2 ok, +1.5, 61%, no CPU figures
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(rows), len(want))
 	}
@@ -49,6 +49,13 @@ func TestPathRows(t *testing.T) {
 		if r.Result != want[i] {
 			t.Errorf("row %d (%s): %s, want %s (measured %s)", i, r.What, r.Result, want[i], r.Measured)
 		}
+	}
+	withCPU := &results.Paths{RateRPS: 1000, Concurrency: 16, Static: side(1, 2, 1000), Serve: side(1, 2, 1000),
+		ServeWithProxy: side(1, 2, 1000), Proxy: side(1, 2, 1000)}
+	withCPU.ServeWithProxy.EnvoyCPUUsPerRequest, withCPU.ServeWithProxy.CPURequests = 20, 1000
+	withCPU.Proxy.ThawCPUUsPerRequest, withCPU.Proxy.EnvoyCPUUsPerRequest, withCPU.Proxy.CPURequests = 40, 45, 1000
+	if r := pathRows(withCPU); r[6].Result != fail || r[7].Result != info {
+		t.Errorf("CPU rows: %s (%s), %s (%s); want %s (40 µs > 15 µs), %s", r[6].Result, r[6].Measured, r[7].Result, r[7].Measured, fail, info)
 	}
 	if r := pathRows(nil); len(r) != 1 || r[0].Result != missing {
 		t.Errorf("nil paths: %+v", r)

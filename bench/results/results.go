@@ -61,6 +61,14 @@ type Side struct {
 	RoundP50Ms      []float64 `json:"roundP50Ms"`
 	RoundP99Ms      []float64 `json:"roundP99Ms"`
 	RoundThroughput []float64 `json:"roundThroughput"`
+	// CPU per successful request during the closed-loop rounds, in µs of
+	// user + system time (/proc): thaw's process and the Envoy that served
+	// the side (0 when not measured).
+	ThawCPUUsPerRequest  float64 `json:"thawCPUUsPerRequest,omitempty"`
+	EnvoyCPUUsPerRequest float64 `json:"envoyCPUUsPerRequest,omitempty"`
+	// Requests is the number of successful closed-loop requests the CPU
+	// figures divide by.
+	CPURequests int64 `json:"cpuRequests,omitempty"`
 }
 
 // Paths is the warm-path and activator-path comparison, in Rounds rounds.

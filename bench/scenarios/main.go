@@ -13,6 +13,8 @@
 //	burst     1000 requests at once to a revision at zero; timeline picture
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
+//	design    (only when asked) the activator through the internal listener
+//	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
 //
 // It writes the figures as JSON (-out; bench/report renders them into
 // docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
@@ -170,6 +172,9 @@ func run(e *env, only, out, png string) error {
 		}
 		res.Burst = b
 		note("burst", err)
+	}
+	if want["design"] {
+		note("design", runDesign(e, filepath.Dir(out)))
 	}
 	if want["scale"] {
 		n := 10000

@@ -118,21 +118,47 @@ func runPaths(e *env) (*results.Paths, error) {
 
 	// Throughput: closed loop per side, the sides back to back, order
 	// rotating; serve's figures go to both of its entries.
+	// CPU per request: thaw's process and the Envoy serving the side, from
+	// /proc, summed over the closed-loop rounds.
+	thawEnvoy, err := childNamed(th.cmd.Process.Pid, "envoy")
+	if err != nil {
+		return nil, err
+	}
 	sides := []struct {
-		t   *target
-		out []*results.Side
-	}{{static, []*results.Side{&p.Static}}, {serve, []*results.Side{&p.Serve, &p.ServeWithProxy}}, {proxy, []*results.Side{&p.Proxy}}}
+		t     *target
+		envoy int
+		out   []*results.Side
+		cpu   [2]time.Duration
+		n     float64
+	}{{t: static, envoy: se.cmd.Process.Pid, out: []*results.Side{&p.Static}},
+		{t: serve, envoy: thawEnvoy, out: []*results.Side{&p.Serve, &p.ServeWithProxy}},
+		{t: proxy, envoy: thawEnvoy, out: []*results.Side{&p.Proxy}}}
 	tdur := time.Duration(p.ThroughputSeconds * float64(time.Second))
 	for r := range p.ThroughputRounds {
 		for i := range sides {
-			sd := sides[(i+r)%len(sides)]
+			sd := &sides[(i+r)%len(sides)]
+			m := startCPU(th.cmd.Process.Pid, sd.envoy)
 			rps, errs := closedLoop(sd.t, p.Concurrency, tdur)
-			e.logf("paths: throughput round %d %-6s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
+			used := m.stop()
+			sd.cpu[0] += used[0]
+			sd.cpu[1] += used[1]
+			sd.n += rps * tdur.Seconds()
+			e.logf("paths: throughput round %d %-6s %.0f req/s (%d errors), CPU thaw %v envoy %v", r+1, sd.t.name, rps, errs, used[0], used[1])
 			for _, o := range sd.out {
 				o.ThroughputRPS += rps / float64(p.ThroughputRounds)
 				o.ThroughputErrors += errs
 				o.RoundThroughput = append(o.RoundThroughput, rps)
 			}
+		}
+	}
+	for _, sd := range sides {
+		if sd.n == 0 {
+			continue
+		}
+		for _, o := range sd.out {
+			o.ThawCPUUsPerRequest = float64(sd.cpu[0].Microseconds()) / sd.n
+			o.EnvoyCPUUsPerRequest = float64(sd.cpu[1].Microseconds()) / sd.n
+			o.CPURequests = int64(sd.n)
 		}
 	}
 	// The proxy side must really have gone through the activator: its

@@ -151,6 +151,7 @@ func New(opts Options) (*App, error) {
 		grpc.MaxConcurrentStreams(1<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
+	gopts = append(gopts, extproc.GRPCServerOptions()...)
 	gopts = append(gopts, opts.GRPCServerOptions...)
 	a.grpc = grpc.NewServer(gopts...)
 	a.health = health.NewServer()
@@ -301,6 +302,7 @@ func (a *App) Status() []RevisionStatus {
 			Ready: len(rev.ReadyBackends())}
 		if d, ok := a.scaler.Status(rev.Key); ok {
 			row.StableConcurrency, row.RPS, row.InPanic = d.StableConcurrency, d.StableRPS, d.InPanic
+			row.ExcessBurstCapacity = d.ExcessBurstCapacity
 		}
 		row.Held, row.InFlight = a.act.Stats(rev.Key)
 		if re, ok := a.platform.(revisionErrorer); ok {

@@ -25,6 +25,10 @@ type RevisionStatus struct {
 	RPS float64 `json:"rps"`
 	// InPanic is true while the decider is in panic mode.
 	InPanic bool `json:"inPanic"`
+	// ExcessBurstCapacity is the decider's latest excess burst capacity in
+	// the revision's metric unit (negative keeps the activator in the path
+	// when container concurrency is above 0); 0 before the first decision.
+	ExcessBurstCapacity int32 `json:"excessBurstCapacity"`
 	// Held is the number of requests the activator holds now.
 	Held int `json:"held"`
 	// InFlight is the number of requests the activator routed that have not

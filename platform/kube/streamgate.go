@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -45,6 +46,10 @@ const DefaultHandoverDelay = 2 * HealthCheckInterval
 type StreamGate struct {
 	clock clock.WithDelayedExecution
 	delay time.Duration
+
+	// open mirrors leading for ext_proc streams (one per request), which
+	// only need to read it: no lock on the request path.
+	open atomic.Bool
 
 	mu      sync.Mutex
 	leading bool
@@ -106,7 +111,9 @@ func NewStreamGate(clk clock.WithDelayedExecution, delay time.Duration) *StreamG
 	if delay <= 0 {
 		delay = DefaultHandoverDelay
 	}
-	return &StreamGate{clock: clk, delay: delay, leading: true, streams: map[*gatedStream]struct{}{}}
+	g := &StreamGate{clock: clk, delay: delay, leading: true, streams: map[*gatedStream]struct{}{}}
+	g.open.Store(true)
+	return g
 }
 
 // SetLeader opens the gate (true) or closes it (false): new gated streams
@@ -119,6 +126,7 @@ func (g *StreamGate) SetLeader(leading bool) {
 		return
 	}
 	g.leading = leading
+	g.open.Store(leading)
 	g.gen++
 	if leading {
 		return
@@ -159,14 +167,16 @@ func (g *StreamGate) StreamInterceptor() grpc.StreamServerInterceptor {
 		if !long && !strings.HasPrefix(info.FullMethod, MethodPrefixExtProc) {
 			return handler(srv, ss)
 		}
+		if !long {
+			if !g.open.Load() {
+				return errNotLeading
+			}
+			return handler(srv, ss)
+		}
 		g.mu.Lock()
 		if !g.leading {
 			g.mu.Unlock()
 			return errNotLeading
-		}
-		if !long {
-			g.mu.Unlock()
-			return handler(srv, ss)
 		}
 		ctx, cancel := context.WithCancelCause(ss.Context())
 		gs := &gatedStream{ServerStream: ss, ctx: ctx, cancel: cancel}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/thaw-dev/thaw/xds"
+)
+
+// runDesign (bench only, -only design) compares two ways of putting the
+// activator in a revision's path, in one static Envoy that calls thaw's own
+// ext_proc server (thaw local, revision "proxy" with one warm backend):
+//
+//	direct  route → the backend (serve mode)
+//	hdr     direct, plus the x-thaw-revision removal and addition thaw's
+//	        serve-mode routes do (the warm path's header work)
+//	il      route → cluster whose endpoint is the internal listener
+//	        thaw_activator (HCM + ext_proc + router → thaw_activator_dst):
+//	        thaw's design today
+//	rt      route → thaw_activator_dst, with the ext_proc filter of the
+//	        outer HCM enabled for this route only (ExtProcPerRoute); the
+//	        revision goes to thaw as gRPC metadata of the route's override
+//
+// Each side: latency at the constant rate (sides back to back, order
+// rotating), throughput with 16 in flight, and CPU per request of thaw and
+// of the static Envoy from /proc. The figures go to the log and to
+// <out dir>/design.json; docs/activator.md records them.
+func runDesign(e *env, outDir string) error {
+	dir, err := e.tempDir("design")
+	if err != nil {
+		return err
+	}
+	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1"}
+	proxyRev := rev{name: "proxy", autoscaling: with(one, "target-burst-capacity", "-1")}
+	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, proxyRev))
+	if err != nil {
+		return err
+	}
+	defer e.stopLogged(th.process)
+	if err := th.waitStatus(e.ctx, 30*time.Second, "proxy mode, 1 ready", func(r revStatus) bool {
+		return r.Mode == "proxy" && r.Ready == 1
+	}, proxyRev.name); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	ws, err := fetchStats(ctx, &http.Client{Timeout: 5 * time.Second}, th.httpURL, proxyRev.host())
+	if err != nil {
+		return err
+	}
+	ports, err := pickPorts(2)
+	if err != nil {
+		return err
+	}
+	bootstrap, err := designBootstrap(ports[0], ports[1], ws.Port, th.grpcPort, "local/"+proxyRev.name)
+	if err != nil {
+		return err
+	}
+	cfg := filepath.Join(dir, "design-envoy.yaml")
+	if err := writeFile(cfg, bootstrap); err != nil {
+		return err
+	}
+	ev, err := startProcess("design envoy", filepath.Join(dir, "design-envoy.log"), e.envoyBin,
+		"-c", cfg, "--disable-hot-restart", "--log-level", "warn", "--concurrency", fmt.Sprint(e.envoyWorkers))
+	if err != nil {
+		return err
+	}
+	defer e.stopLogged(ev)
+	if err := waitHTTP(e.ctx, ev, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]), 30*time.Second); err != nil {
+		return fmt.Errorf("design envoy: %w\n%s", err, ev.logTail(20))
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	names := []string{"direct", "hdr", "il", "rt"}
+	type side struct {
+		t        *target
+		lat      sample
+		p50, p99 []float64
+		tput     []float64
+		thaw     time.Duration
+		envoy    time.Duration
+		n        float64
+	}
+	sides := make([]*side, len(names))
+	for i, n := range names {
+		sides[i] = &side{t: newTarget(n, base, n+".bench", 256)}
+		pairedRate(sides[i].t, sides[i].t, 100, time.Second, nil, nil) // warm-up
+	}
+	rounds, roundDur, tRounds := 10, 2*time.Second, 6
+	if e.quick {
+		rounds, tRounds = 2, 1
+	}
+	for r := range rounds {
+		for i := range sides {
+			sd := sides[(i+r)%len(sides)]
+			var s sample
+			constantRate(sd.t, e.rate, roundDur, &s)
+			l := s.latency()
+			sd.p50, sd.p99 = append(sd.p50, l.P50Ms), append(sd.p99, l.P99Ms)
+			sd.lat.merge(&s)
+			e.logf("design: round %d %-6s p50 %.3f p99 %.3f ms (%d requests, %d errors)", r+1, sd.t.name, l.P50Ms, l.P99Ms, l.Requests, l.Errors)
+		}
+	}
+	for r := range tRounds {
+		for i := range sides {
+			sd := sides[(i+r)%len(sides)]
+			m := startCPU(th.cmd.Process.Pid, ev.cmd.Process.Pid)
+			rps, errs := closedLoop(sd.t, 16, roundDur)
+			used := m.stop()
+			sd.thaw += used[0]
+			sd.envoy += used[1]
+			sd.n += rps * roundDur.Seconds()
+			sd.tput = append(sd.tput, rps)
+			e.logf("design: throughput round %d %-6s %.0f req/s (%d errors), CPU thaw %v envoy %v", r+1, sd.t.name, rps, errs, used[0], used[1])
+		}
+	}
+	type out struct {
+		Side                   string
+		P50Ms, P99Ms           float64
+		RoundP50Ms, RoundP99Ms []float64
+		ThroughputRPS          []float64
+		ThawCPUUs, EnvoyCPUUs  float64
+		Errors                 int
+	}
+	var all []out
+	for _, sd := range sides {
+		l := sd.lat.latency()
+		o := out{Side: sd.t.name, P50Ms: l.P50Ms, P99Ms: l.P99Ms, RoundP50Ms: sd.p50, RoundP99Ms: sd.p99,
+			ThroughputRPS: sd.tput, Errors: l.Errors}
+		if sd.n > 0 {
+			o.ThawCPUUs, o.EnvoyCPUUs = float64(sd.thaw.Microseconds())/sd.n, float64(sd.envoy.Microseconds())/sd.n
+		}
+		e.logf("design: %-6s p50 %.3f p99 %.3f ms (%d errors); throughput %v; CPU per request thaw %.1f µs, envoy %.1f µs",
+			o.Side, o.P50Ms, o.P99Ms, o.Errors, o.ThroughputRPS, o.ThawCPUUs, o.EnvoyCPUUs)
+		all = append(all, o)
+	}
+	b, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(outDir, "design.json"), b, 0o644)
+}
+
+// designBootstrap is the static Envoy of runDesign; the ext_proc filter is
+// thaw's own (xds.ExtProcFilter), disabled on the outer HCM except on the
+// rt route.
+func designBootstrap(port, adminPort, backendPort, extprocPort int, revision string) (string, error) {
+	f, err := xds.ExtProcFilter(&xds.Config{ExtProcMessageTimeout: xds.DefaultExtProcMessageTimeout, HoldBudget: xds.DefaultHoldBudget})
+	if err != nil {
+		return "", err
+	}
+	inner, err := protojson.Marshal(f)
+	if err != nil {
+		return "", err
+	}
+	outerF := proto.Clone(f).(*hcmv3.HttpFilter)
+	outerF.Disabled = true
+	outer, err := protojson.Marshal(outerF)
+	if err != nil {
+		return "", err
+	}
+	budget := fmt.Sprintf("%.0fs", xds.DefaultHoldBudget.Seconds())
+	return fmt.Sprintf(`admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
+bootstrap_extensions:
+- name: envoy.bootstrap.internal_listener
+  typed_config: {"@type": type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener}
+static_resources:
+  listeners:
+  - name: design_http
+    address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: design_http
+          route_config:
+            virtual_hosts:
+            - name: direct
+              domains: ["direct.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: backend}
+            - name: hdr
+              domains: ["hdr.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: backend}
+                request_headers_to_remove: [x-thaw-revision]
+                request_headers_to_add:
+                - header: {key: x-thaw-revision, value: %[5]s}
+                  append_action: OVERWRITE_IF_EXISTS_OR_ADD
+            - name: il
+              domains: ["il.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: rev_il, timeout: 0s}
+                request_headers_to_remove: [x-thaw-revision]
+                request_headers_to_add:
+                - header: {key: x-thaw-revision, value: %[5]s}
+                  append_action: OVERWRITE_IF_EXISTS_OR_ADD
+            - name: rt
+              domains: ["rt.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[8]s}
+                request_headers_to_remove: [x-thaw-revision]
+                request_headers_to_add:
+                - header: {key: x-thaw-revision, value: %[5]s}
+                  append_action: OVERWRITE_IF_EXISTS_OR_ADD
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
+                    config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                      overrides:
+                        grpc_initial_metadata: [{key: x-thaw-revision, value: %[5]s}]
+          http_filters:
+          - %[7]s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  - name: thaw_activator
+    internal_listener: {}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: thaw_activator
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[8]s}
+          http_filters:
+          - %[6]s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    load_assignment:
+      cluster_name: backend
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[3]d}}}}]}]
+  - name: rev_il
+    type: STATIC
+    connect_timeout: 1s
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    load_assignment:
+      cluster_name: rev_il
+      endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: thaw_activator}}}}]}]
+    transport_socket:
+      name: envoy.transport_sockets.internal_upstream
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport
+        transport_socket:
+          name: envoy.transport_sockets.raw_buffer
+          typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}
+  - name: thaw_activator_dst
+    type: ORIGINAL_DST
+    lb_policy: CLUSTER_PROVIDED
+    connect_timeout: 1s
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    original_dst_lb_config:
+      use_http_header: false
+      metadata_key: {key: thaw.activator, path: [{key: destination}]}
+  - name: thaw_extproc
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    load_assignment:
+      cluster_name: thaw_extproc
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[4]d}}}}]}]
+`, port, adminPort, backendPort, extprocPort, revision, inner, outer, budget), nil
+}
