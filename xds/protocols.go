@@ -59,7 +59,7 @@ func AccessLog(path string) ([]*accesslogv3.AccessLog, error) {
 		return nil, err
 	}
 	a, err := toAny(&filev3.FileAccessLog{
-		Path:            path,
+		Path: path,
 		AccessLogFormat: &filev3.FileAccessLog_LogFormat{LogFormat: &corev3.SubstitutionFormatString{
 			Format: &corev3.SubstitutionFormatString_JsonFormat{JsonFormat: fields},
 		}},
