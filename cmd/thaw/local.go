@@ -35,6 +35,7 @@ type localFlags struct {
 	holdBudget     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
+	limits         app.Limits
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -69,6 +70,7 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
+	addLimitFlags(fl, &f.limits)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -115,6 +117,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		TickInterval:   f.tick,
 		DrainTimeout:   f.drainTimeout,
 		ReadyWhenAcked: true,
+		Limits:         f.limits,
 	})
 	if err != nil {
 		return err
