@@ -11,6 +11,8 @@
 //	          (proxy mode with a warm backend vs serve mode)
 //	cold      cold-start overhead over 30 cold starts per startup delay
 //	burst     1000 requests at once to a revision at zero; timeline picture
+//	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
+//	          the default set
 //
 // It writes the figures as JSON (-out; bench/report renders them into
 // docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
@@ -79,7 +81,7 @@ func main() {
 	e := &env{}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,scale", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,scale,abuse", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -168,6 +170,11 @@ func run(e *env, only, out, png string) error {
 		}
 		res.Burst = b
 		note("burst", err)
+	}
+	if want["abuse"] {
+		ab, err := runAbuse(e)
+		res.Abuse = ab
+		note("abuse", err)
 	}
 	if want["scale"] {
 		n := 10000
