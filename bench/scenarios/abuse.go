@@ -167,11 +167,11 @@ func (a *abuser) fakeClusters(scale int) (results.AbuseStep, error) {
 		a.settle(100 * time.Millisecond)
 	}
 	st.RSSMiB, st.HeapInuseMiB = a.memory()
-	after, _ := scrape(a.th.adminURL + "/metrics")
-	st.Refused = int(after[`thaw_statsink_bad_input_total{reason="unknown_revision"}`])
 	st.AfterSeconds = 5
 	a.settle(5 * time.Second)
 	st.AfterRSSMiB, st.AfterHeapInuseMiB = a.memory()
+	after, _ := scrape(a.th.adminURL + "/metrics")
+	st.Refused = int(after[`thaw_statsink_bad_input_total{reason="unknown_revision"}`])
 	return st, nil
 }
 
