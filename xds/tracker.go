@@ -101,16 +101,6 @@ func (t *tracker) close(k streamKey) {
 	delete(t.streams, k)
 }
 
-// setNode records the node of a stream (first request only carries it).
-func (t *tracker) setNode(k streamKey, id, cluster string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := t.streams[k]; s != nil && s.nodeID == "" {
-		s.nodeID, s.cluster = id, cluster
-		t.nodes[id]++
-	}
-}
-
 func (t *tracker) nodeID(k streamKey) string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
