@@ -14,7 +14,13 @@ import (
 // the server to end the stream. Parallel clients share one connection, as
 // Envoy's workers share the thaw_extproc cluster's HTTP/2 connection.
 func BenchmarkDecisions(b *testing.B) {
-	e := newEnv(b, 5*time.Second)
+	b.Run("no-limits", func(b *testing.B) { benchDecisions(b, newEnv(b, 5*time.Second)) })
+	// With the header deadline tap and the request deadline (limits.go),
+	// as thaw's shared server runs them.
+	b.Run("limits", func(b *testing.B) { benchDecisions(b, newEnvWith(b, 5*time.Second, Limits{}, true)) })
+}
+
+func benchDecisions(b *testing.B, e *env) {
 	e.revision(demo, 0, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 	req := headers("x-thaw-revision", "default/demo", "host", "demo.example.com", "user-agent", "bench")
 	b.ReportAllocs()
