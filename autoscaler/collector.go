@@ -61,6 +61,12 @@ type CollectorOptions struct {
 	// (default revision.DefaultStableWindow). A StableAndPanic call with a
 	// longer stable window grows that revision's ring.
 	Window time.Duration
+	// Known reports whether a revision exists (the registry's current
+	// snapshot). A sample of a revision the collector has no window for
+	// creates one only when Known says yes; otherwise it is dropped and
+	// counted (DroppedUnknown), so names a client invents cost nothing.
+	// Nil: every revision is accepted (tests, benchmarks).
+	Known func(revision.Key) bool
 }
 
 // Collector keeps, per revision, one bucket per second of concurrency and
@@ -81,8 +87,10 @@ type Collector struct {
 	algorithm Algorithm
 	window    int64 // initial ring seconds
 	seed      maphash.Seed
+	known     func(revision.Key) bool
 	shards    [shardCount]shard
 	dropped   atomic.Uint64
+	unknown   atomic.Uint64
 }
 
 var _ Recorder = (*Collector)(nil)
@@ -112,6 +120,7 @@ func NewCollector(opts CollectorOptions) *Collector {
 		algorithm: opts.Algorithm,
 		window:    ceilSeconds(opts.Window),
 		seed:      maphash.MakeSeed(),
+		known:     opts.Known,
 	}
 	for i := range c.shards {
 		c.shards[i].m = map[revision.Key]*series{}
@@ -131,6 +140,10 @@ func (c *Collector) Record(s Sample) {
 		return
 	}
 	ser := c.series(s.Revision, true)
+	if ser == nil {
+		c.unknown.Add(1)
+		return
+	}
 	ser.mu.Lock()
 	if !ser.record(sec, s.Source, clean(s.Concurrency), clean(s.Requests), c.expiry, c.window) {
 		c.dropped.Add(1)
@@ -138,8 +151,13 @@ func (c *Collector) Record(s Sample) {
 	ser.mu.Unlock()
 }
 
-// Dropped returns how many samples Record has refused so far.
+// Dropped returns how many samples Record has refused so far for their
+// time (DroppedUnknown counts the others).
 func (c *Collector) Dropped() uint64 { return c.dropped.Load() }
+
+// DroppedUnknown returns how many samples Record has dropped because
+// CollectorOptions.Known did not know their revision.
+func (c *Collector) DroppedUnknown() uint64 { return c.unknown.Load() }
 
 // Forget drops everything known about a revision.
 func (c *Collector) Forget(key revision.Key) {
@@ -174,6 +192,8 @@ func (c *Collector) shard(key revision.Key) *shard {
 	return &c.shards[h%shardCount]
 }
 
+// series returns the revision's series, creating it when create is set
+// and Known accepts the revision; nil otherwise.
 func (c *Collector) series(key revision.Key, create bool) *series {
 	sh := c.shard(key)
 	sh.mu.RLock()
@@ -181,6 +201,9 @@ func (c *Collector) series(key revision.Key, create bool) *series {
 	sh.mu.RUnlock()
 	if ser != nil || !create {
 		return ser
+	}
+	if c.known != nil && !c.known(key) {
+		return nil
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

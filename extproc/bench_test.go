@@ -18,12 +18,14 @@ import (
 // answer (ShortMode); with container concurrency > 0 it waits for Envoy's
 // end of the stream (the request's end).
 func BenchmarkDecisions(b *testing.B) {
-	b.Run("cc=0", func(b *testing.B) { benchDecisions(b, 0) })
-	b.Run("cc=1000", func(b *testing.B) { benchDecisions(b, 1000) })
+	b.Run("cc=0", func(b *testing.B) { benchDecisions(b, newEnv(b, 5*time.Second), 0) })
+	b.Run("cc=1000", func(b *testing.B) { benchDecisions(b, newEnv(b, 5*time.Second), 1000) })
+	// With the header deadline tap and the request deadline (limits.go),
+	// as thaw's shared server runs them.
+	b.Run("cc=0/limits", func(b *testing.B) { benchDecisions(b, newEnvWith(b, 5*time.Second, Limits{}, true), 0) })
 }
 
-func benchDecisions(b *testing.B, cc int) {
-	e := newEnv(b, 5*time.Second)
+func benchDecisions(b *testing.B, e *env, cc int) {
 	e.revision(demo, cc, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 	// Only x-thaw-revision: the filter's forward_rules send nothing else.
 	req := headers("x-thaw-revision", "default/demo")

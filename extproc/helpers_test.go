@@ -33,9 +33,16 @@ type env struct {
 
 func newEnv(t testing.TB, budget time.Duration) *env {
 	t.Helper()
+	return newEnvWith(t, budget, Limits{}, false)
+}
+
+// newEnvWith is newEnv with limits; tap installs TapHandle and the
+// per-connection stream cap as thaw's shared gRPC server does.
+func newEnvWith(t testing.TB, budget time.Duration, lim Limits, tap bool) *env {
+	t.Helper()
 	e := &env{t: t, reg: revision.NewRegistry(revision.RegistryOptions{}), prom: prometheus.NewRegistry()}
 	e.act = activator.New(activator.Options{Registerer: e.prom})
-	e.srv = NewServer(ServerOptions{Activator: e.act, HoldBudget: budget, Registerer: e.prom})
+	e.srv = NewServer(ServerOptions{Activator: e.act, HoldBudget: budget, Registerer: e.prom, Limits: lim})
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); e.act.Run(ctx, e.reg) }()
@@ -44,7 +51,11 @@ func newEnv(t testing.TB, budget time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(GRPCServerOptions()...)
+	gopts := GRPCServerOptions()
+	if tap {
+		gopts = append(gopts, e.srv.GRPCServerOptions(0)...)
+	}
+	g := grpc.NewServer(gopts...)
 	e.srv.Register(g)
 	go g.Serve(ln)
 	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

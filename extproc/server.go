@@ -42,6 +42,8 @@ type ServerOptions struct {
 	RetryAfter time.Duration
 	// Registerer registers the server's metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Limits bound idle and long-held streams (limits.go).
+	Limits Limits
 }
 
 // Server is the envoy.service.ext_proc.v3.ExternalProcessor service of the
@@ -62,6 +64,9 @@ type Server struct {
 	routes  routeCache
 	metrics *metrics
 	margin  time.Duration
+
+	limits       Limits
+	limitMetrics *limitMetrics
 
 	draining atomic.Bool
 	// stop is closed by Drain once no request is held: answered streams end
@@ -99,9 +104,10 @@ func NewServer(opts ServerOptions) *Server {
 		// Answer a little before Envoy's own deadline so the client gets a
 		// 503 with Retry-After rather than Envoy's timeout error.
 		margin: min(opts.HoldBudget/10, 500*time.Millisecond),
+		limits: opts.Limits.withDefaults(), limitMetrics: newLimitMetrics(),
 	}
 	if opts.Registerer != nil {
-		if err := s.metrics.register(opts.Registerer); err != nil {
+		if err := errors.Join(s.metrics.register(opts.Registerer), s.limitMetrics.register(opts.Registerer)); err != nil {
 			panic(fmt.Sprintf("extproc: register metrics: %v", err))
 		}
 	}
@@ -130,8 +136,10 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 
 	req, err := stream.Recv()
 	if err != nil {
-		return nil // Envoy gave up before sending anything
+		s.noHeaders(stream.Context())
+		return nil // Envoy gave up before sending anything, or the header deadline passed
 	}
+	headersArrived(stream.Context())
 	rh, ok := req.Request.(*extprocv3.ProcessingRequest_RequestHeaders)
 	if !ok {
 		return status.Errorf(codes.InvalidArgument, "extproc: first message is %T, want request_headers "+
@@ -251,9 +259,13 @@ func (s *Server) awaitEnd(stream extprocv3.ExternalProcessor_ProcessServer) erro
 			}
 		}
 	}()
+	deadline, stop := s.requestDeadline()
+	defer stop()
 	select {
 	case <-ended:
 	case <-s.stop:
+	case <-deadline:
+		s.limitMetrics.maxDuration.Inc()
 	}
 	return nil
 }

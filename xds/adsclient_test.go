@@ -46,10 +46,18 @@ func startBenchFixture(b *testing.B) *fixture {
 // (run by the fixture), which large setups need.
 func startFixtureWith(t testing.TB, cfg Config, log *zap.Logger, holdoff time.Duration) *fixture {
 	t.Helper()
+	return startFixtureOpts(t, ServerOptions{Logger: log, Config: cfg}, holdoff)
+}
+
+// startFixtureOpts starts a fixture whose server gets opts (Registerer is
+// set by the fixture) and TapHandle, as thaw installs it.
+func startFixtureOpts(t testing.TB, opts ServerOptions, holdoff time.Duration) *fixture {
+	t.Helper()
 	prom := prometheus.NewRegistry()
 	reg := revision.NewRegistry(revision.RegistryOptions{Holdoff: holdoff})
-	srv := NewServer(ServerOptions{Logger: log, Config: cfg, Registerer: prom})
-	g := grpc.NewServer()
+	opts.Registerer = prom
+	srv := NewServer(opts)
+	g := grpc.NewServer(grpc.InTapHandle(srv.TapHandle()))
 	srv.Register(g)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -20,18 +20,16 @@ type callbacks struct{ s *Server }
 
 var _ serverv3.Callbacks = (*callbacks)(nil)
 
-func (c *callbacks) OnStreamOpen(_ context.Context, id int64, _ string) error {
-	c.s.streamOpened(streamKey{delta: false, id: id})
-	return nil
+func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, _ string) error {
+	return c.s.streamOpened(ctx, streamKey{delta: false, id: id})
 }
 
 func (c *callbacks) OnStreamClosed(id int64, _ *corev3.Node) {
 	c.s.streamClosed(streamKey{delta: false, id: id})
 }
 
-func (c *callbacks) OnDeltaStreamOpen(_ context.Context, id int64, _ string) error {
-	c.s.streamOpened(streamKey{delta: true, id: id})
-	return nil
+func (c *callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, _ string) error {
+	return c.s.streamOpened(ctx, streamKey{delta: true, id: id})
 }
 
 func (c *callbacks) OnDeltaStreamClosed(id int64, _ *corev3.Node) {
@@ -39,8 +37,7 @@ func (c *callbacks) OnDeltaStreamClosed(id int64, _ *corev3.Node) {
 }
 
 func (c *callbacks) OnStreamRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
-	c.s.request(streamKey{delta: false, id: id}, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
-	return nil
+	return c.s.request(streamKey{delta: false, id: id}, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
 }
 
 func (c *callbacks) OnStreamResponse(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
@@ -59,7 +56,9 @@ func (c *callbacks) OnStreamResponse(_ context.Context, id int64, _ *discoveryv3
 
 func (c *callbacks) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
 	k := streamKey{delta: true, id: id}
-	c.s.request(k, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
+	if err := c.s.request(k, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail()); err != nil {
+		return err
+	}
 	if v := req.GetInitialResourceVersions(); len(v) > 0 {
 		c.s.resumed(k, req.GetTypeUrl(), v)
 	}
@@ -82,9 +81,13 @@ func (c *callbacks) OnFetchRequest(context.Context, *discoveryv3.DiscoveryReques
 
 func (c *callbacks) OnFetchResponse(*discoveryv3.DiscoveryRequest, *discoveryv3.DiscoveryResponse) {}
 
-func (s *Server) streamOpened(k streamKey) {
-	s.tracker.open(k, s.clock.Now())
+func (s *Server) streamOpened(ctx context.Context, k streamKey) error {
+	if err := s.admitStream(); err != nil {
+		return err
+	}
+	s.tracker.open(k, s.clock.Now(), closerOf(ctx))
 	s.metrics.connectedNodes.Set(float64(s.tracker.count()))
+	return nil
 }
 
 func (s *Server) streamClosed(k streamKey) {
@@ -98,20 +101,23 @@ func (s *Server) streamClosed(k streamKey) {
 }
 
 // request handles one request: the node on the first one, then ACK or
-// NACK of the response named by nonce.
-func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail *status.Status) {
+// NACK of the response named by nonce. An error (a node limit refused the
+// stream) makes go-control-plane close the stream.
+func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail *status.Status) error {
 	if node != nil && s.tracker.nodeID(k) == "" {
-		s.tracker.setNode(k, node.GetId(), node.GetCluster())
+		if err := s.admitNode(k, node.GetId(), node.GetCluster()); err != nil {
+			return err
+		}
 		s.log.Info("xDS stream opened", zap.String("node", node.GetId()), zap.String("cluster", node.GetCluster()),
 			zap.Int64("stream", k.id), zap.Bool("delta", k.delta))
 	}
 	if nonce == "" {
-		return
+		return nil
 	}
 	if errDetail != nil {
 		nk := s.tracker.nack(k, nonce, errDetail.GetMessage(), s.clock.Now())
 		if nk == nil {
-			return
+			return nil
 		}
 		s.metrics.nacks.WithLabelValues(shortType(nk.TypeURL)).Inc()
 		shown := nk.Resources
@@ -121,11 +127,11 @@ func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail
 		s.log.Warn("Envoy rejected xDS update", zap.String("node", nk.Node), zap.String("type", shortType(nk.TypeURL)),
 			zap.Strings("resources", shown), zap.Int("resourceCount", len(nk.Resources)), zap.String("error", nk.Message))
 		s.notify.broadcast()
-		return
+		return nil
 	}
 	r := s.tracker.ack(k, nonce)
 	if r == nil {
-		return
+		return nil
 	}
 	if ce := s.log.Check(zap.DebugLevel, "xDS ACK"); ce != nil {
 		ce.Write(zap.Int64("stream", k.id), zap.String("type", shortType(r.typeURL)), zap.String("nonce", nonce),
@@ -136,6 +142,7 @@ func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail
 	}
 	s.checkFirstAck(k)
 	s.notify.broadcast()
+	return nil
 }
 
 // responded records a response about to be sent.

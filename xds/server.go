@@ -37,6 +37,13 @@ type ServerOptions struct {
 	Registerer prometheus.Registerer
 	// Clock defaults to the real clock.
 	Clock clock.Clock
+	// Limits bound nodes, streams and how long a stream may leave a
+	// response unanswered (limits.go).
+	Limits Limits
+	// OnExcluded, when set, is called (from the stall check goroutine) for
+	// each stream thaw closed as stalled, with the node id and the reason,
+	// e.g. to record a Kubernetes Event.
+	OnExcluded func(node, reason string)
 }
 
 // Server is thaw's xDS control plane: it follows the revision registry,
@@ -76,6 +83,11 @@ type Server struct {
 
 	firstAck     chan struct{}
 	firstAckOnce sync.Once
+
+	lim        Limits
+	limMetrics *limitMetrics
+	excluded   excludedLog
+	onExcluded func(node, reason string)
 }
 
 // appliedRevision is what the caches hold for one revision.
@@ -115,6 +127,10 @@ func NewServer(opts ServerOptions) *Server {
 		skipped:  map[revision.Key]error{},
 		flips:    map[string]flip{},
 		firstAck: make(chan struct{}),
+
+		lim:        opts.Limits.withDefaults(),
+		limMetrics: newLimitMetrics(opts.Registerer),
+		onExcluded: opts.OnExcluded,
 	}
 	mux := &cachev3.MuxCache{
 		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
@@ -165,6 +181,9 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 		return err
 	}
 	s.tr = tr
+	stallCtx, stopStallCheck := context.WithCancel(ctx)
+	defer stopStallCheck()
+	go s.runStallCheck(stallCtx)
 	var last uint64
 	opened := false
 	for {

@@ -207,13 +207,23 @@ func TestServerReconnectAndNoNodes(t *testing.T) {
 	if !f.srv.ConfirmedEverywhere(keyA, gen) {
 		t.Fatal("not confirmed after reconnect")
 	}
-	// A second node that has not synced holds confirmation back.
+	// A second node that has the cluster but has not subscribed to its
+	// endpoints does not count: it is sent the current assignment when it
+	// subscribes. Once sent the assignment, it holds confirmation back
+	// until it ACKs.
 	c3 := dialDelta(t, f.addr, "envoy-2")
 	c3.subscribe(resourcev3.ClusterType)
-	c3.recvType(resourcev3.ClusterType)
-	if f.srv.ConfirmedEverywhere(keyA, gen) {
-		t.Fatal("confirmed while envoy-2 has not ACKed the endpoints")
+	c3.ack(c3.recvType(resourcev3.ClusterType))
+	if !f.srv.ConfirmedEverywhere(keyA, gen) {
+		t.Fatal("envoy-2, not subscribed to the endpoints, held confirmation back")
 	}
+	c3.subscribe(resourcev3.EndpointType, revision.ClusterName(keyA))
+	eds := c3.recvType(resourcev3.EndpointType)
+	if f.srv.ConfirmedEverywhere(keyA, gen) {
+		t.Fatal("confirmed while envoy-2 has not ACKed the endpoints it was sent")
+	}
+	c3.ack(eds)
+	waitFor(t, "envoy-2's ACK to confirm", func() bool { return f.srv.ConfirmedEverywhere(keyA, gen) })
 }
 
 func TestServerMakeBeforeBreak(t *testing.T) {

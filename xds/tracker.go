@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -46,6 +47,11 @@ type streamState struct {
 	// are not yet ACKed or NACKed.
 	pending map[string]map[string]int
 	nacks   map[string][]*NACK
+	// close ends the stream (from TapHandle; nil without it).
+	close context.CancelCauseFunc
+	// excluded: thaw found the stream stalled and closed it; it no longer
+	// counts for confirmation (limits.go).
+	excluded bool
 }
 
 // sentResponse is one response as tracked: resource names with versions,
@@ -64,33 +70,35 @@ type sentResponse struct {
 type tracker struct {
 	mu      sync.RWMutex
 	streams map[streamKey]*streamState
+	// nodes counts the streams of each node id that named itself.
+	nodes map[string]int
 }
 
 func newTracker() *tracker {
-	return &tracker{streams: map[streamKey]*streamState{}}
+	return &tracker{streams: map[streamKey]*streamState{}, nodes: map[string]int{}}
 }
 
-func (t *tracker) open(k streamKey, now time.Time) {
+// open records a new stream; closer (may be nil) ends it.
+func (t *tracker) open(k streamKey, now time.Time, closer context.CancelCauseFunc) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.streams[k] = &streamState{key: k, connectedAt: now, sent: map[string]*sentResponse{},
-		acked: map[string]map[string]string{}, pending: map[string]map[string]int{}, nacks: map[string][]*NACK{}}
+		acked: map[string]map[string]string{}, pending: map[string]map[string]int{}, nacks: map[string][]*NACK{},
+		close: closer}
 }
 
 // close forgets a stream: a disconnected node no longer counts.
 func (t *tracker) close(k streamKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.streams, k)
-}
-
-// setNode records the node of a stream (first request only carries it).
-func (t *tracker) setNode(k streamKey, id, cluster string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := t.streams[k]; s != nil && s.nodeID == "" {
-		s.nodeID, s.cluster = id, cluster
+	if s := t.streams[k]; s != nil && s.nodeID != "" {
+		if t.nodes[s.nodeID] <= 1 {
+			delete(t.nodes, s.nodeID)
+		} else {
+			t.nodes[s.nodeID]--
+		}
 	}
+	delete(t.streams, k)
 }
 
 func (t *tracker) nodeID(k streamKey) string {
@@ -253,21 +261,35 @@ func (t *tracker) nack(k streamKey, nonce, message string, now time.Time) *NACK 
 	return nk
 }
 
-// ackedEverywhere reports whether at least one stream is connected and
-// every connected stream has ACKed version of the named resource with
-// nothing newer in flight for it.
+// ackedEverywhere reports whether at least one stream holds the named
+// resource and every such stream has ACKed version with nothing newer in
+// flight for it. Streams count once they were sent the resource or
+// reported holding it (subscribed to it): one that never subscribed does
+// not route with it, and will be sent the current version when it does.
+// Streams thaw closed as stalled (excluded) do not count (limits.go).
 func (t *tracker) ackedEverywhere(typeURL, name, version string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if len(t.streams) == 0 {
-		return false
-	}
+	counted := 0
 	for _, s := range t.streams {
+		if s.excluded || !s.holds(typeURL, name) {
+			continue
+		}
 		if !s.ackedCurrent(typeURL, name, version) {
 			return false
 		}
+		counted++
 	}
-	return true
+	return counted > 0
+}
+
+// holds reports whether the stream was sent, or reported holding, the
+// named resource (it subscribed to it).
+func (s *streamState) holds(typeURL, name string) bool {
+	if _, ok := s.acked[typeURL][name]; ok {
+		return true
+	}
+	return s.pending[typeURL][name] > 0
 }
 
 func (s *streamState) ackedCurrent(typeURL, name, version string) bool {
@@ -282,7 +304,7 @@ func (t *tracker) allAcked(typeURL string, want map[string]string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, s := range t.streams {
-		if len(s.acked[typeURL]) == 0 && len(s.pending[typeURL]) == 0 {
+		if s.excluded || (len(s.acked[typeURL]) == 0 && len(s.pending[typeURL]) == 0) {
 			continue
 		}
 		for n, v := range want {

@@ -88,7 +88,10 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	for n := range benchNodes {
 		id := nodeName(n)
-		nodes[n] = sink.connect(id)
+		var err error
+		if nodes[n], err = sink.connect(id); err != nil {
+			b.Fatal(err)
+		}
 		head, err := proto.Marshal(envoyMsg(id, 0))
 		if err != nil {
 			b.Fatal(err)

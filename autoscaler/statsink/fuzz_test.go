@@ -34,7 +34,10 @@ func FuzzIngest(f *testing.F) {
 		rec := &fakeRecorder{}
 		clk := clocktesting.NewFakeClock(t0)
 		sink := New(Options{Recorder: rec, Clock: clk})
-		n := sink.connect("fuzz-node")
+		n, err := sink.connect("fuzz-node")
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
 		n.ingest(first, clk.Now())
 		clk.Step(time.Second)
 		n.ingest(second, clk.Now())

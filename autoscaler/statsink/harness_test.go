@@ -75,8 +75,14 @@ type sinkEnv struct {
 
 func startSink(t *testing.T, serverOpts ...grpc.ServerOption) *sinkEnv {
 	t.Helper()
+	return startSinkWith(t, Limits{}, serverOpts...)
+}
+
+// startSinkWith is startSink with limits.
+func startSinkWith(t *testing.T, lim Limits, serverOpts ...grpc.ServerOption) *sinkEnv {
+	t.Helper()
 	env := &sinkEnv{rec: &fakeRecorder{}, clock: clocktesting.NewFakeClock(t0)}
-	env.sink = New(Options{Recorder: env.rec, Clock: env.clock, NodeExpiry: 10 * time.Second})
+	env.sink = New(Options{Recorder: env.rec, Clock: env.clock, NodeExpiry: 10 * time.Second, Limits: lim})
 	if len(serverOpts) == 0 {
 		serverOpts = ServerOptions()
 	}

@@ -34,13 +34,24 @@ const (
 	// reasonTimestamp: timestamp_ms is more than maxClockSkew away from the
 	// receive time; the receive time is used instead.
 	reasonTimestamp
-	// reasonTooManyClusters: a node reported more than maxClustersPerNode
-	// distinct clusters; the extra ones are ignored.
+	// reasonTooManyClusters: a node reported more than
+	// Limits.MaxClustersPerNode distinct revision clusters; the extra ones
+	// are ignored.
 	reasonTooManyClusters
 	// reasonDuplicateNode: two streams use the same node id at once (two
 	// Envoys configured with one id, or a reconnect before the old stream
 	// ended); their counters interleave.
 	reasonDuplicateNode
+	// reasonTooManyNodes: a stream of a new node id was refused because
+	// Limits.MaxNodes node ids are connected.
+	reasonTooManyNodes
+	// reasonTooManyStreams: a stream was refused because its node id has
+	// Limits.MaxStreamsPerNode streams open.
+	reasonTooManyStreams
+	// reasonUnknownRevision: a metric names a revision cluster of a revision
+	// the registry does not know (Limits.Known); it is dropped and no state
+	// is kept for it.
+	reasonUnknownRevision
 	numReasons
 )
 
@@ -56,6 +67,9 @@ var reasonNames = [numReasons]string{
 	reasonTimestamp:       "timestamp",
 	reasonTooManyClusters: "too_many_clusters",
 	reasonDuplicateNode:   "duplicate_node",
+	reasonTooManyNodes:    "too_many_nodes",
+	reasonTooManyStreams:  "too_many_streams",
+	reasonUnknownRevision: "unknown_revision",
 }
 
 func (r reason) String() string { return reasonNames[r] }

@@ -16,9 +16,6 @@ const (
 	// maxClockSkew bounds how far Envoy's timestamp_ms may be from the
 	// receive time before the receive time is used instead.
 	maxClockSkew = time.Minute
-	// maxClustersPerNode bounds the per-node cluster table against a client
-	// inventing cluster names.
-	maxClustersPerNode = 1 << 20
 	// staleFlushes is how many flushes a cluster may be absent before its
 	// state (counter base) is forgotten (about 5 minutes at 1 s flushes).
 	staleFlushes = 300
@@ -26,10 +23,15 @@ const (
 	logEvery = time.Minute
 )
 
-// entry is the state of one cluster as seen from one node.
+// entry is the state of one revision cluster as seen from one node. Only
+// clusters of revisions the registry knows get one (Limits.Known): other
+// names cost a lookup per metric and no memory.
 type entry struct {
-	key   revision.Key
-	isRev bool // false: not a revision cluster, ignored after the lookup
+	key revision.Key
+	// noHistory: the entry was created while the node's metrics of unknown
+	// revisions were being dropped, so an earlier flush may have carried
+	// this cluster: its first counter value only sets the base.
+	noHistory bool
 
 	// Values of the message being processed (valid when msg == node.msgSeq).
 	msg                             uint64
@@ -65,6 +67,9 @@ type node struct {
 	touched []*entry
 	bad     badCounts // since the last log
 	lastLog time.Time
+	// unknownGen is the last flush in which a metric of an unknown
+	// revision was dropped (0: never).
+	unknownGen uint64
 }
 
 // msgCtx is the per-message state of node.ingest.
@@ -221,19 +226,11 @@ func (n *node) point(fam family, p *point, mc *msgCtx) {
 	}
 	e := n.entries[string(p.cluster)] // no allocation for the lookup
 	if e == nil {
-		if len(n.entries) >= maxClustersPerNode {
-			mc.bad[reasonTooManyClusters]++
+		if e = n.newEntry(p.cluster, mc); e == nil {
 			return
 		}
-		name := string(p.cluster)
-		key, ok := revision.RevisionFromCluster(name)
-		e = &entry{key: key, isRev: ok}
-		n.entries[name] = e
 	}
 	e.seenGen = n.gen
-	if !e.isRev {
-		return
-	}
 	if e.msg != n.msgSeq {
 		e.msg = n.msgSeq
 		e.hasActive, e.hasPending, e.hasTotal = false, false, false
@@ -247,6 +244,28 @@ func (n *node) point(fam family, p *point, mc *msgCtx) {
 	case familyTotal:
 		e.total, e.hasTotal = p.value, true
 	}
+}
+
+// newEntry creates the entry of a cluster seen for the first time, or
+// returns nil for a cluster that gets none: not a revision cluster, a
+// revision the registry does not know, or beyond MaxClustersPerNode.
+func (n *node) newEntry(cluster []byte, mc *msgCtx) *entry {
+	key, ok := revision.RevisionFromCluster(string(cluster))
+	if !ok {
+		return nil // thaw_xds, thaw_activator_dst...: not read
+	}
+	if !n.sink.known(key) {
+		mc.bad[reasonUnknownRevision]++
+		n.unknownGen = n.gen
+		return nil
+	}
+	if len(n.entries) >= n.sink.lim.MaxClustersPerNode {
+		mc.bad[reasonTooManyClusters]++
+		return nil
+	}
+	e := &entry{key: key, noHistory: n.unknownGen != 0 && n.unknownGen+1 >= n.gen}
+	n.entries[string(cluster)] = e
+	return e
 }
 
 // startFlush decides, at the first metric of a message, whether the message
@@ -294,7 +313,7 @@ func (n *node) emit(mc *msgCtx) {
 				// Envoy sends only stats that were written, so a counter that
 				// appears after the first flush of a stream was written since
 				// the previous flush: all of it is new.
-				if n.gen > n.baseGen {
+				if n.gen > n.baseGen && !e.noHistory {
 					req = e.total
 				}
 			case e.total >= e.base:
@@ -316,7 +335,7 @@ func (n *node) emit(mc *msgCtx) {
 			if e.seenGen+1 >= n.gen {
 				continue
 			}
-			if e.isRev && !e.zeroed {
+			if !e.zeroed {
 				e.zeroed = true
 				rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time})
 				samples++
@@ -339,7 +358,7 @@ func (n *node) zeroAll(now time.Time) {
 	defer n.mu.Unlock()
 	samples := 0
 	for _, e := range n.entries {
-		if e.isRev && !e.zeroed {
+		if !e.zeroed {
 			e.zeroed = true
 			n.sink.rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: now})
 			samples++

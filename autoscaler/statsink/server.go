@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/service/metrics/v3"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -56,6 +57,8 @@ type Options struct {
 	// Registerer receives the sink's metrics (thaw_statsink_*). Nil means a
 	// private registry (metrics not exported).
 	Registerer prometheus.Registerer
+	// Limits bound the state a client can make the sink keep (limits.go).
+	Limits Limits
 }
 
 // Server is the envoy.service.metrics.v3.MetricsService server. It is safe
@@ -67,8 +70,12 @@ type Server struct {
 	expiry time.Duration
 	m      *metrics
 
+	lim   Limits
 	mu    sync.Mutex
 	nodes map[string]*node
+	// idle holds the nodes without a stream, least recently disconnected
+	// first (limits.go). Guarded by mu.
+	idle *simplelru.LRU[string, *node]
 	// lastAnonLog rate-limits logs about streams without a node id.
 	lastAnonLog time.Time
 }
@@ -114,14 +121,17 @@ func New(opts Options) *Server {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
-	return &Server{
+	srv := &Server{
 		log:    opts.Logger.With(zap.String("component", "statsink")),
 		rec:    opts.Recorder,
 		clk:    opts.Clock,
 		expiry: opts.NodeExpiry,
 		m:      newMetrics(opts.Registerer),
+		lim:    opts.Limits.withDefaults(),
 		nodes:  map[string]*node{},
 	}
+	srv.idle = newIdleNodes(srv)
+	return srv
 }
 
 // Register adds the MetricsService to s. Set ServerOptions on s so that large
@@ -172,17 +182,27 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 				return status.Error(codes.InvalidArgument,
 					"statsink: the first message of a stream must carry identifier.node.id")
 			}
-			n = srv.connect(id)
+			if n, err = srv.connect(id); err != nil {
+				var bad badCounts
+				bad[reasonOf(err)]++
+				srv.noteAnonBad(stream, &bad)
+				return err
+			}
 		}
 		n.ingest(raw, now)
 	}
 }
 
 // connect attaches a stream to the node id, creating or reviving its state.
-func (srv *Server) connect(id string) *node {
+// It returns a gRPC ResourceExhausted error when a limit refuses the stream
+// (see admit).
+func (srv *Server) connect(id string) (*node, error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	n := srv.nodes[id]
+	if err := srv.admit(id, n); err != nil {
+		return nil, err
+	}
 	if n == nil {
 		n = &node{id: id, sink: srv, log: srv.log.With(zap.String("node", id)), entries: map[string]*entry{}}
 		srv.nodes[id] = n
@@ -193,6 +213,7 @@ func (srv *Server) connect(id string) *node {
 	}
 	n.streams++
 	n.epoch++
+	srv.idle.Remove(id) // the eviction callback ignores a node with a stream
 	if n.expiryStop != nil {
 		close(n.expiryStop)
 		n.expiryStop = nil
@@ -205,7 +226,7 @@ func (srv *Server) connect(id string) *node {
 		n.noteBad(&bad, srv.clk.Now())
 	}
 	n.mu.Unlock()
-	return n
+	return n, nil
 }
 
 // disconnect detaches a stream; after the node's last stream it starts the
@@ -218,6 +239,7 @@ func (srv *Server) disconnect(n *node) {
 		return
 	}
 	n.log.Info("Envoy stream ended", zap.Duration("expiry", srv.expiry))
+	srv.idle.Add(n.id, n)
 	epoch, stop := n.epoch, make(chan struct{})
 	n.expiryStop = stop
 	t := srv.clk.NewTimer(srv.expiry)
@@ -239,7 +261,18 @@ func (srv *Server) expire(n *node, epoch uint64) {
 	if n.epoch != epoch || n.streams > 0 || srv.nodes[n.id] != n {
 		return
 	}
+	srv.forgetLocked(n)
+}
+
+// forgetLocked drops an idle node's state and records zero samples for its
+// revisions. Call with srv.mu held.
+func (srv *Server) forgetLocked(n *node) {
 	delete(srv.nodes, n.id)
+	srv.idle.Remove(n.id) // no-op from the eviction callback: the node is gone
+	if n.expiryStop != nil {
+		close(n.expiryStop)
+		n.expiryStop = nil
+	}
 	srv.m.nodes.Dec()
 	n.log.Info("Envoy expired")
 	// Under srv.mu so that a reconnect of the same id cannot record samples

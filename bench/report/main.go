@@ -161,6 +161,7 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.Summary = append(d.Summary, burstRows(d.Burst)...)
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)
+	d.Summary = append(d.Summary, abuseRows(in.Scenarios.Abuse)...)
 	d.Micro = microTable(append(append([]results.GoBench{}, in.Micro...), in.XDS...))
 	return d, nil
 }

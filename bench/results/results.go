@@ -29,6 +29,7 @@ type Scenarios struct {
 	Scale      *Scale  `json:"scale,omitempty"`
 	// Protocols is the gRPC and WebSocket scenario (protocols.go).
 	Protocols *Protocols `json:"protocols,omitempty"`
+	Abuse     *Abuse     `json:"abuse,omitempty"`
 	// Errors lists scenarios that failed, one line each.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -264,4 +265,34 @@ type Scale struct {
 	StackInuseMiB float64 `json:"stackInuseMiB"`
 	Goroutines    float64 `json:"goroutines"`
 	SettleSeconds float64 `json:"settleSeconds"`
+}
+
+// Abuse is thaw's memory under hostile clients of its gRPC port (issue 13):
+// each step is one abuse from a real gRPC client on loopback against the
+// real `thaw local`, with a real request through Envoy afterwards.
+type Abuse struct {
+	// BaselineRSSMiB is thaw's resident memory before the first step.
+	BaselineRSSMiB float64     `json:"baselineRSSMiB"`
+	Steps          []AbuseStep `json:"steps"`
+}
+
+// AbuseStep is one abuse and what thaw did about it.
+type AbuseStep struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// RSSMiB and HeapInuseMiB are thaw's resident memory and Go heap in use
+	// right after the abuse was sent (streams still open).
+	RSSMiB       float64 `json:"rssMiB"`
+	HeapInuseMiB float64 `json:"heapInuseMiB"`
+	// AfterRSSMiB and AfterHeapInuseMiB are the same once the bound acted
+	// (AfterSeconds later).
+	AfterRSSMiB       float64 `json:"afterRSSMiB"`
+	AfterHeapInuseMiB float64 `json:"afterHeapInuseMiB"`
+	AfterSeconds      float64 `json:"afterSeconds"`
+	// Refused counts the abusive streams thaw refused or closed, of Sent.
+	Sent    int `json:"sent"`
+	Refused int `json:"refused"`
+	// RealRequestOK: a request to a known revision through Envoy answered
+	// 200 after the abuse.
+	RealRequestOK bool `json:"realRequestOK"`
 }

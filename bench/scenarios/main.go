@@ -15,6 +15,8 @@
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
 //	design    (only when asked) the activator through the internal listener
 //	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
+//	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
+//	          the default set
 //
 // It writes the figures as JSON (-out; bench/report renders them into
 // docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
@@ -83,7 +85,7 @@ func main() {
 	e := &env{}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,scale,protocols", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,scale,protocols,abuse", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -175,6 +177,11 @@ func run(e *env, only, out, png string) error {
 	}
 	if want["design"] {
 		note("design", runDesign(e, filepath.Dir(out)))
+	}
+	if want["abuse"] {
+		ab, err := runAbuse(e)
+		res.Abuse = ab
+		note("abuse", err)
 	}
 	if want["scale"] {
 		n := 10000

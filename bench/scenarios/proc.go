@@ -110,6 +110,7 @@ type thaw struct {
 	adminURL      string
 	envoyAdminURL string
 	grpcPort      int
+	grpcAddr      string
 }
 
 // startThaw writes config into dir and runs `thaw local` on free loopback
@@ -140,7 +141,8 @@ func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error)
 	th := &thaw{process: p,
 		httpURL:       fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		adminURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
-		envoyAdminURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), grpcPort: ports[1]}
+		envoyAdminURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), grpcPort: ports[1],
+		grpcAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
 	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", 60*time.Second); err != nil {
 		_ = th.stop(30 * time.Second)
 		return nil, fmt.Errorf("thaw not ready: %w\n%s", err, p.logTail(30))

@@ -85,7 +85,8 @@ func procStatusMiB(pid int, field string) (float64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }
 
-// scrape reads unlabelled samples from a Prometheus text endpoint.
+// scrape reads the samples of a Prometheus text endpoint, keyed by name,
+// or by name{labels} as printed.
 func scrape(url string) (map[string]float64, error) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get(url)
@@ -98,13 +99,15 @@ func scrape(url string) (map[string]float64, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.Contains(line, "{") {
+		if line == "" || line[0] == '#' {
 			continue
 		}
-		name, val, ok := strings.Cut(line, " ")
-		if !ok {
+		// name or name{labels} (label values may hold spaces), then the value.
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
 			continue
 		}
+		name, val := line[:i], line[i+1:]
 		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
 			out[name] = v
 		}

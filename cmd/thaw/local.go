@@ -38,6 +38,7 @@ type localFlags struct {
 	envoyWorkers   int
 	accessLog      string
 	dev            bool
+	limits         app.Limits
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -75,6 +76,7 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
 	fl.StringVar(&f.accessLog, "access-log", "", "Envoy JSON access log file for listener thaw_http (default: off; with --dev, access.log in the state dir)")
+	addLimitFlags(fl, &f.limits)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -129,6 +131,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		RevisionMetrics: f.revMetrics,
 		DrainTimeout:    f.drainTimeout,
 		ReadyWhenAcked:  true,
+		Limits:          f.limits,
 	})
 	if err != nil {
 		return err

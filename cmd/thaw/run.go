@@ -41,6 +41,7 @@ type runFlags struct {
 	holdBudget       time.Duration
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
+	limits           app.Limits
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -83,6 +84,7 @@ See docs/kubernetes.md.`,
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
+	addLimitFlags(fl, &f.limits)
 	return cmd
 }
 
@@ -137,6 +139,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		TickInterval:      f.tick,
 		RevisionMetrics:   f.revMetrics,
 		DrainTimeout:      f.drainTimeout,
+		Limits:            f.limits,
 	}
 	if elector != nil {
 		opts.Elector = elector

@@ -36,7 +36,10 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return app.WriteStatusTable(cmd.OutOrStdout(), rows)
+			if err := app.WriteStatusTable(cmd.OutOrStdout(), rows); err != nil {
+				return err
+			}
+			return writeExcluded(ctx, cmd.OutOrStdout(), admin)
 		},
 	}
 	cmd.Flags().StringVar(&admin, "admin-address", app.DefaultAdminAddress, "thaw's admin HTTP address")

@@ -21,6 +21,7 @@ import (
 type AdminServer struct {
 	srv *http.Server
 	ln  net.Listener
+	mux *http.ServeMux
 }
 
 // NewAdminServer listens on addr (keep it on loopback: it is unauthenticated)
@@ -48,8 +49,11 @@ func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []R
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	return &AdminServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+	return &AdminServer{ln: ln, mux: mux, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
 }
+
+// Handle adds an endpoint; call it before Run.
+func (a *AdminServer) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // Addr returns the bound address.
 func (a *AdminServer) Addr() string { return a.ln.Addr().String() }

@@ -60,6 +60,11 @@ type Options struct {
 	// ReadyWhenAcked makes /readyz wait until an Envoy ACKed the first
 	// snapshot (thaw local); otherwise ready once the platform synced.
 	ReadyWhenAcked bool
+	// Limits bound client-keyed state on the gRPC port (limits.go).
+	Limits Limits
+	// OnNodeExcluded, when set, is told about each xDS stream thaw closed
+	// because it stalled (node id, reason), e.g. to record an Event.
+	OnNodeExcluded func(node, reason string)
 }
 
 // App is thaw's process: every component wired together. Build it with New,
@@ -121,8 +126,15 @@ func New(opts Options) (*App, error) {
 	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	clk := clock.RealClock{}
 
-	a.collector = autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})
-	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: opts.XDS, Registerer: a.metrics, Clock: clk})
+	// Windows and per-node stats state only for revisions the registry
+	// knows: names a client invents cost a lookup, no memory.
+	known := func(k revision.Key) bool { return opts.Registry.Snapshot().Get(k) != nil }
+	a.collector = autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk, Known: known})
+	if err := a.collector.RegisterMetrics(a.metrics); err != nil {
+		return nil, err
+	}
+	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: opts.XDS, Registerer: a.metrics, Clock: clk,
+		Limits: opts.Limits.XDS, OnExcluded: opts.OnNodeExcluded})
 	a.modes = control.New(control.Options{Logger: a.log.Named("control"), Clock: clk, Registry: opts.Registry, Confirmer: a.xds})
 	poker := &lazyPoker{}
 	// The activator's own samples are not recorded: Envoy counts held and
@@ -144,11 +156,19 @@ func New(opts Options) (*App, error) {
 		a.modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity})
 	})
 	a.ext = extproc.NewServer(extproc.ServerOptions{Logger: a.log.Named("extproc"), Activator: a.act,
-		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics})
-	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"), Recorder: a.collector, Clock: clk, Registerer: a.metrics})
+		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics, Limits: opts.Limits.ExtProc})
+	sinkLimits := opts.Limits.StatSink
+	sinkLimits.Known = known
+	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"), Recorder: a.collector, Clock: clk,
+		Registerer: a.metrics, Limits: sinkLimits})
 
+	maxStreams := opts.Limits.MaxStreamsPerConnection
+	if maxStreams == 0 {
+		maxStreams = extproc.DefaultMaxStreamsPerConnection
+	}
 	gopts := append(statsink.ServerOptions(),
-		grpc.MaxConcurrentStreams(1<<20),
+		grpc.MaxConcurrentStreams(maxStreams),
+		chainTaps(a.ext.TapHandle(), a.xds.TapHandle()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 	gopts = append(gopts, extproc.GRPCServerOptions()...)
@@ -167,6 +187,7 @@ func New(opts Options) (*App, error) {
 		a.grpcLn.Close()
 		return nil, err
 	}
+	a.admin.Handle(ExcludedPath, excludedHandler(a.xds))
 	return a, nil
 }
 

@@ -1,0 +1,223 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+)
+
+// Defaults of Limits.
+const (
+	// DefaultMaxNodes is how many distinct Envoy node ids may hold xDS
+	// streams at once.
+	DefaultMaxNodes = 1024
+	// DefaultMaxStreamsPerNode is how many xDS streams one node id may hold:
+	// Envoy opens one ADS stream; a reconnect may overlap the old one.
+	DefaultMaxStreamsPerNode = 4
+	// DefaultAckTimeout is how long a stream may leave a response
+	// unanswered (neither ACK nor NACK), or stay open without a first
+	// request, before thaw closes it. Envoy answers in milliseconds; even a
+	// 100k-revision initial sync is ACKed within a few seconds.
+	DefaultAckTimeout = 30 * time.Second
+)
+
+// Limits bound the xDS state clients can create, and how long one client
+// can hold up scale to zero. Zero fields take the defaults.
+type Limits struct {
+	// MaxNodes bounds distinct node ids with a stream; a stream of a new
+	// node id beyond it is refused (ResourceExhausted). Streams that have
+	// not named their node yet count against MaxNodes*MaxStreamsPerNode.
+	MaxNodes int
+	// MaxStreamsPerNode bounds the streams of one node id; more are refused.
+	MaxStreamsPerNode int
+	// AckTimeout is how long a response may stay unanswered before thaw
+	// closes the stream (see excludeStalled for why that is safe).
+	AckTimeout time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = DefaultMaxNodes
+	}
+	if l.MaxStreamsPerNode <= 0 {
+		l.MaxStreamsPerNode = DefaultMaxStreamsPerNode
+	}
+	if l.AckTimeout <= 0 {
+		l.AckTimeout = DefaultAckTimeout
+	}
+	return l
+}
+
+// Reasons of thaw_xds_streams_refused_total and thaw_xds_streams_closed_total.
+const (
+	refusedTooManyStreams = "too_many_streams"
+	refusedTooManyNodes   = "too_many_nodes"
+	refusedNodeStreams    = "too_many_streams_per_node"
+	closedAckTimeout      = "ack_timeout"
+	closedNoRequest       = "no_request"
+)
+
+var (
+	errStalled   = errors.New("xds: stream closed by thaw: no ACK or NACK within the ack timeout")
+	errNoRequest = errors.New("xds: stream closed by thaw: no request within the ack timeout")
+)
+
+type limitMetrics struct {
+	refused *prometheus.CounterVec
+	closed  *prometheus.CounterVec
+}
+
+func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
+	m := &limitMetrics{
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "streams_refused_total",
+			Help: "xDS streams refused by a limit: too_many_streams, too_many_nodes, too_many_streams_per_node.",
+		}, []string{"reason"}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "streams_closed_total",
+			Help: "xDS streams thaw closed and excluded from confirmation: ack_timeout (a response unanswered " +
+				"past the ack timeout), no_request (no first request within it).",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{refusedTooManyStreams, refusedTooManyNodes, refusedNodeStreams} {
+		m.refused.WithLabelValues(r)
+	}
+	for _, r := range []string{closedAckTimeout, closedNoRequest} {
+		m.closed.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.refused, m.closed)
+	}
+	return m
+}
+
+// streamCloserKey carries a stream's cancel func from TapHandle to the
+// stream-open callback.
+type streamCloserKey struct{}
+
+// adsMethods are the ADS methods whose streams TapHandle makes closable.
+var adsMethods = map[string]bool{
+	"/" + discoveryv3.AggregatedDiscoveryService_ServiceDesc.ServiceName + "/StreamAggregatedResources": true,
+	"/" + discoveryv3.AggregatedDiscoveryService_ServiceDesc.ServiceName + "/DeltaAggregatedResources":  true,
+}
+
+// TapHandle returns the grpc.InTapHandle that makes ADS streams closable
+// by thaw: go-control-plane ends a stream only when the client does or
+// its Recv fails, and a Recv blocked on a silent client fails only when
+// the stream's context ends. Install it on the gRPC server (chained with
+// other tap handles); without it a stalled stream is still excluded from
+// confirmation but stays open.
+func (s *Server) TapHandle() tap.ServerInHandle {
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		if !adsMethods[info.FullMethodName] {
+			return ctx, nil
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		return context.WithValue(ctx, streamCloserKey{}, cancel), nil
+	}
+}
+
+func closerOf(ctx context.Context) context.CancelCauseFunc {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(streamCloserKey{}).(context.CancelCauseFunc)
+	return c
+}
+
+// admitStream refuses a new stream when MaxNodes*MaxStreamsPerNode streams
+// are open. Called from the stream-open callbacks.
+func (s *Server) admitStream() error {
+	if s.tracker.count() >= s.lim.MaxNodes*s.lim.MaxStreamsPerNode {
+		s.limMetrics.refused.WithLabelValues(refusedTooManyStreams).Inc()
+		return status.Errorf(codes.ResourceExhausted, "xds: too many streams (limit %d)",
+			s.lim.MaxNodes*s.lim.MaxStreamsPerNode)
+	}
+	return nil
+}
+
+// admitNode records the node a stream named in its first request, or
+// refuses the stream (go-control-plane then closes it) for a node id
+// beyond MaxNodes or a stream beyond MaxStreamsPerNode.
+func (s *Server) admitNode(k streamKey, id, cluster string) error {
+	streams, nodes, ok := s.tracker.claimNode(k, id, cluster, s.lim.MaxNodes, s.lim.MaxStreamsPerNode)
+	switch {
+	case ok:
+		return nil
+	case streams >= s.lim.MaxStreamsPerNode:
+		s.limMetrics.refused.WithLabelValues(refusedNodeStreams).Inc()
+		s.log.Warn("xDS stream refused: too many streams for one node id", zap.String("node", id),
+			zap.Int("limit", s.lim.MaxStreamsPerNode))
+		return status.Errorf(codes.ResourceExhausted, "xds: node %q has %d streams (limit %d)", id, streams, s.lim.MaxStreamsPerNode)
+	default:
+		s.limMetrics.refused.WithLabelValues(refusedTooManyNodes).Inc()
+		s.log.Warn("xDS stream refused: too many nodes", zap.String("node", id), zap.Int("nodes", nodes),
+			zap.Int("limit", s.lim.MaxNodes))
+		return status.Errorf(codes.ResourceExhausted, "xds: too many nodes (limit %d)", s.lim.MaxNodes)
+	}
+}
+
+// runStallCheck closes stalled streams until ctx ends, checking every
+// quarter of AckTimeout so a stream is closed at most 1.25 AckTimeout
+// after the response it left unanswered.
+func (s *Server) runStallCheck(ctx context.Context) {
+	for {
+		t := s.clock.NewTimer(s.lim.AckTimeout / 4)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+			s.excludeStalled(s.clock.Now())
+		}
+	}
+}
+
+// excludeStalled closes every stream that has left a response unanswered
+// for AckTimeout, or sent no request at all for AckTimeout, and excludes
+// it from confirmation at once.
+//
+// Why this keeps scale to zero safe: a stream that thaw closed counts
+// exactly like an Envoy that disconnected, which never counted (an Envoy
+// cut off from its control plane keeps its last configuration, and no
+// control plane can confirm anything through a dead stream). A real Envoy
+// reconnects within its retry backoff; on the new stream it receives the
+// current state (proxy mode for a revision going to zero) and counts again
+// as soon as it subscribes to the revision's endpoints, so it must ACK
+// before scale to zero can go on. A client that never reconnects is not
+// routing through thaw's configuration: a stalled Envoy that still routes
+// with an older serve-mode assignment could only reach backends removed
+// after the scale-to-zero grace period (30 s by default, on top of the
+// ack timeout), the same exposure as an Envoy that lost its network path
+// to thaw. The alternative, waiting for it forever, lets any client block
+// scale to zero for every revision.
+func (s *Server) excludeStalled(now time.Time) {
+	for _, st := range s.tracker.stalled(now, s.lim.AckTimeout) {
+		reason, cause := closedAckTimeout, errStalled
+		if st.noRequest {
+			reason, cause = closedNoRequest, errNoRequest
+		}
+		s.limMetrics.closed.WithLabelValues(reason).Inc()
+		s.recordExcluded(ExcludedNode{ID: st.node, Reason: reason, At: now, Pending: st.pending})
+		s.log.Warn("closing stalled xDS stream; the node no longer counts for confirmation until it reconnects and ACKs",
+			zap.String("node", st.node), zap.Int64("stream", st.key.id), zap.Bool("delta", st.key.delta),
+			zap.String("reason", reason), zap.Int("pendingResponses", st.pending),
+			zap.Duration("oldest", st.oldest), zap.Duration("ackTimeout", s.lim.AckTimeout))
+		if st.close != nil {
+			st.close(cause)
+		}
+		if s.onExcluded != nil {
+			s.onExcluded(st.node, fmt.Sprintf("%s: %v", reason, cause))
+		}
+	}
+	s.completeFlips(nil)
+	s.notify.broadcast()
+}

@@ -1,0 +1,110 @@
+package xds
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// claimNode names the node of stream k unless that would exceed maxNodes
+// distinct node ids or maxPerNode streams of id. It returns the node's
+// stream count and the number of node ids before the claim, and whether
+// the claim was made.
+func (t *tracker) claimNode(k streamKey, id, cluster string, maxNodes, maxPerNode int) (streams, nodes int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	streams, nodes = t.nodes[id], len(t.nodes)
+	if streams >= maxPerNode || (streams == 0 && nodes >= maxNodes) {
+		return streams, nodes, false
+	}
+	if s := t.streams[k]; s != nil && s.nodeID == "" {
+		s.nodeID, s.cluster = id, cluster
+		t.nodes[id]++
+	}
+	return streams, nodes, true
+}
+
+// stalledStream is a stream excludeStalled closes.
+type stalledStream struct {
+	key       streamKey
+	node      string
+	noRequest bool          // no first request at all
+	pending   int           // responses not ACKed or NACKed
+	oldest    time.Duration // age of the oldest of them
+	close     context.CancelCauseFunc
+}
+
+// stalled marks as excluded, and returns, every stream that has left a
+// response unanswered for at least timeout, or has sent no request for
+// timeout since it opened. A stream is returned once.
+func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []stalledStream
+	for _, s := range t.streams {
+		if s.excluded {
+			continue
+		}
+		st := stalledStream{key: s.key, node: s.nodeID, pending: len(s.sent), close: s.close}
+		switch {
+		case s.nodeID == "" && now.Sub(s.connectedAt) >= timeout:
+			st.noRequest, st.oldest = true, now.Sub(s.connectedAt)
+		case len(s.sent) > 0:
+			var oldest time.Time
+			for _, r := range s.sent {
+				if oldest.IsZero() || r.sentAt.Before(oldest) {
+					oldest = r.sentAt
+				}
+			}
+			if now.Sub(oldest) < timeout {
+				continue
+			}
+			st.oldest = now.Sub(oldest)
+		default:
+			continue
+		}
+		s.excluded = true
+		out = append(out, st)
+	}
+	return out
+}
+
+// ExcludedNode is a stream thaw closed because it stalled.
+type ExcludedNode struct {
+	// ID is Envoy's node.id ("" when it never sent a request).
+	ID string
+	// Reason is "ack_timeout" or "no_request".
+	Reason string
+	// At is when thaw closed the stream.
+	At time.Time
+	// Pending is how many responses it had left unanswered.
+	Pending int
+}
+
+// maxExcludedKept bounds the exclusions Excluded reports.
+const maxExcludedKept = 32
+
+// excludedLog keeps the most recent exclusions for status output.
+type excludedLog struct {
+	mu   sync.Mutex
+	list []ExcludedNode
+}
+
+func (s *Server) recordExcluded(e ExcludedNode) {
+	s.excluded.mu.Lock()
+	defer s.excluded.mu.Unlock()
+	s.excluded.list = append(s.excluded.list, e)
+	if n := len(s.excluded.list); n > maxExcludedKept {
+		s.excluded.list = slices.Delete(s.excluded.list, 0, n-maxExcludedKept)
+	}
+}
+
+// Excluded returns the most recent streams (at most 32, oldest first) that
+// thaw closed and excluded from confirmation because they left a response
+// unanswered, or sent nothing, for the ack timeout.
+func (s *Server) Excluded() []ExcludedNode {
+	s.excluded.mu.Lock()
+	defer s.excluded.mu.Unlock()
+	return slices.Clone(s.excluded.list)
+}
