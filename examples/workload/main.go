@@ -21,7 +21,9 @@
 //
 // Endpoints: GET /healthz (200 "ok", no latency), GET /stats (JSON; add
 // ?reset=1 to reset max_inflight), anything else: the workload response
-// after the latency; "?latency=250ms" overrides the latency per request.
+// after the latency; "?latency=250ms" overrides the latency per request;
+// GET /stream?events=N&interval=D: a server-sent events stream of N events
+// D apart (defaults 10 and 1s).
 package main
 
 import (

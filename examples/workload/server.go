@@ -51,6 +51,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveStats(w, r)
 		return
 	}
+	if r.URL.Path == "/stream" {
+		s.track(func() { s.serveStream(w, r) })
+		return
+	}
+	s.track(func() { s.serveWork(w, r) })
+}
+
+// track counts fn as one request, in flight while it runs.
+func (s *server) track(fn func()) {
 	n := s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	for {
@@ -60,6 +69,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.requests.Add(1)
+	fn()
+}
+
+// serveWork is the workload response after the latency.
+func (s *server) serveWork(w http.ResponseWriter, r *http.Request) {
 	latency := s.cfg.latency
 	if v := r.URL.Query().Get("latency"); v != "" {
 		d, err := time.ParseDuration(v)
