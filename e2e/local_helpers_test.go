@@ -31,6 +31,8 @@ type revisionYAML struct {
 	StartupDelay time.Duration
 	Latency      time.Duration
 	Autoscaling  map[string]string
+	// Env adds variables to the workload's environment.
+	Env map[string]string
 }
 
 func localConfig(t testing.TB, revs ...revisionYAML) string {
@@ -40,6 +42,9 @@ func localConfig(t testing.TB, revs ...revisionYAML) string {
 	for _, r := range revs {
 		fmt.Fprintf(&b, "  - name: %s\n    hosts: [%s]\n    command: [%q, --port, \"{port}\"]\n", r.Name, r.Host, workloadBin(t))
 		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n      STARTUP_DELAY: %s\n      LATENCY: %s\n", r.Name, r.StartupDelay, r.Latency)
+		for k, v := range r.Env {
+			fmt.Fprintf(&b, "      %s: %q\n", k, v)
+		}
 		b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
 		if len(r.Autoscaling) > 0 {
 			b.WriteString("    autoscaling:\n")

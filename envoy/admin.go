@@ -16,17 +16,29 @@ import (
 // 2 KiB per host, so room for tens of thousands of hosts.
 const maxClustersBody = 64 << 20
 
-// HostRequestsActive asks the Envoy admin server at adminURL
+// HostLoad is what Envoy reports about one upstream host, summed over the
+// clusters asked for.
+type HostLoad struct {
+	// RequestsActive is the requests in flight to the host (per-host gauge
+	// rq_active).
+	RequestsActive int
+	// ConnectionsActive is the connections Envoy holds open to the host,
+	// busy or idle (per-host gauge cx_active).
+	ConnectionsActive int
+}
+
+// HostLoads asks the Envoy admin server at adminURL
 // ("http://127.0.0.1:9901") for its clusters (GET /clusters?format=json)
-// and returns, per upstream host address ("ip:port"), the requests in
-// flight to it (per-host gauge rq_active), summed over the clusters named
-// in clusters (all clusters when empty). Hosts with no request in flight
-// may be absent. Per-host stats are not filtered by the stats matcher;
-// hosts an EDS update removed are gone from the answer at once, even with
-// requests still in flight, so this ranks live backends but cannot tell
-// when a removed one is idle. Errors: transport, a non-200 status, or a
+// and returns, per upstream host address ("ip:port"), its HostLoad summed
+// over the clusters named in clusters (all clusters when empty). Hosts with
+// neither requests nor connections may be absent. Per-host stats are not
+// filtered by the stats matcher. Hosts an EDS update removed are gone from
+// the answer at once (Envoy closes their idle connections and their busy
+// ones when the request ends), so a removed host's requests in flight are
+// not seen here; hosts of an ORIGINAL_DST cluster stay listed while Envoy
+// keeps a connection to them. Errors: transport, a non-200 status, or a
 // body that is not the admin Clusters message.
-func HostRequestsActive(ctx context.Context, c *http.Client, adminURL string, clusters ...string) (map[string]int, error) {
+func HostLoads(ctx context.Context, c *http.Client, adminURL string, clusters ...string) (map[string]HostLoad, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/clusters?format=json", nil)
 	if err != nil {
 		return nil, fmt.Errorf("envoy admin clusters: %w", err)
@@ -43,12 +55,12 @@ func HostRequestsActive(ctx context.Context, c *http.Client, adminURL string, cl
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("envoy admin clusters: status %d", resp.StatusCode)
 	}
-	return ParseHostRequestsActive(body, clusters...)
+	return ParseHostLoads(body, clusters...)
 }
 
-// ParseHostRequestsActive is HostRequestsActive's parsing of an admin
-// /clusters?format=json body. Errors: the body is not a Clusters message.
-func ParseHostRequestsActive(body []byte, clusters ...string) (map[string]int, error) {
+// ParseHostLoads is HostLoads' parsing of an admin /clusters?format=json
+// body. Errors: the body is not a Clusters message.
+func ParseHostLoads(body []byte, clusters ...string) (map[string]HostLoad, error) {
 	var doc adminv3.Clusters
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("envoy admin clusters: %w", err)
@@ -57,7 +69,7 @@ func ParseHostRequestsActive(body []byte, clusters ...string) (map[string]int, e
 	for _, c := range clusters {
 		want[c] = true
 	}
-	out := map[string]int{}
+	out := map[string]HostLoad{}
 	for _, cs := range doc.GetClusterStatuses() {
 		if len(want) > 0 && !want[cs.GetName()] {
 			continue
@@ -67,12 +79,17 @@ func ParseHostRequestsActive(body []byte, clusters ...string) (map[string]int, e
 			if sa == nil {
 				continue // internal listener or pipe: not a backend
 			}
+			addr := net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue())))
+			l := out[addr]
 			for _, m := range h.GetStats() {
-				if m.GetName() == "rq_active" && m.GetValue() > 0 {
-					addr := net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue())))
-					out[addr] += int(m.GetValue())
+				switch m.GetName() {
+				case "rq_active":
+					l.RequestsActive += int(m.GetValue())
+				case "cx_active":
+					l.ConnectionsActive += int(m.GetValue())
 				}
 			}
+			out[addr] = l
 		}
 	}
 	return out, nil

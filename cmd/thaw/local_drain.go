@@ -54,10 +54,11 @@ func (r router) WaitUnrouted(ctx context.Context, key revision.Key, b revision.B
 	return nil
 }
 
-// envoyLoad reads requests in flight per backend from the Envoy that
-// `thaw local` runs (admin on loopback): per-host rq_active of the
-// revision's cluster (serve mode) and of the activator's destination
-// cluster (requests the activator released).
+// envoyLoad reads requests in flight and open connections per backend
+// from the Envoy that `thaw local` runs (admin on loopback): per-host
+// rq_active and cx_active of the revision's cluster (serve mode) and of the
+// activator's destination cluster (requests the activator released; Envoy
+// keeps their idle connections open).
 type envoyLoad struct {
 	adminURL string
 	client   *http.Client
@@ -69,6 +70,14 @@ func newEnvoyLoad(adminPort int) envoyLoad {
 	return envoyLoad{adminURL: fmt.Sprintf("http://127.0.0.1:%d", adminPort), client: &http.Client{Timeout: 2 * time.Second}}
 }
 
-func (e envoyLoad) InFlight(ctx context.Context, key revision.Key) (map[string]int, error) {
-	return envoy.HostRequestsActive(ctx, e.client, e.adminURL, revision.ClusterName(key), xds.ActivatorDstClusterName)
+func (e envoyLoad) Load(ctx context.Context, key revision.Key) (map[string]local.BackendLoad, error) {
+	hosts, err := envoy.HostLoads(ctx, e.client, e.adminURL, revision.ClusterName(key), xds.ActivatorDstClusterName)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]local.BackendLoad, len(hosts))
+	for addr, h := range hosts {
+		out[addr] = local.BackendLoad{Requests: h.RequestsActive, Connections: h.ConnectionsActive}
+	}
+	return out, nil
 }

@@ -10,23 +10,28 @@ import (
 	"strconv"
 )
 
-// Connections are how the platform tells whether a process still serves
-// something: it counts the established TCP connections whose local port is
-// the process's listening port, from /proc/net/tcp and /proc/net/tcp6.
+// Connections are how the platform tells whether a process scaled away
+// still serves something: it counts the established TCP connections whose
+// local port is the process's listening port, from /proc/net/tcp and
+// /proc/net/tcp6.
 //
-// Why connections: they are exact for what matters locally, every request
-// Envoy (or anything else) sends to the process rides on one, and once
-// Envoy applied a ClusterLoadAssignment without the backend it closes its
-// idle pooled connections to it and closes busy ones when their request
-// ends. An open WebSocket, a gRPC stream or a streaming response keeps its
-// connection, so it counts for its whole life. Envoy's per-host rq_active
-// (admin /clusters) is gone as soon as the host left the cluster, and the
-// activator only knows the requests it released itself.
+// Why connections: every request Envoy (or anything else) sends to the
+// process rides on one, and an open WebSocket, a gRPC stream or a
+// streaming response keeps its connection, so it counts for its whole
+// life. Envoy's per-host rq_active (admin /clusters) is gone as soon as
+// the host left the revision's cluster, and the activator only knows the
+// requests it released itself. Once Envoy applied a ClusterLoadAssignment
+// without the backend it closes its idle pooled connections to it and its
+// busy ones when their request ends (measured with Envoy 1.40: a drained
+// idle backend stopped 0.14 s after the scale-down).
 //
-// Limits: an idle keep-alive connection of a client that reaches the
-// process directly, or of Envoy's original-destination cluster (closed by
-// Envoy after its host cleanup interval, 5 s by default, plus one more
-// interval), also counts, which delays a stop but never cuts a request.
+// One exception: the activator's original-destination cluster keeps idle
+// connections to a backend after its last request. With a LoadSource the
+// platform subtracts the connections Envoy reports holding to the backend
+// when Envoy reports no request in flight to it (see busyConns). Without
+// one, those connections, and idle keep-alive connections of clients that
+// reach the process directly, hold the drain until the drain timeout: a
+// later stop, never a cut request.
 
 // tcpEstablished is the state code of ESTABLISHED in /proc/net/tcp.
 const tcpEstablished = "01"

@@ -107,19 +107,18 @@ func (in *instance) waitPeriod(ctx context.Context, proc *process) bool {
 }
 
 // waitConnsClosed polls the established connections on port until
-// drainIdlePolls polls in a row see none, and returns nil; or returns an
-// error wrapping ctx.Err() with the last count when ctx ends first, or the
-// error reading the connection tables.
+// drainIdlePolls polls in a row find it idle, and returns nil; or returns
+// an error wrapping ctx.Err() with the last count when ctx ends first, or
+// the error reading the connection tables. See busyConns for "idle".
 func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
 	p := in.p
 	idle, logged := 0, false
 	for {
-		counts, err := establishedConns([]int32{port})
+		busy, err := in.busyConns(ctx, port)
 		if err != nil {
 			return err
 		}
-		last := counts[port]
-		if last == 0 {
+		if busy == 0 {
 			idle++
 			if idle >= drainIdlePolls {
 				return nil
@@ -127,7 +126,7 @@ func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
 		} else {
 			idle = 0
 			if !logged {
-				in.log.Info("waiting for connections to close before stopping", zap.Int("connections", last))
+				in.log.Info("waiting for connections to close before stopping", zap.Int("connections", busy))
 				logged = true
 			}
 		}
@@ -136,9 +135,38 @@ func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%d connections open on port %d: %w", last, port, ctx.Err())
+			return fmt.Errorf("%d connections open on port %d: %w", busy, port, ctx.Err())
 		}
 	}
+}
+
+// busyConns returns how many established connections on port may carry a
+// request: all of them, less the ones Envoy reports holding to the backend
+// when Envoy (Options.Load) also reports no request in flight to it. Envoy
+// keeps idle connections of its original-destination cluster (requests
+// the activator released) open long after their last request; they must
+// not hold a drain for the whole drain timeout.
+func (in *instance) busyConns(ctx context.Context, port int32) (int, error) {
+	counts, err := establishedConns([]int32{port})
+	if err != nil {
+		return 0, err
+	}
+	n := counts[port]
+	if n == 0 || in.p.opts.Load == nil {
+		return n, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, loadTimeout)
+	loads, err := in.p.opts.Load.Load(lctx, in.rs.cfg.Key)
+	cancel()
+	if err != nil {
+		in.log.Debug("Envoy's connections to the backend unknown; counting all", zap.Error(err))
+		return n, nil
+	}
+	l := loads[hostPort(port)]
+	if l.Requests > 0 {
+		return max(n, l.Requests), nil
+	}
+	return max(n-l.Connections, 0), nil
 }
 
 // processGone reports whether the process has exited.

@@ -55,12 +55,22 @@ type Router interface {
 	WaitUnrouted(ctx context.Context, key revision.Key, backend revision.Backend) error
 }
 
-// LoadSource reports how busy each backend of a revision is, to choose
-// which processes to stop when scaling down.
+// LoadSource reports the data plane's view of each backend of a revision:
+// it ranks the processes to stop on a scale-down, and tells which of a
+// draining process's connections are idle ones Envoy keeps.
 type LoadSource interface {
-	// InFlight returns the requests in flight per backend address
-	// ("ip:port") of revision key; a backend absent from the map has none.
-	InFlight(ctx context.Context, key revision.Key) (map[string]int, error)
+	// Load returns per backend address ("ip:port") of revision key the
+	// requests Envoy has in flight to it and the connections Envoy holds
+	// open to it; a backend absent from the map has neither.
+	Load(ctx context.Context, key revision.Key) (map[string]BackendLoad, error)
+}
+
+// BackendLoad is one backend's load as a LoadSource sees it.
+type BackendLoad struct {
+	// Requests in flight to the backend.
+	Requests int
+	// Connections open to the backend, busy or idle.
+	Connections int
 }
 
 // Options configures a Platform. Logger, Registry and Config are required.
@@ -89,9 +99,10 @@ type Options struct {
 	// connections at all.
 	DrainTimeout time.Duration
 	// Load, when set, ranks the instances to stop on a scale-down by their
-	// requests in flight (least busy first). Without it, or when it fails,
-	// the count of established connections on each instance's port is
-	// used.
+	// requests in flight (least busy first), and lets a draining instance
+	// stop while its only connections are idle ones Envoy keeps (with no
+	// request in flight). Without it, or when it fails, established
+	// connections on each instance's port are counted instead.
 	Load LoadSource
 	// StartupProbeInterval is how often a process that has not yet passed
 	// its readiness probe is checked (a TCP connect; the configured probe

@@ -41,6 +41,9 @@ func stopBefore(a, b stopCandidate) int {
 	return b.seq - a.seq
 }
 
+// hostPort is the backend address of a local port.
+func hostPort(port int32) string { return net.JoinHostPort(loopback, strconv.Itoa(int(port))) }
+
 // loadForScaleDown returns how busy each live instance of key is, by port,
 // when replicas is below its count of instances not being stopped; nil
 // otherwise (nothing to choose) or when nothing could be measured. It asks
@@ -67,12 +70,12 @@ func (p *Platform) loadForScaleDown(ctx context.Context, key revision.Key, repli
 	}
 	if p.opts.Load != nil {
 		lctx, cancel := context.WithTimeout(ctx, loadTimeout)
-		byAddr, err := p.opts.Load.InFlight(lctx, key)
+		byAddr, err := p.opts.Load.Load(lctx, key)
 		cancel()
 		if err == nil {
 			load := make(map[int32]int, len(ports))
 			for _, port := range ports {
-				load[port] = byAddr[net.JoinHostPort(loopback, strconv.Itoa(int(port)))]
+				load[port] = byAddr[hostPort(port)].Requests
 			}
 			return load
 		}
