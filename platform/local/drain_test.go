@@ -138,3 +138,66 @@ func TestScaleDownStopsIdleInstance(t *testing.T) {
 		t.Errorf("busy instance answered as port %d, want %d", st.Port, busy.Port)
 	}
 }
+
+// blockingRouter records WaitUnrouted calls (and whether the backend had
+// left the registry then) and blocks them until released.
+type blockingRouter struct {
+	reg     *revision.Registry
+	called  chan revision.Backend
+	release chan struct{}
+}
+
+func (r *blockingRouter) WaitUnrouted(ctx context.Context, key revision.Key, b revision.Backend) error {
+	if rev := r.reg.Snapshot().Get(key); rev != nil {
+		for _, x := range rev.Backends {
+			if x == b {
+				return fmt.Errorf("WaitUnrouted called with %s still a backend", b.HostPort())
+			}
+		}
+	}
+	r.called <- b
+	select {
+	case <-r.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestDrainWaitsForRouting: the drain asks the Router after the backend
+// left the registry, and neither asks the Drainer nor signals the process
+// before the Router confirmed.
+func TestDrainWaitsForRouting(t *testing.T) {
+	rev := workloadRev(t, "routed", nil)
+	var r *blockingRouter
+	var d *recordingDrainer
+	h := startPlatform(t, configOf(rev), func(o *Options) {
+		r = &blockingRouter{reg: o.Registry, called: make(chan revision.Backend, 1), release: make(chan struct{})}
+		d = &recordingDrainer{reg: o.Registry, release: make(chan struct{})}
+		close(d.release)
+		o.Router, o.Drainer = r, d
+	})
+	h.setScale(rev.Key, 1)
+	b := h.waitBackends(rev.Key, 1)[0]
+	pid := getStats(t, b).Pid
+	h.setScale(rev.Key, 0)
+	select {
+	case got := <-r.called:
+		if got != b {
+			t.Errorf("WaitUnrouted(%v), want %v", got, b)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Router.WaitUnrouted never called")
+	}
+	if st := getStats(t, b); st.Pid != pid {
+		t.Fatalf("while routing is unconfirmed the backend answered as pid %d, want %d", st.Pid, pid)
+	}
+	if n := len(d.recorded()); n != 0 {
+		t.Errorf("Drainer asked %d times before routing was confirmed", n)
+	}
+	close(r.release)
+	waitGone(t, pid)
+	if n := len(d.recorded()); n != 1 {
+		t.Errorf("Drainer asked %d times, want 1", n)
+	}
+}
