@@ -94,34 +94,59 @@ func waitProcessGone(t *testing.T, pid int, timeout time.Duration) {
 // TestLocalStreamAcrossScaleDownRPS: with metric rps, one long server-sent
 // events stream is about zero requests per second, so the revision scales
 // to zero while it streams. The stream still completes whole (the process
-// would cut it on SIGTERM: thaw waits until the activator, which released
-// it, and the process's connections are idle), and the process stops soon
-// after it although Envoy keeps an idle connection to it.
+// would cut it on SIGTERM: thaw waits until nothing is in flight on it),
+// and the process stops soon after it although Envoy may keep an idle
+// connection to it. Two paths: the stream released by the activator (the
+// default target burst capacity keeps a one-process revision in proxy
+// mode), and the stream routed by Envoy straight to the process (serve
+// mode), which the activator knows nothing about.
 func TestLocalStreamAcrossScaleDownRPS(t *testing.T) {
-	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, revisionYAML{
-		Name: "sse", Host: "sse.test", Env: abruptExit,
-		Autoscaling: fast(map[string]string{"metric": "rps", "target": "10"}),
-	})})
-	s := openSSE(t, th, "sse.test", "events=60&interval=500ms")
-	waitStatus(t, th, "local/sse", 28*time.Second, "scaled to zero while streaming", func(r map[string]any) bool {
-		return num(r, "desired") == 0 && num(r, "ready") == 0
-	})
-	if s.ended() {
-		t.Fatalf("the 30 s stream ended before the revision scaled to zero (complete=%v, err=%v): nothing was tested", s.complete, s.err)
-	}
-	if !processAlive(s.pid) {
-		t.Fatalf("process %d serving the stream was stopped while the stream runs", s.pid)
-	}
-	s.wait()
-	if s.err != nil || !s.complete {
-		t.Fatalf("stream across the scale-down: complete=%v err=%v; want it whole", s.complete, s.err)
-	}
-	waitProcessGone(t, s.pid, 30*time.Second)
-	log := th.Log()
-	for _, bad := range []string{"drain timeout reached", "stopping anyway"} {
-		if strings.Contains(log, bad) {
-			t.Errorf("thaw log has %q", bad)
-		}
+	for _, tc := range []struct {
+		name string
+		tbc  string // target-burst-capacity; "" = default
+		mode string // the mode the stream starts in
+	}{
+		{"activator path", "", "proxy"},
+		{"serve mode", "0", "serve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := map[string]string{"metric": "rps", "target": "10"}
+			if tc.tbc != "" {
+				as["target-burst-capacity"] = tc.tbc
+			}
+			th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, revisionYAML{
+				Name: "sse", Host: "sse.test", Env: abruptExit, Autoscaling: fast(as),
+			})})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if code, body, _, err := get(ctx, client(30*time.Second), th, "sse.test", "/"); err != nil || code != 200 {
+				t.Fatalf("wake-up request: %d %v %q", code, err, body)
+			}
+			waitStatus(t, th, "local/sse", 30*time.Second, tc.mode+" mode with 1 ready backend", func(r map[string]any) bool {
+				return r["mode"] == tc.mode && num(r, "ready") == 1
+			})
+			s := openSSE(t, th, "sse.test", "events=60&interval=500ms")
+			waitStatus(t, th, "local/sse", 28*time.Second, "scaled to zero while streaming", func(r map[string]any) bool {
+				return num(r, "desired") == 0 && num(r, "ready") == 0
+			})
+			if s.ended() {
+				t.Fatalf("the 30 s stream ended before the revision scaled to zero (complete=%v, err=%v): nothing was tested", s.complete, s.err)
+			}
+			if !processAlive(s.pid) {
+				t.Fatalf("process %d serving the stream was stopped while the stream runs", s.pid)
+			}
+			s.wait()
+			if s.err != nil || !s.complete {
+				t.Fatalf("stream across the scale-down: complete=%v err=%v; want it whole", s.complete, s.err)
+			}
+			waitProcessGone(t, s.pid, 30*time.Second)
+			log := th.Log()
+			for _, bad := range []string{"drain timeout reached", "stopping anyway"} {
+				if strings.Contains(log, bad) {
+					t.Errorf("thaw log has %q", bad)
+				}
+			}
+		})
 	}
 }
 
