@@ -34,6 +34,8 @@ type revisionYAML struct {
 	// Protocol, when set, is the revision's protocol (and the workload's:
 	// h2c serves gRPC, probed by TCP).
 	Protocol string
+	// Env adds variables to the workload's environment.
+	Env map[string]string
 }
 
 func localConfig(t testing.TB, revs ...revisionYAML) string {
@@ -43,6 +45,9 @@ func localConfig(t testing.TB, revs ...revisionYAML) string {
 	for _, r := range revs {
 		fmt.Fprintf(&b, "  - name: %s\n    hosts: [%s]\n    command: [%q, --port, \"{port}\"]\n", r.Name, r.Host, workloadBin(t))
 		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n      STARTUP_DELAY: %s\n      LATENCY: %s\n", r.Name, r.StartupDelay, r.Latency)
+		for k, v := range r.Env {
+			fmt.Fprintf(&b, "      %s: %q\n", k, v)
+		}
 		if r.Protocol != "" {
 			fmt.Fprintf(&b, "      PROTOCOL: %s\n    protocol: %s\n", r.Protocol, r.Protocol)
 		}

@@ -81,13 +81,6 @@ the processes and Envoy, and exits 0.`,
 	return cmd
 }
 
-// drainer adapts the activator's per-address drain to the local platform.
-type drainer struct{ act *activator.Activator }
-
-func (d drainer) WaitIdle(ctx context.Context, key revision.Key, b revision.Backend) error {
-	return d.act.WaitIdle(ctx, key, b.HostPort())
-}
-
 func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra.Command) error {
 	bin, err := findEnvoy(f.envoyBin)
 	if err != nil {
@@ -117,12 +110,15 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	if xcfg.AccessLogPath != "" {
 		logger.Info("envoy access log", zap.String("path", xcfg.AccessLogPath))
 	}
-	a, err := app.New(app.Options{
+	var a *app.App // set before a.Run, which starts the platform
+	a, err = app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,
 		NewPlatform: func(act *activator.Activator, _ prometheus.Registerer) (app.Platform, error) {
 			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
-				Drainer: drainer{act}, StateDir: stateDir}), nil
+				Drainer: drainer{act}, StateDir: stateDir,
+				Router: router{reg: reg, xds: func() *xds.Server { return a.XDS() }},
+				Load:   newEnvoyLoad(f.envoyAdminPort)}), nil
 		},
 		GRPCAddress:     f.grpcAddress,
 		AdminAddress:    f.adminAddress,

@@ -120,10 +120,11 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,
-		NewPlatform: func(_ *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
+		NewPlatform: func(act *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
 			p, err := kube.New(kube.Options{Logger: logger.Named("kube"), Client: client, RESTConfig: cfg, Registry: reg,
 				Defaults: revision.DefaultSpec(), Limits: revision.Limits{HoldBudget: f.holdBudget}, Namespace: f.watchNamespace, LabelSelector: f.workloadSelector,
-				PodLabelSelector: f.podSelector, Registerer: metrics, Elected: elector != nil, StatusInterval: f.statusInterval})
+				PodLabelSelector: f.podSelector, Registerer: metrics, Elected: elector != nil, StatusInterval: f.statusInterval,
+				Load: act})
 			if err != nil {
 				return nil, err
 			}

@@ -21,9 +21,10 @@
 //	--protocol       PROTOCOL       http1 (default) or h2c: serve gRPC instead
 //
 // HTTP endpoints: GET /healthz (200 "ok", no latency), GET /stats (JSON;
-// add ?reset=1 to reset max_inflight), /ws (WebSocket echo), anything else:
-// the workload response after the latency; "?latency=250ms" overrides the
-// latency per request.
+// add ?reset=1 to reset max_inflight), /ws (WebSocket echo), GET
+// /stream?events=N&interval=D (a server-sent events stream of N events D
+// apart, defaults 10 and 1s), anything else: the workload response after
+// the latency; "?latency=250ms" overrides the latency per request.
 //
 // With --protocol h2c it serves gRPC over cleartext HTTP/2 instead:
 // grpc.health.v1.Health and grpc.testing.TestService (UnaryCall,

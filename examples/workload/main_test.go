@@ -184,3 +184,42 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("run did not return")
 	}
 }
+
+// TestStream: /stream sends its headers at once, then every event, then the
+// end marker, and counts as one request in flight meanwhile.
+func TestStream(t *testing.T) {
+	s := newServer(config{body: "hi"}, 1234, time.Now(), time.Now())
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+
+	resp, err := http.Get(ts.URL + "/stream?events=3&interval=1ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Workload-Port") != "1234" {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "data: 1 of 3 port=1234\n\ndata: 2 of 3 port=1234\n\ndata: 3 of 3 port=1234\n\nevent: end\ndata: done\n\n"
+	if string(body) != want {
+		t.Errorf("body %q, want %q", body, want)
+	}
+	if got := s.requests.Load(); got != 1 {
+		t.Errorf("requests = %d, want 1", got)
+	}
+
+	for _, q := range []string{"events=-1", "events=x", "interval=soon", "interval=-1s"} {
+		resp, err := http.Get(ts.URL + "/stream?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("/stream?%s: status %d, want 400", q, resp.StatusCode)
+		}
+	}
+}

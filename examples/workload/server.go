@@ -72,6 +72,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.track()()
+	if r.URL.Path == "/stream" {
+		s.serveStream(w, r)
+		return
+	}
+	s.serveWork(w, r)
+}
+
+// serveWork is the workload response after the latency.
+func (s *server) serveWork(w http.ResponseWriter, r *http.Request) {
 	latency := s.cfg.latency
 	if v := r.URL.Query().Get("latency"); v != "" {
 		d, err := time.ParseDuration(v)

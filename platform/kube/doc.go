@@ -34,11 +34,21 @@
 // informers' transform keeps only the fields read, so memory grows slowly
 // with cluster size.
 //
+// # Scale-down
+//
+// A terminating pod leaves the backends at once, so Envoy stops routing to
+// it while its containers drain (preStop, SIGTERM, the grace period). The
+// ReplicaSet controller chooses which pods a scale-down removes; with
+// Options.Load, SetScale first writes each ready pod's requests in flight
+// into its controller.kubernetes.io/pod-deletion-cost annotation (only
+// changed values, at most Options.MaxDeletionCostPatches pods, busiest
+// first), so idle pods go first. StatefulSets ignore the annotation.
+//
 // # Writes and leadership
 //
 // Every thaw replica runs the informers. With Options.Elected, only the
-// replica told SetLeader(true) writes: /scale patches (SetScale returns
-// ErrNotLeader otherwise), Events (scale changes, mode flips, configuration
+// replica told SetLeader(true) writes: /scale patches and pod deletion
+// costs (SetScale returns ErrNotLeader otherwise), Events (scale changes, mode flips, configuration
 // errors) and the thaw.dev/status annotation (JSON Status, at most once per
 // StatusInterval per workload). NewElector provides Lease-based election
 // (client-go leaderelection).

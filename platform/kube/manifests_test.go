@@ -84,7 +84,7 @@ func TestManifestsBase(t *testing.T) {
 		"apps/statefulsets":       {"get", "list", "watch", "patch"},
 		"apps/deployments/scale":  {"get", "update", "patch"},
 		"apps/statefulsets/scale": {"get", "update", "patch"},
-		"/pods":                   {"get", "list", "watch"},
+		"/pods":                   {"get", "list", "watch", "patch"},
 		"/events":                 {"create", "patch"},
 	}
 	got := map[string][]string{}
@@ -223,6 +223,16 @@ func TestSampleWorkload(t *testing.T) {
 			t.Errorf("sample spec %+v", spec)
 		}
 		checkRestricted(t, d.Name, &d.Spec.Template.Spec)
+		// Scale-down drain (docs/protocols.md): a preStop pause for the
+		// endpoints to leave every Envoy, and a grace period covering it
+		// plus a request as long as Knative's default timeout (300 s).
+		ps := d.Spec.Template.Spec
+		c := ps.Containers[0]
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+			t.Errorf("sample %s: no preStop sleep", d.Name)
+		} else if g := ps.TerminationGracePeriodSeconds; g == nil || *g < 300+c.Lifecycle.PreStop.Sleep.Seconds {
+			t.Errorf("sample %s: terminationGracePeriodSeconds %v, want >= 300 + preStop", d.Name, g)
+		}
 	}
 	if n != 1 {
 		t.Errorf("%d Deployments in the sample, want 1", n)

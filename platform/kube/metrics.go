@@ -14,6 +14,8 @@ const (
 	MetricStatusPatches = "thaw_kube_status_patches_total"
 	MetricKeyConflicts  = "thaw_kube_key_conflicts"
 	MetricLeader        = "thaw_kube_leader"
+	// MetricCostPatches counts pod-deletion-cost patches by result.
+	MetricCostPatches = "thaw_kube_deletion_cost_patches_total"
 )
 
 type metrics struct {
@@ -34,6 +36,9 @@ type metrics struct {
 	keyConflicts prometheus.Gauge
 	// leader is 1 while this replica leads (or always, without election).
 	leader prometheus.Gauge
+	// costPatches counts pod-deletion-cost patches by result ("ok",
+	// "error").
+	costPatches *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,12 +61,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricLeader, Help: "1 while this thaw replica writes to the cluster (leads), else 0.",
 		}),
+		costPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCostPatches, Help: "Patches of pods' controller.kubernetes.io/pod-deletion-cost before a scale-down, by result (ok, error).",
+		}, []string{"result"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader} {
+	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

@@ -69,6 +69,15 @@ type Options struct {
 	// StatusInterval: see DefaultStatusInterval. Negative disables the
 	// thaw.dev/status annotation.
 	StatusInterval time.Duration
+	// Load, when set, says how busy each pod is: before a scale-down the
+	// leader writes each ready pod's requests in flight into its
+	// controller.kubernetes.io/pod-deletion-cost annotation, so the
+	// ReplicaSet controller removes idle pods first (Deployments only).
+	// nil: the controller's own order.
+	Load LoadSource
+	// MaxDeletionCostPatches bounds the pod patches of one scale-down.
+	// Default DefaultMaxDeletionCostPatches.
+	MaxDeletionCostPatches int
 	// Elected says leadership comes from an Elector: the platform then
 	// writes to the cluster (scale patches, Events, status annotations)
 	// only between SetLeader(true) and SetLeader(false). When false it
@@ -88,6 +97,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.MaxDeletionCostPatches <= 0 {
+		o.MaxDeletionCostPatches = DefaultMaxDeletionCostPatches
 	}
 	if o.StatusInterval == 0 {
 		o.StatusInterval = DefaultStatusInterval

@@ -41,7 +41,9 @@ func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready
 
 // SetScale patches the workload's /scale subresource to replicas (a JSON
 // merge patch of spec.replicas, field manager "thaw") and records a Scaled
-// Event when the count changes. Errors: ErrNotLeader on a follower, an error
+// Event when the count changes. Before a scale-down of a Deployment, with
+// Options.Load, it first sets the pods' deletion costs (see
+// setDeletionCosts); failures there are logged, not returned. Errors: ErrNotLeader on a follower, an error
 // wrapping autoscaler.ErrNotFound when the workload is unknown or gone, an
 // error for a negative count, or the API error (then a ScaleFailed Warning
 // Event is recorded).
@@ -60,6 +62,9 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 	}
 	kind, ref, from, log := st.kind, st.ref, st.current(), st.log
 	p.mu.Unlock()
+	if replicas < from {
+		p.setDeletionCosts(ctx, key, kind, log)
+	}
 
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
 	got, err := p.scales.Scales(key.Namespace).Patch(ctx, kind.gvr(), key.Name, types.MergePatchType, patch,

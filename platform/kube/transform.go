@@ -16,8 +16,9 @@ import (
 // Kept fields:
 //   - every object: name, namespace, UID, resourceVersion, creation and
 //     deletion timestamps;
-//   - Pod: labels, ownerReferences, container ports, status.podIP and the
-//     Ready condition (status and transition time only);
+//   - Pod: labels, ownerReferences, the pod-deletion-cost annotation,
+//     container ports, status.podIP and the Ready condition (status and
+//     transition time only);
 //   - Deployment and StatefulSet carrying thaw.dev/hosts: thaw's and the
 //     autoscaling annotations, spec.replicas, spec.selector and the
 //     container ports of the pod template. Other workloads keep only their
@@ -81,6 +82,9 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 	meta := slimMeta(&p.ObjectMeta, false)
 	meta.Labels = p.Labels
 	meta.OwnerReferences = p.OwnerReferences
+	if c, ok := p.Annotations[AnnotationPodDeletionCost]; ok {
+		meta.Annotations = map[string]string{AnnotationPodDeletionCost: c}
+	}
 	out := &corev1.Pod{
 		ObjectMeta: meta,
 		Spec:       slimPodSpec(&p.Spec),

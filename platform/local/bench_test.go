@@ -28,7 +28,7 @@ func BenchmarkScaleFromZero(b *testing.B) {
 		StopTimeout: 5 * time.Second,
 	}
 	reg := revision.NewRegistry(revision.RegistryOptions{})
-	p := New(Options{Logger: zap.NewNop(), Registry: reg, Config: configOf(rev), DrainPeriod: -1})
+	p := New(Options{Logger: zap.NewNop(), Registry: reg, Config: configOf(rev), DrainPeriod: -1, DrainTimeout: -1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -37,11 +37,16 @@
 // its first pass it is checked every Options.StartupProbeInterval (2ms by
 // default) so cold starts are seen quickly.
 //
-// Scaling down follows the order that keeps requests safe: the instance
-// leaves the registry's backend set first, then stays up for the drain
-// period (so every Envoy has applied the new endpoints) and until the
-// optional Drainer reports it idle, then gets SIGTERM, and SIGKILL after the
-// revision's stop timeout. Instances that are not ready are stopped first.
+// Scaling down stops the least busy instances (not ready first, then the
+// fewest requests in flight per Options.Load, or connections, then the
+// newest) and follows the order that keeps requests safe: the instance
+// leaves the registry's backend set first; then it waits until every Envoy
+// acknowledged endpoints without it (Options.Router; without one, the
+// drain period), until the optional Drainer reports it idle, and until no
+// connection that may carry a request is left on its port (conns.go), all
+// within the drain timeout (the revision's request-timeout plus hold-timeout
+// unless Options.DrainTimeout is set); then it gets SIGTERM,
+// and SIGKILL after the revision's stop timeout.
 // A process that exits on its own is removed from the backends at once and
 // restarted with exponential backoff. Output is logged line by line with
 // the revision and instance as fields. When Run's context ends, every

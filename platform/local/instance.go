@@ -184,31 +184,13 @@ func (in *instance) supervise(ctx context.Context, proc *process, everReady bool
 }
 
 // stopProcess drains (when the process was a backend and the slot was
-// scaled away rather than the platform shut down), then sends SIGTERM to the
-// process group and SIGKILL after the stop timeout.
+// scaled away rather than the platform shut down; see drain), then sends
+// SIGTERM to the process group and SIGKILL after the stop timeout.
 func (in *instance) stopProcess(ctx context.Context, proc *process, drain bool) {
-	p := in.p
 	if drain && ctx.Err() == nil {
-		if p.opts.DrainPeriod > 0 {
-			t := p.opts.Clock.NewTimer(p.opts.DrainPeriod)
-			select {
-			case <-t.C():
-			case <-ctx.Done():
-				t.Stop()
-			case <-proc.done:
-				t.Stop()
-			}
-		}
-		if p.opts.Drainer != nil && ctx.Err() == nil {
-			dctx, cancel := context.WithTimeout(ctx, in.rs.cfg.StopTimeout)
-			b := revision.Backend{Address: loopback, Port: proc.port, Ready: true}
-			if err := p.opts.Drainer.WaitIdle(dctx, in.rs.cfg.Key, b); err != nil {
-				in.log.Warn("backend not idle; stopping anyway", zap.Error(err))
-			}
-			cancel()
-		}
+		in.drain(ctx, proc)
 	}
-	p.terminate(proc, in.rs.cfg.StopTimeout, in.log)
+	in.p.terminate(proc, in.rs.cfg.StopTimeout, in.log)
 	in.releasePort()
 }
 

@@ -156,6 +156,11 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
+// testClient talks to workload processes directly without keeping
+// connections: an idle kept-alive connection would hold a scaled-away
+// process in its drain (the platform waits for its connections to close).
+var testClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
 // workloadStats mirrors the workload's GET /stats answer.
 type workloadStats struct {
 	Pid      int `json:"pid"`
@@ -165,8 +170,7 @@ type workloadStats struct {
 
 func getStats(t *testing.T, b revision.Backend) workloadStats {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + b.HostPort() + "/stats")
+	resp, err := testClient.Get("http://" + b.HostPort() + "/stats")
 	if err != nil {
 		t.Fatalf("GET /stats of %s: %v", b.HostPort(), err)
 	}
@@ -203,8 +207,7 @@ func (d *recordingDrainer) WaitIdle(ctx context.Context, key revision.Key, b rev
 			call.inRegistry = call.inRegistry || x.HostPort() == b.HostPort()
 		}
 	}
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + b.HostPort() + "/healthz")
+	resp, err := testClient.Get("http://" + b.HostPort() + "/healthz")
 	if err == nil {
 		resp.Body.Close()
 	}

@@ -18,6 +18,10 @@ import (
 // Defaults of Options.
 const (
 	DefaultDrainPeriod = time.Second
+	// DefaultDrainTimeout is Knative's default request timeout: a request
+	// may last that long, so a backend scaled away waits that long for its
+	// requests before it is signalled.
+	DefaultDrainTimeout = 300 * time.Second
 	// DefaultStartupProbeInterval: a refused loopback connect costs about
 	// 15µs of CPU, so probing every 2ms costs under 1% of a core per
 	// starting process and adds about 1ms on average to a cold start.
@@ -34,12 +38,39 @@ var ErrNotRunning = errors.New("local platform not running")
 
 // Drainer tells when no request is in flight to a backend any more (for
 // example the activator, which may have released held requests to it). The
-// platform calls WaitIdle after the backend left the registry and the drain
-// period passed, and before it signals the process. WaitIdle returns nil
-// when the backend is idle, or ctx.Err() when ctx ends first (the platform
-// then stops the process anyway).
+// platform calls WaitIdle after the backend left routing (see Router), and
+// before it waits for the backend's connections to close. WaitIdle returns
+// nil when the backend is idle, or ctx.Err() when ctx ends first (the
+// platform then goes on waiting for connections until the drain timeout).
 type Drainer interface {
 	WaitIdle(ctx context.Context, key revision.Key, backend revision.Backend) error
+}
+
+// Router confirms that the data plane no longer routes to a backend.
+type Router interface {
+	// WaitUnrouted blocks until every connected Envoy has acknowledged a
+	// configuration of revision key that no longer sends new requests to
+	// backend, then returns nil; it returns an error wrapping ctx.Err()
+	// when ctx ends first.
+	WaitUnrouted(ctx context.Context, key revision.Key, backend revision.Backend) error
+}
+
+// LoadSource reports the data plane's view of each backend of a revision:
+// it ranks the processes to stop on a scale-down, and tells which of a
+// draining process's connections are idle ones Envoy keeps.
+type LoadSource interface {
+	// Load returns per backend address ("ip:port") of revision key the
+	// requests Envoy has in flight to it and the connections Envoy holds
+	// open to it; a backend absent from the map has neither.
+	Load(ctx context.Context, key revision.Key) (map[string]BackendLoad, error)
+}
+
+// BackendLoad is one backend's load as a LoadSource sees it.
+type BackendLoad struct {
+	// Requests in flight to the backend.
+	Requests int
+	// Connections open to the backend, busy or idle.
+	Connections int
 }
 
 // Options configures a Platform. Logger, Registry and Config are required.
@@ -50,13 +81,31 @@ type Options struct {
 	// Clock drives probes, drain periods, restart backoff and stop
 	// timeouts. Default: the real clock.
 	Clock clock.Clock
-	// DrainPeriod is how long an instance stays alive after it left the
-	// backend set (so every Envoy has applied the new endpoints) before it
-	// gets SIGTERM. Default DefaultDrainPeriod; negative means none.
+	// Router, when set, confirms that every Envoy stopped routing to an
+	// instance scaled away before its drain goes on. Without it the
+	// platform waits DrainPeriod instead.
+	Router Router
+	// DrainPeriod is how long an instance scaled away waits after it left
+	// the backend set, when there is no Router, so that every Envoy has
+	// applied the new endpoints. Default DefaultDrainPeriod; negative means
+	// none.
 	DrainPeriod time.Duration
-	// Drainer, when set, is waited on after DrainPeriod, for at most the
-	// revision's StopTimeout.
+	// Drainer, when set, is waited on once the instance left routing.
 	Drainer Drainer
+	// DrainTimeout bounds the whole drain of an instance scaled away: from
+	// leaving the backend set until SIGTERM, while it still has requests
+	// (Drainer) or TCP connections on its port. 0 (the default) ties it to
+	// the revision: its request-timeout plus hold-timeout, the longest a
+	// request may run through Envoy (DefaultDrainTimeout when the revision
+	// sets no request-timeout). Negative means no waiting for requests or
+	// connections at all.
+	DrainTimeout time.Duration
+	// Load, when set, ranks the instances to stop on a scale-down by their
+	// requests in flight (least busy first), and lets a draining instance
+	// stop while its only connections are idle ones Envoy keeps (with no
+	// request in flight). Without it, or when it fails, established
+	// connections on each instance's port are counted instead.
+	Load LoadSource
 	// StartupProbeInterval is how often a process that has not yet passed
 	// its readiness probe is checked (a TCP connect; the configured probe
 	// runs as soon as it connects), capped by the probe's Period. Later
@@ -193,7 +242,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	p.installAdoptedLocked(adopted)
 	reg.SetSynced()
 	for _, rs := range p.revs {
-		p.reconcileLocked(rs)
+		p.reconcileLocked(rs, nil)
 	}
 	p.saveStateLocked()
 	p.mu.Unlock()
@@ -250,10 +299,12 @@ func (p *Platform) RevisionError(key revision.Key) string {
 // (wrapped) for an unknown revision, ErrNotRunning after Run returned, and
 // an error for a negative count. Before Run the count is recorded and
 // applied when Run starts.
-func (p *Platform) SetScale(_ context.Context, key revision.Key, replicas int32) error {
+func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int32) error {
 	if replicas < 0 {
 		return fmt.Errorf("local platform: revision %s: scale %d: want >= 0", key, replicas)
 	}
+	// Measured before taking the lock: it may ask Envoy.
+	load := p.loadForScaleDown(ctx, key, replicas)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rs := p.revs[key]
@@ -268,15 +319,16 @@ func (p *Platform) SetScale(_ context.Context, key revision.Key, replicas int32)
 	}
 	rs.desired = replicas
 	if p.runCtx != nil {
-		p.reconcileLocked(rs)
+		p.reconcileLocked(rs, load)
 	}
 	return nil
 }
 
 // reconcileLocked starts or stops instances so that the non-stopping ones
-// number rs.desired. Stopping prefers instances that are not ready, then the
-// newest.
-func (p *Platform) reconcileLocked(rs *revState) {
+// number rs.desired. Which ones stop is stopBefore's order: not ready
+// first, then the least busy by load (requests or connections per port;
+// nil: unknown), then the newest.
+func (p *Platform) reconcileLocked(rs *revState, load map[int32]int) {
 	var active []*instance
 	for _, in := range rs.instances {
 		if !in.stopping {
@@ -291,17 +343,15 @@ func (p *Platform) reconcileLocked(rs *revState) {
 		go in.run(p.runCtx, nil, false)
 	}
 	if excess := len(active) - int(rs.desired); excess > 0 {
-		slices.SortStableFunc(active, func(a, b *instance) int {
-			if a.ready != b.ready {
-				if a.ready {
-					return 1
-				}
-				return -1
-			}
-			return b.seq - a.seq
-		})
+		cand := func(in *instance) stopCandidate {
+			return stopCandidate{ready: in.ready, inFlight: load[in.port], seq: in.seq}
+		}
+		slices.SortStableFunc(active, func(a, b *instance) int { return stopBefore(cand(a), cand(b)) })
 		for _, in := range active[:excess] {
 			in.stopping = true
+			if load != nil {
+				in.log.Info("chosen to stop", zap.Int("inFlight", load[in.port]), zap.Bool("ready", in.ready))
+			}
 			close(in.stop)
 		}
 		p.publishLocked(rs)
