@@ -111,6 +111,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		},
 		GRPCAddress:    f.grpcAddress,
 		AdminAddress:   f.adminAddress,
+		Pprof:          app.IsLoopbackAddress(f.adminAddress),
 		XDS:            xcfg,
 		TickInterval:   f.tick,
 		DrainTimeout:   f.drainTimeout,
