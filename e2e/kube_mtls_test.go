@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,5 +106,24 @@ func checkIntrudersRefused(t *testing.T, grpcAddr string, envoyTLS *envoy.Client
 		} else {
 			t.Logf("%s: refused: %v", name, err)
 		}
+	}
+}
+
+// checkConnectedNodes asserts thaw's thaw_xds_connected_nodes gauge is want:
+// refused clients never become xDS nodes.
+func checkConnectedNodes(t *testing.T, adminURL string, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	line := fmt.Sprintf("thaw_xds_connected_nodes %d\n", want)
+	if !strings.Contains(string(b), line) {
+		t.Errorf("/metrics lacks %q:\n%s", strings.TrimSpace(line), grepLines(string(b), "thaw_xds_connected_nodes"))
 	}
 }

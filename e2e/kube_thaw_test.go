@@ -67,7 +67,6 @@ func TestKubeThawRun(t *testing.T) {
 	}
 	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
 	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
-	checkIntrudersRefused(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envoyTLS)
 
 	const ns = "apps"
 	createNamespace(t, c, ns)
@@ -84,6 +83,8 @@ func TestKubeThawRun(t *testing.T) {
 	waitStatus(t, th, ns+"/hello", 30*time.Second, "the revision in proxy mode at zero", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
+	checkIntrudersRefused(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envoyTLS)
+	checkConnectedNodes(t, run.adminURL, 1)
 
 	// Scale from zero: the request is held while /scale goes to 1 and the pod starts.
 	cl := client(60 * time.Second)

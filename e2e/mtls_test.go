@@ -46,6 +46,25 @@ func writeEnvoyTLS(t *testing.T, certDir string) *envoy.ClientTLS {
 	return c
 }
 
+// testMutualTLS writes certgen's certificates (server name
+// mtlsServerName) into a temp directory and returns thaw's server
+// credentials (through tlsreload) and Envoy's side of the bootstrap.
+func testMutualTLS(t *testing.T) (grpc.ServerOption, *envoy.ClientTLS) {
+	t.Helper()
+	dir := t.TempDir()
+	store := &certgen.DirStore{Dir: dir, Names: certgen.DefaultNames()}
+	if _, err := certgen.Run(context.Background(), store, certgen.Options{ServerDNSNames: []string{mtlsServerName}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	srv := filepath.Join(dir, certgen.DefaultServerSecret)
+	r, err := tlsreload.New(tlsreload.Options{Files: tlsreload.Files{CertFile: filepath.Join(srv, "tls.crt"),
+		KeyFile: filepath.Join(srv, "tls.key"), ClientCAFile: filepath.Join(srv, "ca.crt")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return grpc.Creds(credentials.NewTLS(r.ServerConfig())), writeEnvoyTLS(t, filepath.Join(dir, certgen.DefaultEnvoySecret))
+}
+
 // intruderADS opens a delta ADS stream to addr with the given transport
 // credentials, as node "intruder", and returns the error of the first
 // receive (nil means thaw answered).
