@@ -11,6 +11,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/thaw-dev/thaw/internal/certgen"
 )
@@ -157,6 +159,23 @@ func TestManifestsCertManagerOverlay(t *testing.T) {
 	for _, want := range []string{certgen.DefaultCASecret, certgen.DefaultServerSecret, certgen.DefaultEnvoySecret} {
 		if !secrets[want] {
 			t.Errorf("no Certificate writes Secret %s (have %v)", want, secrets)
+		}
+	}
+}
+
+// TestManifestsStrictFields decodes every built-in object of manifests/
+// into its Go type, refusing unknown fields (a typo the apiserver would
+// drop or refuse; the e2e dry-run checks the rest).
+func TestManifestsStrictFields(t *testing.T) {
+	for _, dir := range []string{"", "overlays/cert-manager"} {
+		for _, o := range buildManifests(t, dir) {
+			obj, err := scheme.Scheme.New(o.GroupVersionKind())
+			if err != nil {
+				continue // not a built-in kind (cert-manager, Gateway API)
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, obj, true); err != nil {
+				t.Errorf("manifests/%s: %s %s: %v", dir, o.GetKind(), o.GetName(), err)
+			}
 		}
 	}
 }
