@@ -44,11 +44,16 @@ func TestKubeEnvoyFollowsLeader(t *testing.T) {
 	port := harness.PickPort(t)
 	ips := []string{"127.0.0.31", "127.0.0.32"}
 	dnsAddr := startDNS(t, "thaw-grpc.test.", ips)
+	// Mutual TLS as in manifests/: the replicas serve certgen's server
+	// certificate, Envoy presents its client certificate (health checks
+	// included).
+	creds, envoyTLS := testMutualTLS(t)
 	replicas := make([]*fakeReplica, len(ips))
 	for i, ip := range ips {
-		replicas[i] = startFakeReplica(t, net.JoinHostPort(ip, fmt.Sprint(port)), i == 0)
+		replicas[i] = startFakeReplica(t, net.JoinHostPort(ip, fmt.Sprint(port)), i == 0, creds)
 	}
-	bs, err := kube.FleetBootstrap(envoy.BootstrapParams{NodeID: "envoy-ha", XDSAddress: fmt.Sprintf("thaw-grpc.test:%d", port)})
+	bs, err := kube.FleetBootstrap(envoy.BootstrapParams{NodeID: "envoy-ha", XDSAddress: fmt.Sprintf("thaw-grpc.test:%d", port),
+		TLS: envoyTLS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ type fakeReplica struct {
 	stats  atomic.Int32
 }
 
-func startFakeReplica(t *testing.T, addr string, leading bool) *fakeReplica {
+func startFakeReplica(t *testing.T, addr string, leading bool, creds grpc.ServerOption) *fakeReplica {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -115,7 +120,7 @@ func startFakeReplica(t *testing.T, addr string, leading bool) *fakeReplica {
 	}
 	r := &fakeReplica{health: health.NewServer(), gate: kube.NewStreamGate(nil, 0)}
 	r.setLeading(leading)
-	s := grpc.NewServer(grpc.StreamInterceptor(r.gate.StreamInterceptor()))
+	s := grpc.NewServer(grpc.StreamInterceptor(r.gate.StreamInterceptor()), creds)
 	healthpb.RegisterHealthServer(s, r.health)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(s, r)
 	metricsv3.RegisterMetricsServiceServer(s, r)

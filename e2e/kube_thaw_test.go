@@ -25,18 +25,20 @@ type thawRun struct {
 	adminURL, kubeconfig string
 }
 
-func startThawRun(t *testing.T, kubeconfig string, grpcPort, adminPort, httpPort int) *thawRun {
+// startThawRun starts `thaw run` on the given loopback ports; extra are
+// more flags (the --tls-* ones).
+func startThawRun(t *testing.T, kubeconfig string, grpcPort, adminPort, httpPort int, extra ...string) *thawRun {
 	t.Helper()
 	r := &thawRun{grpcPort: grpcPort, adminPort: adminPort, kubeconfig: kubeconfig,
 		adminURL: fmt.Sprintf("http://127.0.0.1:%d", adminPort)}
-	r.proc = harness.StartProcess(t, harness.ProcessConfig{Name: "thaw-run", Path: harness.ThawBinary(t), Args: []string{
+	r.proc = harness.StartProcess(t, harness.ProcessConfig{Name: "thaw-run", Path: harness.ThawBinary(t), Args: append([]string{
 		"run", "--kubeconfig", kubeconfig,
 		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", grpcPort),
 		"--admin-address", fmt.Sprintf("127.0.0.1:%d", adminPort),
 		"--http-address", "127.0.0.1", "--http-port", strconv.Itoa(httpPort),
 		"--lease-namespace", thawNamespace, "--identity", "thaw-e2e",
 		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms",
-	}})
+	}, extra...)})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	if err := harness.WaitForURL(ctx, r.proc, http.DefaultClient, r.adminURL+"/readyz"); err != nil {
@@ -46,17 +48,20 @@ func startThawRun(t *testing.T, kubeconfig string, grpcPort, adminPort, httpPort
 }
 
 // TestKubeThawRun drives `thaw run` end to end on the real control plane
-// with a real Envoy: scale from zero through /scale, steady load to N
-// replicas in serve mode, a thaw crash and restart under load with no
-// failed request, and scale to zero after the load stops.
+// with a real Envoy, over mutual TLS as in manifests/ (certificates from
+// `thaw certgen` as its ServiceAccount): scale from zero through /scale,
+// steady load to N replicas in serve mode, a thaw crash and restart under
+// load with no failed request, and scale to zero after the load stops.
 func TestKubeThawRun(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 300 * time.Millisecond, Latency: 100 * time.Millisecond})
 	c := env.Cluster
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
 	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
+	tlsArgs, envoyTLS := kubeMutualTLS(t, env)
+	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, tlsArgs...)
 
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort)})
+	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		TLS: envoyTLS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +83,8 @@ func TestKubeThawRun(t *testing.T) {
 	waitStatus(t, th, ns+"/hello", 30*time.Second, "the revision in proxy mode at zero", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
+	checkIntrudersRefused(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envoyTLS)
+	checkConnectedNodes(t, run.adminURL, 1)
 
 	// Scale from zero: the request is held while /scale goes to 1 and the pod starts.
 	cl := client(60 * time.Second)
@@ -105,7 +112,7 @@ func TestKubeThawRun(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	okWhileDown := load.ok.Load() - okBefore
-	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort) // same ports: Envoy reconnects to it
+	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, tlsArgs...) // same ports: Envoy reconnects to it
 	time.Sleep(3 * time.Second)
 	ok, failed, fails := load.stop()
 	t.Logf("steady load: %d ok (%d while thaw was down), %d failed", ok, okWhileDown, failed)

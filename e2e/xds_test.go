@@ -45,6 +45,8 @@ type xdsEnv struct {
 	httpPort int
 	extproc  *stubExtProc
 	envoy    *harness.Envoy
+	// tls makes Envoy use mutual TLS (set with grpcOpts' credentials).
+	tls *envoy.ClientTLS
 }
 
 type xdsEnvOptions struct {
@@ -56,6 +58,10 @@ type xdsEnvOptions struct {
 	// holdoff is the registry's batching holdoff (0: publish every change
 	// at once, which is quadratic for thousands of revisions).
 	holdoff time.Duration
+	// grpcOpts are added to the gRPC server's options (TLS credentials).
+	grpcOpts []grpc.ServerOption
+	// tls is Envoy's side of mutual TLS (nil: plaintext).
+	tls *envoy.ClientTLS
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -63,7 +69,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	if o.logger == nil {
 		o.logger = zap.NewNop()
 	}
-	env := &xdsEnv{httpPort: harness.PickPort(t), extproc: &stubExtProc{}}
+	env := &xdsEnv{httpPort: harness.PickPort(t), extproc: &stubExtProc{}, tls: o.tls}
 	env.reg = revision.NewRegistry(revision.RegistryOptions{Logger: o.logger, Holdoff: o.holdoff})
 	cfg := xds.DefaultConfig()
 	cfg.HTTPAddress = "127.0.0.1"
@@ -71,7 +77,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	env.prom = prometheus.NewRegistry()
 	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg, Registerer: env.prom})
 	// A whole stats flush is one message (envoy/stats-sink.yaml).
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}, o.grpcOpts...)...)
 	env.srv.Register(g)
 	extprocsvc.RegisterExternalProcessorServer(g, env.extproc)
 	metricssvc.RegisterMetricsServiceServer(g, statsDrain{})
@@ -113,7 +119,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 func (env *xdsEnv) startEnvoy(t testing.TB, nodeID string) *harness.Envoy {
 	t.Helper()
 	boot, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: nodeID, XDSAddress: env.grpcAddr,
-		AdminPort: uint32(harness.PickPort(t))})
+		AdminPort: uint32(harness.PickPort(t)), TLS: env.tls})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
@@ -67,6 +68,10 @@ type BootstrapParams struct {
 	StatsAddress string
 	// AdminPort is the admin listener's port on 127.0.0.1 (default 9901).
 	AdminPort uint32
+	// TLS, when set, makes the three static clusters use mutual TLS (see
+	// ClientTLS; the SDS files come from RenderSDS). Nil: plaintext h2c,
+	// for thaw on loopback.
+	TLS *ClientTLS
 }
 
 // staticCluster is one rendered static cluster.
@@ -95,6 +100,11 @@ func RenderBootstrap(p BootstrapParams) ([]byte, error) {
 	for name, v := range map[string]string{"node id": p.NodeID, "cluster": p.Cluster} {
 		if v == "" || strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 			errs = append(errs, fmt.Errorf("%w: %s %q: want a non-empty printable string", ErrInvalidParams, name, v))
+		}
+	}
+	if p.TLS != nil {
+		if err := p.TLS.validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if p.AdminPort > 65535 {

@@ -6,7 +6,7 @@ import (
 	"github.com/thaw-dev/thaw/bench/results"
 )
 
-// abuseStatsRSSLimitMiB is the documented bound (docs/bounds.md) on thaw's
+// abuseStatsRSSLimitMiB is the documented bound (docs/security.md, "Bounds") on thaw's
 // RSS after the invented-cluster-names abuse.
 const abuseStatsRSSLimitMiB = 256
 

@@ -9,7 +9,7 @@ import (
 	"github.com/thaw-dev/thaw/xds"
 )
 
-// addLimitFlags registers the bounds of docs/bounds.md on fl, writing into l.
+// addLimitFlags registers the bounds of docs/security.md, "Bounds" on fl, writing into l.
 func addLimitFlags(fl *pflag.FlagSet, l *app.Limits) {
 	fl.IntVar(&l.XDS.MaxNodes, "xds-max-nodes", xds.DefaultMaxNodes,
 		"most Envoy node ids with an xDS stream; more are refused")

@@ -128,6 +128,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		DrainTimeout:    f.drainTimeout,
 		ReadyWhenAcked:  true,
 		Limits:          f.limits,
+		Pprof:           app.IsLoopbackAddress(f.adminAddress),
 	})
 	if err != nil {
 		return err

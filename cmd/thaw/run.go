@@ -13,6 +13,7 @@ import (
 
 	"github.com/thaw-dev/thaw/activator"
 	"github.com/thaw-dev/thaw/internal/app"
+	"github.com/thaw-dev/thaw/internal/tlsreload"
 	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
@@ -42,6 +43,8 @@ type runFlags struct {
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 	limits           app.Limits
+	tls              tlsreload.Files
+	pprof            bool
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -85,6 +88,10 @@ See docs/kubernetes.md.`,
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
 	addLimitFlags(fl, &f.limits)
+	fl.StringVar(&f.tls.CertFile, "tls-cert-file", "", "serve gRPC with mutual TLS: thaw's certificate (PEM; reloaded when it changes). Needs --tls-key-file and --tls-client-ca-file; empty: plaintext")
+	fl.StringVar(&f.tls.KeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
+	fl.StringVar(&f.tls.ClientCAFile, "tls-client-ca-file", "", "CA bundle (PEM) that signs the Envoy fleet's client certificates; other clients are refused at the handshake")
+	fl.BoolVar(&f.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on --admin-address (off: the admin port is reachable from the pod network)")
 	return cmd
 }
 
@@ -98,7 +105,10 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	var elector *kube.Elector
-	var gopts []grpc.ServerOption
+	gopts, err := grpcTLS(logger, f.grpcAddress, f.tls)
+	if err != nil {
+		return err
+	}
 	if f.leaderElect {
 		elector, err = kube.NewElector(kube.ElectorOptions{Logger: logger.Named("election"), Client: client,
 			Namespace: f.leaseNamespace, LeaseName: f.leaseName, Identity: f.identity,
@@ -136,6 +146,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		GRPCServerOptions: gopts,
 		GRPCAddress:       f.grpcAddress,
 		AdminAddress:      f.adminAddress,
+		Pprof:             f.pprof,
 		XDS:               xcfg,
 		TickInterval:      f.tick,
 		RevisionMetrics:   f.revMetrics,
@@ -150,6 +161,6 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		return err
 	}
 	logger.Info("thaw run started", zap.String("grpc", a.GRPCAddress()), zap.String("admin", a.AdminAddress()),
-		zap.Bool("leaderElect", f.leaderElect), zap.String("identity", f.identity))
+		zap.Bool("leaderElect", f.leaderElect), zap.String("identity", f.identity), zap.Bool("mTLS", f.tls.CertFile != ""))
 	return a.Run(ctx)
 }

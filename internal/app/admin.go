@@ -16,8 +16,8 @@ import (
 )
 
 // AdminServer serves thaw's admin HTTP endpoints: /metrics (Prometheus),
-// /status (JSON list of RevisionStatus), /healthz, /readyz and Go profiles
-// under /debug/pprof/.
+// /status (JSON list of RevisionStatus), /healthz, /readyz and, when asked
+// for, Go profiles under /debug/pprof/.
 type AdminServer struct {
 	srv *http.Server
 	ln  net.Listener
@@ -26,7 +26,10 @@ type AdminServer struct {
 
 // NewAdminServer listens on addr (keep it on loopback: it is unauthenticated)
 // and returns a server ready to Serve. ready reports readiness for /readyz.
-func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []RevisionStatus, ready func() bool) (*AdminServer, error) {
+// pprof adds the Go profiles under /debug/pprof/; they reveal memory
+// contents and cost CPU, so they are served only when asked for (thaw
+// local: when addr is loopback, see IsLoopbackAddress; thaw run: --pprof).
+func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []RevisionStatus, ready func() bool, pprofOn bool) (*AdminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener %s: %w", addr, err)
@@ -37,10 +40,11 @@ func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []R
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(status())
 	})
-	// Go profiles for operators; the admin server binds loopback by default.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {

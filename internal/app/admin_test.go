@@ -21,7 +21,7 @@ func TestAdminServer(t *testing.T) {
 	c.Inc()
 	var ready atomic.Bool
 	rows := []RevisionStatus{{Revision: "ns/a", Mode: "serve", Desired: 2, Ready: 2, RPS: 3.5}}
-	a, err := NewAdminServer("127.0.0.1:0", reg, func() []RevisionStatus { return rows }, ready.Load)
+	a, err := NewAdminServer("127.0.0.1:0", reg, func() []RevisionStatus { return rows }, ready.Load, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +58,34 @@ func TestAdminServer(t *testing.T) {
 	got, err := DecodeStatus(strings.NewReader(body))
 	if err != nil || len(got) != 1 || got[0] != rows[0] {
 		t.Errorf("/status decoded = %+v, %v; want %+v", got, err, rows)
+	}
+}
+
+func TestAdminPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		a, err := NewAdminServer("127.0.0.1:0", prometheus.NewRegistry(), func() []RevisionStatus { return nil }, func() bool { return true }, on)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { a.Run(ctx, zap.NewNop()); close(done) }()
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + a.Addr() + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
+			t.Errorf("pprof %v: /debug/pprof/ = %d, want %d", on, resp.StatusCode, want)
+		}
+		cancel()
+		<-done
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:9901": true, "[::1]:1": true, "localhost:1": true,
+		"0.0.0.0:9901": false, "10.1.2.3:9901": false, ":9901": false, "bad": false} {
+		if got := IsLoopbackAddress(addr); got != want {
+			t.Errorf("IsLoopbackAddress(%q) = %v, want %v", addr, got, want)
+		}
 	}
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// AdminAddress serves /metrics, /status, /healthz, /readyz (default
 	// DefaultAdminAddress).
 	AdminAddress string
+	// Pprof serves Go profiles under /debug/pprof/ on the admin address
+	// (see IsLoopbackAddress).
+	Pprof bool
 	// XDS configures translation (listener port, hold budget, ...).
 	XDS xds.Config
 	// TickInterval is the autoscaler's decision period (default 2 s).
@@ -183,7 +186,7 @@ func New(opts Options) (*App, error) {
 	if a.grpcLn, err = net.Listen("tcp", opts.GRPCAddress); err != nil {
 		return nil, fmt.Errorf("grpc listener %s: %w", opts.GRPCAddress, err)
 	}
-	if a.admin, err = NewAdminServer(opts.AdminAddress, a.metrics, a.Status, a.ready.Load); err != nil {
+	if a.admin, err = NewAdminServer(opts.AdminAddress, a.metrics, a.Status, a.ready.Load, opts.Pprof); err != nil {
 		a.grpcLn.Close()
 		return nil, err
 	}

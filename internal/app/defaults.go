@@ -1,5 +1,7 @@
 package app
 
+import "net"
+
 // Default addresses. Everything thaw serves binds to loopback by default;
 // Envoy's data-plane listener is configured separately.
 const (
@@ -13,3 +15,18 @@ const (
 	// DefaultHTTPPort is Envoy's data-plane listener port.
 	DefaultHTTPPort = 8080
 )
+
+// IsLoopbackAddress reports whether addr ("host:port") binds only the
+// loopback interface (127.0.0.0/8, ::1 or localhost): reachable from this
+// host alone.
+func IsLoopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

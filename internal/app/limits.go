@@ -12,7 +12,7 @@ import (
 )
 
 // Limits bound the state that clients of the gRPC port can make thaw keep
-// (docs/bounds.md). Zero fields take each component's default.
+// (docs/security.md, "Bounds"). Zero fields take each component's default.
 type Limits struct {
 	// XDS bounds nodes, streams per node and the ACK timeout after which a
 	// stalled stream is closed and excluded from confirmation.
