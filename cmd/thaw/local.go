@@ -114,7 +114,11 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	a, err = app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,
-		NewPlatform: func(act *activator.Activator, _ prometheus.Registerer) (app.Platform, error) {
+		NewPlatform: func(act *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
+			// Envoy's own refusals (4xx/5xx it answered itself) on /metrics.
+			if err := metrics.Register(envoy.RefusalCollector(fmt.Sprintf("http://127.0.0.1:%d", f.envoyAdminPort))); err != nil {
+				return nil, fmt.Errorf("envoy refusal metrics: %w", err)
+			}
 			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
 				Drainer: drainer{act}, StateDir: stateDir,
 				Router: router{reg: reg, xds: func() *xds.Server { return a.XDS() }},

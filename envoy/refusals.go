@@ -1,0 +1,116 @@
+package envoy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RefusalCounters are the counters of listener thaw_http that explain a
+// request Envoy answered itself (a 4xx/5xx without the backend, an upgrade
+// refused, a timeout). The stats matcher (stats-sink.yaml) keeps each of
+// them; names are without the "http.thaw_http." prefix.
+var RefusalCounters = []string{
+	"downstream_rq_4xx",
+	"downstream_rq_5xx",
+	"downstream_rq_ws_on_non_ws_route",
+	"downstream_rq_idle_timeout",
+	"downstream_rq_max_duration_reached",
+	"downstream_cx_protocol_error",
+	"no_route",
+	"rq_direct_response",
+}
+
+// refusalPrefix is the stat prefix of listener thaw_http's counters.
+const refusalPrefix = "http.thaw_http."
+
+// maxStatsBody bounds the admin /stats answer read (bytes).
+const maxStatsBody = 1 << 20
+
+// adminStats is the admin /stats?format=json document.
+type adminStats struct {
+	Stats []struct {
+		Name  string          `json:"name"`
+		Value json.RawMessage `json:"value"`
+	} `json:"stats"`
+}
+
+// Refusals asks the Envoy admin server at adminURL for RefusalCounters
+// (GET /stats?format=json with a filter) and returns them by name (without
+// the prefix). Errors: transport, a non-200 status, or a malformed body.
+func Refusals(ctx context.Context, c *http.Client, adminURL string) (map[string]float64, error) {
+	filter := `^http\.thaw_http\.(` + strings.Join(RefusalCounters, "|") + `)$`
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/stats?format=json&filter="+url.QueryEscape(filter), nil)
+	if err != nil {
+		return nil, fmt.Errorf("envoy admin stats: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("envoy admin stats: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatsBody))
+	if err != nil {
+		return nil, fmt.Errorf("envoy admin stats: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("envoy admin stats: status %d", resp.StatusCode)
+	}
+	var doc adminStats
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("envoy admin stats: %w", err)
+	}
+	out := make(map[string]float64, len(RefusalCounters))
+	for _, s := range doc.Stats {
+		var v float64
+		if json.Unmarshal(s.Value, &v) != nil {
+			continue // histograms have an object value
+		}
+		out[strings.TrimPrefix(s.Name, refusalPrefix)] = v
+	}
+	return out, nil
+}
+
+// RefusalCollector exports RefusalCounters of the Envoy whose admin server
+// is at adminURL as thaw_envoy_http_refusals_total{counter}, read at scrape
+// time (bounded by a 2 s timeout; a failed read exports nothing). It is for
+// `thaw local`, where thaw runs Envoy and its admin port is on loopback.
+func RefusalCollector(adminURL string) prometheus.Collector {
+	return &refusalCollector{url: adminURL, client: &http.Client{Timeout: 2 * time.Second},
+		desc: prometheus.NewDesc("thaw_envoy_http_refusals_total",
+			"Counters of Envoy's listener thaw_http that explain requests Envoy answered itself (docs/protocols.md), read from Envoy's admin server at scrape time.",
+			[]string{"counter"}, nil)}
+}
+
+type refusalCollector struct {
+	url    string
+	client *http.Client
+	desc   *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*refusalCollector)(nil)
+
+// Describe sends the one descriptor.
+func (c *refusalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect reads the counters from Envoy; on an error it sends nothing.
+func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	vals, err := Refusals(ctx, c.client, c.url)
+	if err != nil {
+		return
+	}
+	for _, name := range RefusalCounters {
+		if v, ok := vals[name]; ok {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, name)
+		}
+	}
+}
