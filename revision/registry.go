@@ -46,6 +46,8 @@ type entry struct {
 	mode       Mode
 	desired    int32
 	generation uint64
+	// modeGeneration is the generation at which mode last changed.
+	modeGeneration uint64
 	cached     *Revision
 }
 
@@ -175,6 +177,7 @@ func (r *Registry) SetMode(key Key, mode Mode) {
 			return false
 		}
 		e.mode = mode
+		e.modeGeneration = e.generation + 1 // update bumps generation next
 		return true
 	})
 }
@@ -265,7 +268,7 @@ func (r *Registry) publishLocked() {
 		case e.spec != nil:
 			if e.cached == nil {
 				e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
-					DesiredScale: e.desired, Generation: e.generation}
+					DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration}
 			}
 			snap.Revisions[k] = e.cached
 		}
