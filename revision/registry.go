@@ -48,7 +48,7 @@ type entry struct {
 	generation uint64
 	// modeGeneration is the generation at which mode last changed.
 	modeGeneration uint64
-	cached     *Revision
+	cached         *Revision
 }
 
 type published struct {
