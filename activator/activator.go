@@ -124,10 +124,11 @@ func (a *Activator) Acquire(ctx context.Context, key revision.Key) (Pod, func(),
 }
 
 // AcquireNotify is Acquire with a callback: onHold (if not nil) is called
-// once, synchronously, right before the request starts waiting, so the
-// caller can tell its client to wait longer (extproc sends
-// override_message_timeout). It is not called when a backend has capacity
-// at once.
+// at most once, synchronously, right before the request starts waiting
+// (for a backend, or for the first synced snapshot when the revision is
+// not known yet), so the caller can tell its client to wait longer
+// (extproc sends override_message_timeout). It is not called when a
+// backend has capacity at once.
 func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold func()) (Pod, func(), error) {
 	if a.shutting.Load() {
 		return Pod{}, nil, ErrShuttingDown
@@ -135,9 +136,10 @@ func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold 
 	t := a.throttler(key)
 	if t == nil {
 		var err error
-		if t, err = a.waitKnown(ctx, key); err != nil {
+		if t, err = a.waitKnown(ctx, key, onHold); err != nil {
 			return Pod{}, nil, err
 		}
+		onHold = nil // already told to wait
 	}
 	t.arrivals.Add(1)
 	if p := t.tryFast(); p != nil {
@@ -147,12 +149,16 @@ func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold 
 }
 
 // waitKnown covers requests that arrive before the first synced snapshot:
-// the revision may simply not be listed yet.
-func (a *Activator) waitKnown(ctx context.Context, key revision.Key) (*throttler, error) {
+// the revision may simply not be listed yet. onHold (if not nil) is called
+// before waiting, like a held request's.
+func (a *Activator) waitKnown(ctx context.Context, key revision.Key, onHold func()) (*throttler, error) {
 	select {
 	case <-a.synced:
 		return nil, ErrUnknownRevision
 	default:
+	}
+	if onHold != nil {
+		onHold()
 	}
 	timer := a.opts.Clock.NewTimer(revision.DefaultHoldTimeout)
 	defer timer.Stop()
