@@ -33,6 +33,7 @@ type localFlags struct {
 	stateDir       string
 	tick           time.Duration
 	holdBudget     time.Duration
+	msgTimeout     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
 }
@@ -67,6 +68,8 @@ the processes and Envoy, and exits 0.`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "where Envoy's bootstrap, log and pid file live (default: user cache dir)")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
+		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
 	_ = cmd.MarkFlagRequired("file")
@@ -102,6 +105,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	a, err := app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,

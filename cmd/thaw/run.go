@@ -36,6 +36,7 @@ type runFlags struct {
 	httpPort         int
 	tick             time.Duration
 	holdBudget       time.Duration
+	msgTimeout       time.Duration
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 }
@@ -75,6 +76,8 @@ See docs/kubernetes.md.`,
 	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of the Envoy fleet's HTTP listener")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
+		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
 	return cmd
@@ -105,6 +108,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: 5 * time.Millisecond})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,
