@@ -86,6 +86,9 @@ func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 		LbPolicy:        clusterv3.Cluster_LEAST_REQUEST,
 		CircuitBreakers: pt.breakers,
 		TransportSocket: p.TransportSocket,
+		// Ejects the activator endpoint while ext_proc fails, so proxy-mode
+		// traffic fails over to the ready backends (see failover.go).
+		OutlierDetection: pt.outlier,
 	})
 }
 

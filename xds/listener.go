@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"time"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -122,6 +124,9 @@ func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
 		CodecType:      hcmv3.HttpConnectionManager_AUTO,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: ActivatorRouteConfiguration(cfg)},
 		HttpFilters:    []*hcmv3.HttpFilter{extProc, router},
+	}
+	if hcm.LocalReplyConfig, err = ActivatorLocalReplyConfig(time.Second); err != nil {
+		return nil, err
 	}
 	return hcmListener(&listenerv3.Listener{
 		Name:              ActivatorListenerName,

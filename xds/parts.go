@@ -22,6 +22,8 @@ type parts struct {
 	connectTimeout *durationpb.Duration
 	breakers       *clusterv3.CircuitBreakers
 	proxyEndpoints []*endpointv3.LocalityLbEndpoints
+	outlier        *clusterv3.OutlierDetection
+	failoverRetry  *routev3.RetryPolicy
 }
 
 func newParts(cfg *Config) *parts {
@@ -35,5 +37,17 @@ func newParts(cfg *Config) *parts {
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),
 		breakers:       circuitBreakers(cfg),
 		proxyEndpoints: proxyEndpoints(),
+		outlier:        revisionOutlierDetection(),
+		failoverRetry:  mustFailoverRetry(),
 	}
+}
+
+// mustFailoverRetry returns ActivatorFailoverRetryPolicy; it fails only on
+// a programming error (constant input).
+func mustFailoverRetry() *routev3.RetryPolicy {
+	rp, err := ActivatorFailoverRetryPolicy()
+	if err != nil {
+		panic(err)
+	}
+	return rp
 }

@@ -48,6 +48,7 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name},
 				Timeout:          pt.noTimeout,
 				IdleTimeout:      pt.idleTimeout,
+				RetryPolicy:      pt.failoverRetry,
 			}},
 			RequestHeadersToRemove: pt.removeHeaders,
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{

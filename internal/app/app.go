@@ -141,7 +141,11 @@ func New(opts Options) (*App, error) {
 	})
 	a.ext = extproc.NewServer(extproc.ServerOptions{Logger: a.log.Named("extproc"), Activator: a.act,
 		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics})
-	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"), Recorder: a.collector, Clock: clk, Registerer: a.metrics})
+	// Samples showing requests on a revision poke the autoscaler, so a
+	// request held by another replica's activator (which cannot poke this
+	// one) wakes a revision at zero within one stats flush (1 s).
+	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"),
+		Recorder: pokingRecorder{Recorder: a.collector, poker: poker}, Clock: clk, Registerer: a.metrics})
 
 	gopts := append(statsink.ServerOptions(),
 		grpc.MaxConcurrentStreams(1<<20),
@@ -281,6 +285,9 @@ func (a *App) trackReadiness(ctx context.Context) error {
 		}
 	}
 	a.ready.Store(true)
+	// Every replica serves ext_proc, leader or not (Envoy fleets check
+	// this service on the thaw_extproc cluster).
+	a.health.SetServingStatus(extproc.HealthService, healthpb.HealthCheckResponse_SERVING)
 	a.log.Info("ready")
 	return nil
 }
