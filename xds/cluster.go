@@ -29,6 +29,10 @@ func circuitBreakers(cfg *Config) *clusterv3.CircuitBreakers {
 		MaxConnections:     limit,
 		MaxPendingRequests: limit,
 		MaxRequests:        limit,
+		// Envoy allows 3 concurrent retries per cluster by default: too few
+		// when every request of a burst is retried on the backends because
+		// the activator is unreachable (see failover.go).
+		MaxRetries: limit,
 	}}}
 }
 
