@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,23 @@ func TestLocalThawDownFailover(t *testing.T) {
 	}
 	if hdr.Get(xds.FailoverHeader) == "" {
 		t.Errorf("503 at zero lacks %s: not the activator-unreachable reply", xds.FailoverHeader)
+	}
+	// A POST the activator never routed is safe to retry too.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, first.HTTPURL+"/", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "cold.test"
+	resp, err := c.Do(req)
+	cancel()
+	if err != nil {
+		t.Fatalf("POST at zero with thaw down: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get(xds.FailoverHeader) == "" {
+		t.Errorf("POST at zero with thaw down: code=%d headers=%v; want 503 with Retry-After and %s",
+			resp.StatusCode, resp.Header, xds.FailoverHeader)
 	}
 
 	restarted := time.Now()

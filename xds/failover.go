@@ -39,7 +39,8 @@ import (
 // FailoverHeader, so they are never retried: Envoy tells "thaw
 // unreachable" from "thaw says no" by the response code details of the
 // local reply (ext_proc_error...), which only Envoy's ext_proc filter
-// sets. Outlier detection cannot see headers, so a run of the activator's
+// sets. A request the activator had already routed to a backend is retried
+// only for safe methods (GET, HEAD, OPTIONS). Outlier detection cannot see headers, so a run of the activator's
 // own 503s also ejects its endpoint for an ejection time; with ready
 // backends that sends requests straight to them, bypassing the activator's
 // queue, which is the safer failure.
@@ -70,36 +71,66 @@ const (
 // "ext_proc_error_per-message_timeout_exceeded" on Envoy 1.40).
 const extProcErrorExpression = "response.code_details.startsWith('ext_proc_error')"
 
+// retriableExtProcErrorExpression narrows extProcErrorExpression to the
+// replies that are safe to retry on another priority: the activator had not
+// routed the request yet (no destination in the thaw.activator dynamic
+// metadata, so no backend saw it), or the method is safe to repeat. With
+// response_trailer_mode SEND the ext_proc stream lasts as long as the
+// request, so thaw dying while a routed request is in flight fails that
+// request too.
+const retriableExtProcErrorExpression = extProcErrorExpression +
+	" && (!('" + MetadataNamespace + "' in metadata.filter_metadata) || request.method in ['GET', 'HEAD', 'OPTIONS'])"
+
 // ActivatorLocalReplyConfig returns the activator listener's local reply
 // configuration: a reply caused by an ext_proc failure becomes 503 with
-// Retry-After (retryAfter, whole seconds, at least 1) and FailoverHeader.
-// Other local replies (the activator's own answers, router errors) are left
-// as they are. It needs Envoy's CEL access-log filter
+// Retry-After (retryAfter, whole seconds, at least 1), plus FailoverHeader
+// when retrying it is safe (see retriableExtProcErrorExpression). Other
+// local replies (the activator's own answers, router errors) are left as
+// they are. It needs Envoy's CEL access-log filter
 // (envoy.access_loggers.extension_filters.cel, in the official builds).
 func ActivatorLocalReplyConfig(retryAfter time.Duration) (*hcmv3.LocalReplyConfig, error) {
-	cel, err := toAny(&celv3.ExpressionFilter{Expression: extProcErrorExpression})
-	if err != nil {
-		return nil, err
-	}
 	secs := int64((retryAfter + time.Second - 1) / time.Second)
 	if secs < 1 {
 		secs = 1
 	}
+	retryAfterHeader := &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: "retry-after", Value: strconv.FormatInt(secs, 10)},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+	retriable, err := celFilter(retriableExtProcErrorExpression)
+	if err != nil {
+		return nil, err
+	}
+	other, err := celFilter(extProcErrorExpression)
+	if err != nil {
+		return nil, err
+	}
 	return validated(&hcmv3.LocalReplyConfig{Mappers: []*hcmv3.ResponseMapper{{
-		Filter: &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ExtensionFilter{
-			ExtensionFilter: &accesslogv3.ExtensionFilter{
-				Name:       "envoy.access_loggers.extension_filters.cel",
-				ConfigType: &accesslogv3.ExtensionFilter_TypedConfig{TypedConfig: cel},
-			},
-		}},
+		Filter:     retriable,
 		StatusCode: wrapperspb.UInt32(503),
-		HeadersToAdd: []*corev3.HeaderValueOption{
-			{Header: &corev3.HeaderValue{Key: "retry-after", Value: strconv.FormatInt(secs, 10)},
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD},
-			{Header: &corev3.HeaderValue{Key: FailoverHeader, Value: "1"},
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD},
-		},
+		HeadersToAdd: []*corev3.HeaderValueOption{retryAfterHeader, {
+			Header:       &corev3.HeaderValue{Key: FailoverHeader, Value: "1"},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		}},
+	}, {
+		Filter:       other,
+		StatusCode:   wrapperspb.UInt32(503),
+		HeadersToAdd: []*corev3.HeaderValueOption{retryAfterHeader},
 	}}})
+}
+
+// celFilter returns an access-log filter evaluating a CEL expression.
+func celFilter(expr string) (*accesslogv3.AccessLogFilter, error) {
+	cel, err := toAny(&celv3.ExpressionFilter{Expression: expr})
+	if err != nil {
+		return nil, err
+	}
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ExtensionFilter{
+		ExtensionFilter: &accesslogv3.ExtensionFilter{
+			Name:       "envoy.access_loggers.extension_filters.cel",
+			ConfigType: &accesslogv3.ExtensionFilter_TypedConfig{TypedConfig: cel},
+		},
+	}}, nil
 }
 
 // ActivatorFailoverRetryPolicy returns the retry policy of a revision route
