@@ -59,6 +59,9 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 	}
 	return hcmListener(&listenerv3.Listener{
 		Name: HTTPListenerName,
+		// INBOUND lets `thaw local` drain this listener alone on shutdown
+		// (admin /drain_listeners?inboundonly), not the activator's.
+		TrafficDirection: corev3.TrafficDirection_INBOUND,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 			Address:       cfg.HTTPAddress,
 			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: cfg.HTTPPort},

@@ -138,7 +138,10 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		return err
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
+	// runCtx is not derived from ctx: on SIGTERM Envoy's listener drains
+	// first (no new connections, requests in flight finish within the
+	// drain timeout), then the app stops (held requests, backends).
+	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
@@ -146,9 +149,15 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		select {
 		case <-proc.Done():
 			logger.Error("envoy exited; stopping thaw")
-			cancel()
+		case <-ctx.Done():
+			dctx, dcancel := context.WithTimeout(context.Background(), f.drainTimeout)
+			if err := proc.DrainListeners(dctx); err != nil {
+				logger.Warn("envoy listener drain incomplete", zap.Error(err))
+			}
+			dcancel()
 		case <-runCtx.Done():
 		}
+		cancel()
 	}()
 	go func() {
 		wctx, wcancel := context.WithTimeout(runCtx, 60*time.Second)
