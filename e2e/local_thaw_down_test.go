@@ -143,4 +143,3 @@ func waitActivatorTraffic(t *testing.T, th *harness.Thaw, rev string, timeout ti
 	})
 	return at
 }
-
