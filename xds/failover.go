@@ -62,7 +62,7 @@ const (
 	FailoverMaxEjection = 5 * time.Second
 	// FailoverRetries is how many times the revision route retries a
 	// request whose ext_proc call failed.
-	FailoverRetries = 3
+	FailoverRetries = 5
 )
 
 // extProcErrorExpression is a CEL expression true for the local replies the
