@@ -141,10 +141,11 @@ func (a *Activator) Acquire(ctx context.Context, key revision.Key) (Pod, func(),
 }
 
 // AcquireNotify is Acquire with a callback: onHold (if not nil) is called
-// once, synchronously, right before the request starts waiting, so the
-// caller can tell its client to wait longer (extproc sends
-// override_message_timeout). It is not called when a backend has capacity
-// at once.
+// at most once, synchronously, right before the request starts waiting
+// (for a backend, or for the first synced snapshot when the revision is
+// not known yet), so the caller can tell its client to wait longer
+// (extproc sends override_message_timeout). It is not called when a
+// backend has capacity at once.
 func (a *Activator) AcquireNotify(ctx context.Context, key revision.Key, onHold func()) (Pod, func(), error) {
 	return a.AcquireWith(ctx, key, AcquireOptions{OnHold: onHold})
 }
@@ -159,9 +160,10 @@ func (a *Activator) AcquireWith(ctx context.Context, key revision.Key, o Acquire
 	t := a.throttler(key)
 	if t == nil {
 		var err error
-		if t, err = a.waitKnown(ctx, key); err != nil {
+		if t, err = a.waitKnown(ctx, key, o.OnHold); err != nil {
 			return Pod{}, nil, err
 		}
+		o.OnHold = nil // already told to wait
 	}
 	if a.opts.Recorder != nil { // arrivals only feed the samples
 		t.arrivals.Add(1)
@@ -173,12 +175,16 @@ func (a *Activator) AcquireWith(ctx context.Context, key revision.Key, o Acquire
 }
 
 // waitKnown covers requests that arrive before the first synced snapshot:
-// the revision may simply not be listed yet.
-func (a *Activator) waitKnown(ctx context.Context, key revision.Key) (*throttler, error) {
+// the revision may simply not be listed yet. onHold (if not nil) is called
+// before waiting, like a held request's.
+func (a *Activator) waitKnown(ctx context.Context, key revision.Key, onHold func()) (*throttler, error) {
 	select {
 	case <-a.synced:
 		return nil, ErrUnknownRevision
 	default:
+	}
+	if onHold != nil {
+		onHold()
 	}
 	timer := a.opts.Clock.NewTimer(revision.DefaultHoldTimeout)
 	defer timer.Stop()

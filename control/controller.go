@@ -140,6 +140,11 @@ func (c *Controller) forgetDeleted(snap *revision.Snapshot) {
 // ProxyConfirmedSince returns when the revision's current proxy-mode routing
 // was first seen acknowledged by every connected Envoy. ok is false while
 // the revision is in serve mode, unknown, or not yet confirmed everywhere.
+//
+// A confirmation is keyed by the Generation it confirmed and counts only
+// while the revision has stayed in proxy mode since (its ModeGeneration is
+// not newer): a proxy → serve → proxy bounce between two calls (within one
+// autoscaler tick) starts a new period that needs its own ACKs.
 func (c *Controller) ProxyConfirmedSince(key revision.Key) (time.Time, bool) {
 	rev := c.opts.Registry.Snapshot().Get(key)
 	c.mu.Lock()
@@ -149,10 +154,13 @@ func (c *Controller) ProxyConfirmedSince(key revision.Key) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	// Once confirmed, the revision stays confirmed while it stays in proxy
-	// mode: backend changes in proxy mode leave Envoy's routing (the
-	// activator endpoint) as it was.
+	// mode: backend changes in proxy mode keep the activator endpoint first
+	// in Envoy's routing.
 	if conf, ok := c.proxy[key]; ok {
-		return conf.at, true
+		if conf.generation >= rev.ModeGeneration && conf.generation <= rev.Generation {
+			return conf.at, true
+		}
+		delete(c.proxy, key) // confirmed an earlier proxy period
 	}
 	if !c.opts.Confirmer.ConfirmedEverywhere(key, rev.Generation) {
 		return time.Time{}, false

@@ -97,3 +97,51 @@ func waitMode(t *testing.T, reg *revision.Registry, key revision.Key, want revis
 		t.Fatalf("mode never became %v: now %+v", want, reg.Snapshot().Get(key))
 	}
 }
+
+// TestConfirmationKeyedByGeneration bounces a confirmed proxy-mode revision
+// through serve mode and back between two ProxyConfirmedSince calls (within
+// one autoscaler tick, without the controller seeing the serve period): the
+// old confirmation must not count for the new proxy period.
+func TestConfirmationKeyedByGeneration(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	conf := &fakeConfirmer{confirmed: map[revision.Key]uint64{}}
+	c := New(Options{Clock: clk, Registry: reg, Confirmer: conf})
+	key := revision.Key{Namespace: "ns", Name: "a"}
+	reg.Upsert(key, newSpec())
+	reg.SetBackends(key, []revision.Backend{{Address: "127.0.0.1", Port: 1, Ready: true}})
+
+	first := reg.Snapshot().Get(key)
+	if first.Mode != revision.ModeProxy {
+		t.Fatalf("new revision in mode %v, want proxy", first.Mode)
+	}
+	conf.confirm(key, first.Generation)
+	since, ok := c.ProxyConfirmedSince(key)
+	if !ok || !since.Equal(clk.Now()) {
+		t.Fatalf("first period: ProxyConfirmedSince = %v, %v; want now, true", since, ok)
+	}
+
+	clk.Step(time.Second)
+	reg.SetMode(key, revision.ModeServe)
+	reg.SetMode(key, revision.ModeProxy)
+	bounced := reg.Snapshot().Get(key)
+	if bounced.Generation <= first.Generation || bounced.ModeGeneration != bounced.Generation {
+		t.Fatalf("after bounce: generation %d, mode generation %d; want both > %d and equal",
+			bounced.Generation, bounced.ModeGeneration, first.Generation)
+	}
+	if _, ok := c.ProxyConfirmedSince(key); ok {
+		t.Fatal("new proxy period confirmed by the previous period's ACK")
+	}
+
+	// A backend change within the new period: the period's ACK still counts.
+	conf.confirm(key, bounced.Generation)
+	since2, ok := c.ProxyConfirmedSince(key)
+	if !ok || !since2.Equal(clk.Now()) {
+		t.Fatalf("new period after its ACK: ProxyConfirmedSince = %v, %v; want now, true", since2, ok)
+	}
+	clk.Step(time.Second)
+	reg.SetBackends(key, nil)
+	if since3, ok := c.ProxyConfirmedSince(key); !ok || !since3.Equal(since2) {
+		t.Errorf("after backend change: ProxyConfirmedSince = %v, %v; want %v, true", since3, ok, since2)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -81,12 +82,18 @@ func TestClusterSmoke(t *testing.T) {
 		}
 	}
 
-	scale, err := c.Client.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
+	// The deployment controller writes the same object: retry on conflict
+	// with a fresh read of /scale.
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		scale, err := c.Client.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 0
+		_, err = c.Client.AppsV1().Deployments(ns).UpdateScale(ctx, name, scale, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatalf("get scale: %v", err)
-	}
-	scale.Spec.Replicas = 0
-	if _, err := c.Client.AppsV1().Deployments(ns).UpdateScale(ctx, name, scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("update scale: %v", err)
 	}
 	scaleStart := time.Now()

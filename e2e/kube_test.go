@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/platform/kube"
@@ -153,12 +154,18 @@ func TestKubePlatform(t *testing.T) {
 			t.Error("invalid revision is routed")
 		}
 		// Fixing the annotation makes it a revision.
-		d, err := deployments.Get(t.Context(), "bad", metav1.GetOptions{})
+		// The deployment controller writes the same object: retry on
+		// conflict with a fresh read.
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			d, err := deployments.Get(t.Context(), "bad", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Annotations[field] = "80"
+			_, err = deployments.Update(t.Context(), d, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		d.Annotations[field] = "80"
-		if _, err := deployments.Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		kp.wait(t, "bad fixed", func(s *revision.Snapshot) bool { return s.Get(bad) != nil && s.Invalid[bad] == nil })

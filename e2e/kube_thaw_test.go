@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,14 +30,21 @@ type thawRun struct {
 // more flags (the --tls-* ones).
 func startThawRun(t *testing.T, kubeconfig string, grpcPort, adminPort, httpPort int, extra ...string) *thawRun {
 	t.Helper()
+	return startThawRunAt(t, kubeconfig, "127.0.0.1", "thaw-e2e", grpcPort, adminPort, httpPort, extra...)
+}
+
+// startThawRunAt starts `thaw run` serving gRPC on grpcIP:grpcPort with
+// Lease identity identity, with more flags.
+func startThawRunAt(t *testing.T, kubeconfig, grpcIP, identity string, grpcPort, adminPort, httpPort int, extra ...string) *thawRun {
+	t.Helper()
 	r := &thawRun{grpcPort: grpcPort, adminPort: adminPort, kubeconfig: kubeconfig,
 		adminURL: fmt.Sprintf("http://127.0.0.1:%d", adminPort)}
-	r.proc = harness.StartProcess(t, harness.ProcessConfig{Name: "thaw-run", Path: harness.ThawBinary(t), Args: append([]string{
+	r.proc = harness.StartProcess(t, harness.ProcessConfig{Name: "thaw-run-" + identity, Path: harness.ThawBinary(t), Args: append([]string{
 		"run", "--kubeconfig", kubeconfig,
-		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		"--grpc-address", net.JoinHostPort(grpcIP, strconv.Itoa(grpcPort)),
 		"--admin-address", fmt.Sprintf("127.0.0.1:%d", adminPort),
 		"--http-address", "127.0.0.1", "--http-port", strconv.Itoa(httpPort),
-		"--lease-namespace", thawNamespace, "--identity", "thaw-e2e",
+		"--lease-namespace", thawNamespace, "--identity", identity,
 		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms",
 	}, extra...)})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

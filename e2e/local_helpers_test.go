@@ -134,7 +134,7 @@ func startLoad(th *harness.Thaw, host, want string, conc int) *loadGen {
 		go func() {
 			defer g.wg.Done()
 			for ctx.Err() == nil {
-				code, body, _, err := get(ctx, c, th, host, "/")
+				code, body, hdr, err := get(ctx, c, th, host, "/")
 				if ctx.Err() != nil {
 					return
 				}
@@ -145,7 +145,8 @@ func startLoad(th *harness.Thaw, host, want string, conc int) *loadGen {
 				g.failed.Add(1)
 				g.mu.Lock()
 				if len(g.fails) < 10 {
-					g.fails = append(g.fails, fmt.Sprintf("code=%d err=%v body=%.80q", code, err, body))
+					g.fails = append(g.fails, fmt.Sprintf("%s code=%d err=%v body=%.80q headers=%v",
+						time.Now().Format("15:04:05.000"), code, err, body, hdr))
 				}
 				g.mu.Unlock()
 				time.Sleep(10 * time.Millisecond)
@@ -228,4 +229,16 @@ func (e *envoyAdmin) clusterCount() (int64, error) {
 		return 0, err
 	}
 	return int64(len(doc.ClusterStatuses)), nil
+}
+
+// get returns the body of an admin GET.
+func (e *envoyAdmin) get(path string) (string, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(e.url + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }

@@ -375,9 +375,11 @@ func TestXDSEnvoyModeFlips(t *testing.T) {
 		if code, body := env.get(t, "hello.test", steering(attacker)); code < 500 {
 			t.Fatalf("CONTINUE without destination metadata: got %d %q, want a 5xx", code, body)
 		}
+		// An ext_proc stream error means the activator is unreachable: the
+		// request fails over to the ready backend at priority 1.
 		env.extproc.dest.Store(nil)
-		if code, body := env.get(t, "hello.test", steering(attacker)); code < 500 {
-			t.Fatalf("ext_proc stream error: got %d %q, want a 5xx", code, body)
+		if code, body := env.get(t, "hello.test", steering(attacker)); code != 200 || body != "backend=warm revision=e2e/hello" {
+			t.Fatalf("ext_proc stream error: got %d %q, want the warm backend (failover to priority 1)", code, body)
 		}
 		env.extproc.dest.Store(&heldAddr)
 	})

@@ -22,6 +22,12 @@ import (
 	"github.com/thaw-dev/thaw/revision"
 )
 
+// HealthService is the grpc.health.v1 service name a thaw process reports
+// SERVING while its activator can answer ext_proc streams (its registry has
+// synced and it is not shutting down). Envoy fleets in front of several
+// thaw replicas health-check it on the thaw_extproc cluster.
+const HealthService = "envoy.service.ext_proc.v3.ExternalProcessor"
+
 // DefaultHoldBudget is the longest Envoy waits for an answer once told to
 // (override_message_timeout); Envoy's ext_proc max_message_timeout must be
 // the same value.

@@ -51,7 +51,9 @@ type entry struct {
 	mode       Mode
 	desired    int32
 	generation uint64
-	cached     *Revision
+	// modeGeneration is the generation at which mode last changed.
+	modeGeneration uint64
+	cached         *Revision
 }
 
 type published struct {
@@ -180,6 +182,7 @@ func (r *Registry) SetMode(key Key, mode Mode) {
 			return false
 		}
 		e.mode = mode
+		e.modeGeneration = e.generation + 1 // update bumps generation next
 		return true
 	})
 }
@@ -270,7 +273,7 @@ func (r *Registry) publishLocked() {
 		case e.spec != nil:
 			if e.cached == nil {
 				e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
-					DesiredScale: e.desired, Generation: e.generation}
+					DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration}
 			}
 			snap.Revisions[k] = e.cached
 		}

@@ -20,6 +20,10 @@ type Revision struct {
 	// changes (spec, backends or mode). The xds package reports per
 	// generation whether every Envoy has acknowledged it.
 	Generation uint64
+	// ModeGeneration is the Generation at which Mode last changed (0 while
+	// the revision has kept its initial proxy mode). A confirmation of
+	// Mode is current only if it was for a Generation >= ModeGeneration.
+	ModeGeneration uint64
 }
 
 // ReadyBackends returns the ready backends (a new slice).

@@ -33,6 +33,10 @@ func circuitBreakers(cfg *Config) *clusterv3.CircuitBreakers {
 		MaxConnections:     limit,
 		MaxPendingRequests: limit,
 		MaxRequests:        limit,
+		// Envoy allows 3 concurrent retries per cluster by default: too few
+		// when every request of a burst is retried on the backends because
+		// the activator is unreachable (see failover.go).
+		MaxRetries: limit,
 	}}}
 }
 
@@ -97,6 +101,9 @@ func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 		LbPolicy:        clusterv3.Cluster_LEAST_REQUEST,
 		CircuitBreakers: pt.breakers,
 		TransportSocket: p.TransportSocket,
+		// Ejects the activator endpoint while ext_proc fails, so proxy-mode
+		// traffic fails over to the ready backends (see failover.go).
+		OutlierDetection: pt.outlier,
 	}
 	if p.Protocol == revision.ProtocolH2C {
 		c.TypedExtensionProtocolOptions = pt.h2cOptions

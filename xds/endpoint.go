@@ -11,6 +11,14 @@ import (
 // endpoint per ready backend, in the backends' (sorted) order. A backend
 // with Port 0 uses defaultPort (the revision's Spec.Port).
 func ServeLoadAssignment(name string, backends []revision.Backend, defaultPort int32) (*endpointv3.ClusterLoadAssignment, error) {
+	return validated(&endpointv3.ClusterLoadAssignment{
+		ClusterName: name,
+		Endpoints:   []*endpointv3.LocalityLbEndpoints{{LbEndpoints: backendEndpoints(backends, defaultPort)}},
+	})
+}
+
+// backendEndpoints returns one endpoint per ready backend.
+func backendEndpoints(backends []revision.Backend, defaultPort int32) []*endpointv3.LbEndpoint {
 	lbs := make([]*endpointv3.LbEndpoint, 0, len(backends))
 	for _, b := range backends {
 		if !b.Ready {
@@ -29,26 +37,32 @@ func ServeLoadAssignment(name string, backends []revision.Backend, defaultPort i
 			}}},
 		}})
 	}
-	return validated(&endpointv3.ClusterLoadAssignment{
-		ClusterName: name,
-		Endpoints:   []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}},
-	})
+	return lbs
 }
 
-// ProxyLoadAssignment returns a proxy-mode ClusterLoadAssignment: a single
-// endpoint, the internal listener thaw_activator. Held requests still count
-// in the revision cluster's upstream_rq_active.
-func ProxyLoadAssignment(name string) (*endpointv3.ClusterLoadAssignment, error) {
-	return proxyLoadAssignment(name, proxyEndpoints())
+// ProxyLoadAssignment returns a proxy-mode ClusterLoadAssignment: at
+// priority 0 a single endpoint, the internal listener thaw_activator; at
+// priority 1 the revision's ready backends (a backend with Port 0 uses
+// defaultPort), which take traffic only while the activator endpoint is
+// ejected by outlier detection (thaw unreachable, see RevisionCluster), so
+// a revision with ready backends keeps serving when thaw is gone. Held
+// requests still count in the revision cluster's upstream_rq_active.
+func ProxyLoadAssignment(name string, backends []revision.Backend, defaultPort int32) (*endpointv3.ClusterLoadAssignment, error) {
+	return proxyLoadAssignment(name, proxyEndpoints()[0], backends, defaultPort)
 }
 
-// proxyLoadAssignment builds a proxy-mode assignment around eps, which the
-// translator shares between all proxy-mode revisions (immutable).
-func proxyLoadAssignment(name string, eps []*endpointv3.LocalityLbEndpoints) (*endpointv3.ClusterLoadAssignment, error) {
+// proxyLoadAssignment builds a proxy-mode assignment around activator, the
+// priority-0 locality the translator shares between all proxy-mode
+// revisions (immutable).
+func proxyLoadAssignment(name string, activator *endpointv3.LocalityLbEndpoints, backends []revision.Backend, defaultPort int32) (*endpointv3.ClusterLoadAssignment, error) {
+	eps := []*endpointv3.LocalityLbEndpoints{activator}
+	if fallback := backendEndpoints(backends, defaultPort); len(fallback) > 0 {
+		eps = append(eps, &endpointv3.LocalityLbEndpoints{LbEndpoints: fallback, Priority: 1})
+	}
 	return validated(&endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: eps})
 }
 
-// proxyEndpoints is the endpoint list of every proxy-mode assignment.
+// proxyEndpoints is the priority-0 locality of every proxy-mode assignment.
 func proxyEndpoints() []*endpointv3.LocalityLbEndpoints {
 	return []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
 		HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{

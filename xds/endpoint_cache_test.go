@@ -70,7 +70,7 @@ func setCLAs(t *testing.T, c *endpointCache, mode revision.Mode, names ...string
 		var r types.Resource
 		var err error
 		if mode == revision.ModeProxy {
-			r, err = ProxyLoadAssignment(n)
+			r, err = ProxyLoadAssignment(n, nil, 0)
 		} else {
 			r, err = ServeLoadAssignment(n, []revision.Backend{ready("10.0.0.1", 80)}, 80)
 		}

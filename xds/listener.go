@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"time"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -70,6 +72,9 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 	setProtocols(hcm)
 	return hcmListener(&listenerv3.Listener{
 		Name: HTTPListenerName,
+		// INBOUND lets `thaw local` drain this listener alone on shutdown
+		// (admin /drain_listeners?inboundonly), not the activator's.
+		TrafficDirection: corev3.TrafficDirection_INBOUND,
 		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 			Address:       cfg.HTTPAddress,
 			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: cfg.HTTPPort},
@@ -159,6 +164,9 @@ func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
 		HttpFilters:    []*hcmv3.HttpFilter{extProc, router},
 	}
 	setProtocols(hcm)
+	if hcm.LocalReplyConfig, err = ActivatorLocalReplyConfig(time.Second); err != nil {
+		return nil, err
+	}
 	return hcmListener(&listenerv3.Listener{
 		Name:              ActivatorListenerName,
 		ListenerSpecifier: &listenerv3.Listener_InternalListener{InternalListener: &listenerv3.Listener_InternalListenerConfig{}},

@@ -27,6 +27,7 @@ type parts struct {
 	breakers       *clusterv3.CircuitBreakers
 	proxyEndpoints []*endpointv3.LocalityLbEndpoints
 	h2cOptions     map[string]*anypb.Any
+	outlier        *clusterv3.OutlierDetection
 }
 
 func newParts(cfg *Config) *parts {
@@ -39,13 +40,14 @@ func newParts(cfg *Config) *parts {
 		prefixAll:      &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 		noTimeout:      durationpb.New(0),
 		defaultTimeout: durationpb.New(RouteTimeouts{}.routeTimeout()),
-		retryPolicy:    retryPolicy(),
+		retryPolicy:    mustRetryPolicy(),
 		removeHeaders:  []string{RevisionHeader},
 		edsType:        &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		edsConfig:      &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),
 		breakers:       circuitBreakers(cfg),
 		proxyEndpoints: proxyEndpoints(),
+		outlier:        revisionOutlierDetection(),
 	}
 }
 
@@ -59,4 +61,14 @@ func (p *parts) duration(d time.Duration) *durationpb.Duration {
 		return p.defaultTimeout
 	}
 	return durationpb.New(d)
+}
+
+// mustRetryPolicy returns retryPolicy(); it fails only on a programming
+// error (constant input).
+func mustRetryPolicy() *routev3.RetryPolicy {
+	rp, err := retryPolicy()
+	if err != nil {
+		panic(err)
+	}
+	return rp
 }

@@ -7,7 +7,6 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -167,21 +166,32 @@ func ActivatorRouteConfiguration(_ *Config) *routev3.RouteConfiguration {
 	}
 }
 
-// retryPolicy returns the serve-mode retry policy: retry only when the
-// request cannot have reached the application (connection refused or
-// failed, HTTP/2 REFUSED_STREAM, a reset before the request was sent), on
-// another backend, at most twice. Never on a response or a timeout, so a
-// non-idempotent request is never sent twice.
-func retryPolicy() *routev3.RetryPolicy {
-	return &routev3.RetryPolicy{
-		RetryOn:    "connect-failure,refused-stream,reset-before-request",
-		NumRetries: wrapperspb.UInt32(2),
-		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{
-			Name: "envoy.retry_host_predicates.previous_hosts",
-			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{
-				TypedConfig: mustAny(&previoushostsv3.PreviousHostsPredicate{}),
-			},
-		}},
-		HostSelectionRetryMaxAttempts: 3,
+// retryPolicy returns every revision route's retry policy. It retries only
+// what cannot have reached the application, at most FailoverRetries times
+// with back-off:
+//   - connection refused or failed, HTTP/2 REFUSED_STREAM, a reset before
+//     the request was sent (a crashed backend in serve mode), each time on
+//     another backend (previous_hosts);
+//   - an answer carrying FailoverHeader: the activator path failed before
+//     the request was routed (thaw unreachable, failover.go), on the next
+//     priority (previous_priorities: the proxy-mode CLA's ready backends).
+//
+// Never on an application's answer or a timeout, so a non-idempotent
+// request is never sent twice.
+func retryPolicy() (*routev3.RetryPolicy, error) {
+	rp, err := ActivatorFailoverRetryPolicy()
+	if err != nil {
+		return nil, err
 	}
+	pred, err := toAny(&previoushostsv3.PreviousHostsPredicate{})
+	if err != nil {
+		return nil, err
+	}
+	rp.RetryOn = "connect-failure,refused-stream,reset-before-request," + rp.RetryOn
+	rp.RetryHostPredicate = []*routev3.RetryPolicy_RetryHostPredicate{{
+		Name:       "envoy.retry_host_predicates.previous_hosts",
+		ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: pred},
+	}}
+	rp.HostSelectionRetryMaxAttempts = 3
+	return validated(rp)
 }

@@ -71,10 +71,17 @@ func cla(t testing.TB, r *discoveryv3.Resource) *endpointv3.ClusterLoadAssignmen
 	return &out
 }
 
+// isProxy reports whether c routes to the activator first: the activator
+// endpoint alone at priority 0 (ready backends may follow at priority 1).
 func isProxy(c *endpointv3.ClusterLoadAssignment) bool {
 	eps := c.GetEndpoints()
-	return len(eps) == 1 && len(eps[0].GetLbEndpoints()) == 1 &&
-		eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetEnvoyInternalAddress().GetServerListenerName() == ActivatorListenerName
+	if len(eps) == 0 || len(eps) > 2 || eps[0].GetPriority() != 0 || len(eps[0].GetLbEndpoints()) != 1 {
+		return false
+	}
+	if len(eps) == 2 && eps[1].GetPriority() != 1 {
+		return false
+	}
+	return eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetEnvoyInternalAddress().GetServerListenerName() == ActivatorListenerName
 }
 
 func generation(f *fixture, k revision.Key) uint64 { return f.reg.Snapshot().Get(k).Generation }

@@ -82,7 +82,9 @@ func (r *Resources) ByType() map[string]map[string]types.Resource {
 // revision plus a 404 catch-all), one EDS cluster and one
 // ClusterLoadAssignment per revision (serve mode: its ready backends; proxy
 // mode, or serve mode without a ready backend: the thaw_activator internal
-// listener, so requests are held rather than failed), the internal listener
+// listener, so requests are held rather than failed, with the ready
+// backends behind it at priority 1 for when thaw is unreachable), the
+// internal listener
 // thaw_activator and cluster thaw_activator_dst. It does no I/O.
 //
 // An invalid cfg returns (nil, error wrapping ErrInvalidConfig). A revision
@@ -325,5 +327,5 @@ func (t *translator) loadAssignment(rev *revision.Revision, name string) (*endpo
 	if rev.Mode == revision.ModeServe && revision.ReadyCount(rev.Backends) > 0 {
 		return ServeLoadAssignment(name, rev.Backends, rev.Spec.Port)
 	}
-	return proxyLoadAssignment(name, t.parts.proxyEndpoints)
+	return proxyLoadAssignment(name, t.parts.proxyEndpoints[0], rev.Backends, rev.Spec.Port)
 }

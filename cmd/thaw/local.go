@@ -34,6 +34,7 @@ type localFlags struct {
 	tick           time.Duration
 	revMetrics     bool
 	holdBudget     time.Duration
+	msgTimeout     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
 	accessLog      string
@@ -73,6 +74,8 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler metric (docs/metrics.md); off: cluster-wide sums only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
+		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
 	fl.StringVar(&f.accessLog, "access-log", "", "Envoy JSON access log file for listener thaw_http (default: off; with --dev, access.log in the state dir)")
@@ -103,6 +106,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
 	xcfg := xds.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
+	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	xcfg.AccessLogPath = f.accessLog
 	if xcfg.AccessLogPath == "" && f.dev {
 		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
@@ -152,7 +156,10 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		return err
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
+	// runCtx is not derived from ctx: on SIGTERM Envoy's listener drains
+	// first (no new connections, requests in flight finish within the
+	// drain timeout), then the app stops (held requests, backends).
+	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
@@ -160,9 +167,15 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		select {
 		case <-proc.Done():
 			logger.Error("envoy exited; stopping thaw")
-			cancel()
+		case <-ctx.Done():
+			dctx, dcancel := context.WithTimeout(context.Background(), f.drainTimeout)
+			if err := proc.DrainListeners(dctx); err != nil {
+				logger.Warn("envoy listener drain incomplete", zap.Error(err))
+			}
+			dcancel()
 		case <-runCtx.Done():
 		}
+		cancel()
 	}()
 	go func() {
 		wctx, wcancel := context.WithTimeout(runCtx, 60*time.Second)

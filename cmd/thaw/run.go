@@ -40,6 +40,7 @@ type runFlags struct {
 	tick             time.Duration
 	revMetrics       bool
 	holdBudget       time.Duration
+	msgTimeout       time.Duration
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 	limits           app.Limits
@@ -85,6 +86,8 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler metric (docs/metrics.md); off: cluster-wide sums only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
+		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
 	addLimitFlags(fl, &f.limits)
@@ -127,6 +130,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	if xcfg.AccessLogPath == "" && f.dev {
 		xcfg.AccessLogPath = "/dev/stdout"
 	}
+	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,

@@ -162,8 +162,11 @@ func New(opts Options) (*App, error) {
 		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics, Limits: opts.Limits.ExtProc})
 	sinkLimits := opts.Limits.StatSink
 	sinkLimits.Known = known
-	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"), Recorder: a.collector, Clock: clk,
-		Registerer: a.metrics, Limits: sinkLimits})
+	// Samples showing requests on a revision poke the autoscaler, so a
+	// request held by another replica's activator (which cannot poke this
+	// one) wakes a revision at zero within one stats flush (1 s).
+	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"),
+		Recorder: pokingRecorder{Recorder: a.collector, poker: poker}, Clock: clk, Registerer: a.metrics, Limits: sinkLimits})
 
 	maxStreams := opts.Limits.MaxStreamsPerConnection
 	if maxStreams == 0 {
@@ -310,6 +313,9 @@ func (a *App) trackReadiness(ctx context.Context) error {
 		}
 	}
 	a.ready.Store(true)
+	// Every replica serves ext_proc, leader or not (Envoy fleets check
+	// this service on the thaw_extproc cluster).
+	a.health.SetServingStatus(extproc.HealthService, healthpb.HealthCheckResponse_SERVING)
 	a.log.Info("ready")
 	return nil
 }

@@ -65,7 +65,10 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 		return nil, fmt.Errorf("write envoy bootstrap: %w", err)
 	}
 	logPath := filepath.Join(opts.StateDir, "envoy.log")
-	args := []string{"-c", bootstrapPath, "--disable-hot-restart", "--log-path", logPath,
+	// --drain-strategy immediate: once DrainListeners starts the drain
+	// sequence every connection is closed after its current request
+	// (gradual would spread that over the 600 s drain time).
+	args := []string{"-c", bootstrapPath, "--disable-hot-restart", "--log-path", logPath, "--drain-strategy", "immediate",
 		"--config-yaml", fmt.Sprintf(`{"admin":{"address":{"socket_address":{"address":"127.0.0.1","port_value":%d}}}}`, opts.AdminPort)}
 	if opts.Concurrency > 0 {
 		args = append(args, "--concurrency", strconv.Itoa(opts.Concurrency))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/extproc"
 )
 
 // LeaderHealthService is the grpc.health.v1 service name the Envoy fleet
@@ -22,23 +23,36 @@ import (
 // stats streams to the leader only.
 const LeaderHealthService = ""
 
+// ExtProcHealthService is the grpc.health.v1 service name Envoy checks on
+// the thaw_extproc cluster: every replica reports it SERVING once its
+// registry has synced (and NOT_SERVING when it shuts down), so ext_proc
+// streams spread over all ready replicas, leader or not.
+const ExtProcHealthService = extproc.HealthService
+
 // HealthCheckInterval is how often each Envoy checks each thaw replica; with
 // thresholds of 1, Envoy moves its streams within about one interval after
 // leadership moves.
 const HealthCheckInterval = time.Second
 
-// thawClusters are the bootstrap's static clusters that must follow the
-// leader.
-var thawClusters = map[string]bool{"thaw_xds": true, "thaw_extproc": true, "thaw_stats": true}
+// thawClusters are the bootstrap's static clusters pointing at thaw, with
+// the health service each checks: xDS and stats follow the leader, ext_proc
+// goes to every ready replica.
+var thawClusters = map[string]string{
+	"thaw_xds":     LeaderHealthService,
+	"thaw_extproc": ExtProcHealthService,
+	"thaw_stats":   LeaderHealthService,
+}
 
 // FleetBootstrap renders the Envoy bootstrap for an Envoy fleet in front of
 // several thaw replicas: envoy.RenderBootstrap with params (whose addresses
 // should name thaw's headless Service, making STRICT_DNS clusters with one
 // host per replica), plus on each of thaw_xds, thaw_extproc and thaw_stats:
 //
-//   - an active gRPC health check (grpc.health.v1, service
-//     LeaderHealthService) every HealthCheckInterval, thresholds 1, also
-//     while the cluster carries no traffic: only the leader passes it;
+//   - an active gRPC health check (grpc.health.v1) every
+//     HealthCheckInterval, thresholds 1, also while the cluster carries no
+//     traffic: on thaw_xds and thaw_stats for LeaderHealthService, which
+//     only the leader passes; on thaw_extproc for ExtProcHealthService,
+//     which every ready replica passes;
 //   - healthy_panic_threshold 0: Envoy never spreads traffic over unhealthy
 //     hosts (its default 50% panic mode would send streams to followers
 //     whenever fewer than half the replicas lead, that is with 3 or more);
@@ -67,7 +81,8 @@ func FleetBootstrap(params envoy.BootstrapParams) ([]byte, error) {
 	}
 	found := 0
 	for _, c := range b.GetStaticResources().GetClusters() {
-		if !thawClusters[c.GetName()] {
+		service, ok := thawClusters[c.GetName()]
+		if !ok {
 			continue
 		}
 		found++
@@ -75,7 +90,7 @@ func FleetBootstrap(params envoy.BootstrapParams) ([]byte, error) {
 			return nil, fmt.Errorf("kube: cluster %s is %s: give thaw's addresses as a DNS name (the headless Service) so Envoy sees every replica",
 				c.GetName(), c.GetType())
 		}
-		addLeaderHealthCheck(c)
+		addHealthCheck(c, service)
 	}
 	if found != len(thawClusters) {
 		return nil, fmt.Errorf("kube: bootstrap has %d of thaw's %d static clusters", found, len(thawClusters))
@@ -94,7 +109,7 @@ func FleetBootstrap(params envoy.BootstrapParams) ([]byte, error) {
 	return y, nil
 }
 
-func addLeaderHealthCheck(c *clusterv3.Cluster) {
+func addHealthCheck(c *clusterv3.Cluster, service string) {
 	interval := durationpb.New(HealthCheckInterval)
 	c.HealthChecks = []*corev3.HealthCheck{{
 		Timeout:            durationpb.New(HealthCheckInterval),
@@ -103,7 +118,7 @@ func addLeaderHealthCheck(c *clusterv3.Cluster) {
 		UnhealthyThreshold: wrapperspb.UInt32(1),
 		HealthyThreshold:   wrapperspb.UInt32(1),
 		HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{
-			GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{ServiceName: LeaderHealthService},
+			GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{ServiceName: service},
 		},
 	}}
 	if c.CommonLbConfig == nil {

@@ -63,6 +63,9 @@ func TestFleetBootstrap(t *testing.T) {
 			hc[0].GetHealthyThreshold().GetValue() != 1 || hc[0].GetNoTrafficInterval().AsDuration() != HealthCheckInterval {
 			t.Errorf("cluster %s: type %s health checks %v", c.GetName(), c.GetType(), hc)
 		}
+		if want := thawClusters[c.GetName()]; len(hc) == 1 && hc[0].GetGrpcHealthCheck().GetServiceName() != want {
+			t.Errorf("cluster %s checks health service %q, want %q", c.GetName(), hc[0].GetGrpcHealthCheck().GetServiceName(), want)
+		}
 		if c.GetCommonLbConfig().GetHealthyPanicThreshold() == nil || c.GetCommonLbConfig().GetHealthyPanicThreshold().GetValue() != 0 {
 			t.Errorf("cluster %s: panic threshold %v, want 0", c.GetName(), c.GetCommonLbConfig().GetHealthyPanicThreshold())
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,9 +35,14 @@ const DefaultHandoverDelay = 2 * HealthCheckInterval
 //   - ADS (xDS) and MetricsService (stats) streams: refused with
 //     UNAVAILABLE while not leading, and ended HandoverDelay after
 //     leadership is lost; Envoy reconnects to the new leader.
-//   - ext_proc streams (one per held request): refused while not leading;
-//     those already open run to completion, since every replica's
-//     activator sees backends appear through its own informers.
+//   - ext_proc streams (one per request on the activator path) are not
+//     gated: every replica serves them, since each replica's activator
+//     sees revisions and backends through its own informers. A request
+//     held on a follower is released by that follower when a backend
+//     becomes ready; the leader learns of it from Envoy's stats
+//     (upstream_rq_active of the revision cluster counts held requests)
+//     and scales. Envoy spreads ext_proc streams over the replicas that
+//     pass the ExtProcHealthService check.
 //
 // Install StreamInterceptor on thaw's grpc.Server and call SetLeader from
 // the Elector (Elector.Observe). A StreamGate starts open (leading), as a
@@ -46,10 +50,6 @@ const DefaultHandoverDelay = 2 * HealthCheckInterval
 type StreamGate struct {
 	clock clock.WithDelayedExecution
 	delay time.Duration
-
-	// open mirrors leading for ext_proc streams (one per request), which
-	// only need to read it: no lock on the request path.
-	open atomic.Bool
 
 	mu      sync.Mutex
 	leading bool
@@ -112,7 +112,6 @@ func NewStreamGate(clk clock.WithDelayedExecution, delay time.Duration) *StreamG
 		delay = DefaultHandoverDelay
 	}
 	g := &StreamGate{clock: clk, delay: delay, leading: true, streams: map[*gatedStream]struct{}{}}
-	g.open.Store(true)
 	return g
 }
 
@@ -126,7 +125,6 @@ func (g *StreamGate) SetLeader(leading bool) {
 		return
 	}
 	g.leading = leading
-	g.open.Store(leading)
 	g.gen++
 	if leading {
 		return
@@ -159,18 +157,11 @@ func (g *StreamGate) Open() bool {
 }
 
 // StreamInterceptor returns the grpc.StreamServerInterceptor that applies
-// the gate to ADS, MetricsService and ext_proc streams; other methods
-// (health, reflection) pass through.
+// the gate to ADS and MetricsService streams; other methods (ext_proc,
+// health, reflection) pass through.
 func (g *StreamGate) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		long := strings.HasPrefix(info.FullMethod, MethodPrefixADS) || strings.HasPrefix(info.FullMethod, MethodPrefixMetrics)
-		if !long && !strings.HasPrefix(info.FullMethod, MethodPrefixExtProc) {
-			return handler(srv, ss)
-		}
-		if !long {
-			if !g.open.Load() {
-				return errNotLeading
-			}
+		if !strings.HasPrefix(info.FullMethod, MethodPrefixADS) && !strings.HasPrefix(info.FullMethod, MethodPrefixMetrics) {
 			return handler(srv, ss)
 		}
 		g.mu.Lock()

@@ -93,24 +93,29 @@ func TestStreamGate(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("new stats stream on a follower: %v, want Unavailable", err)
 	}
+	// ext_proc streams are served by every replica.
 	p2, err := extproc.Process(ctx)
-	if err == nil {
-		_, err = p2.Recv()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if status.Code(err) != codes.Unavailable {
-		t.Errorf("new ext_proc stream on a follower: %v, want Unavailable", err)
+	if err := p2.Send(&extprocv3.ProcessingRequest{}); err != nil {
+		t.Fatal(err)
 	}
+	waitActive(t, srv, 3)
 	// The open stats stream ends after the handover delay, even though
-	// its handler never looks at its context; the held ext_proc stream
-	// stays.
+	// its handler never looks at its context; the ext_proc streams stay.
 	clk.Step(time.Second)
 	if _, err := stats.CloseAndRecv(); status.Code(err) != codes.Unavailable {
 		t.Errorf("open stats stream after losing leadership: %v, want Unavailable", err)
 	}
-	waitActive(t, srv, 1)
+	waitActive(t, srv, 2)
 	if err := held.Send(&extprocv3.ProcessingRequest{}); err != nil {
 		t.Errorf("held ext_proc stream broken: %v", err)
 	}
+	if err := p2.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	waitActive(t, srv, 1)
 
 	// Leadership back: streams are accepted again, and a pending handover
 	// timer of an earlier loss does not end them.

@@ -1,0 +1,118 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+)
+
+// TestLocalSIGTERMDrainsEnvoy: SIGTERM of `thaw local` under warm load
+// (serve mode, 300 ms per request) first drains Envoy's listener, then
+// stops the backends: every request that started before the signal gets
+// its 200, and a request started after it is either served or refused
+// (connection refused), never reset half-way.
+func TestLocalSIGTERMDrainsEnvoy(t *testing.T) {
+	cfg := localConfig(t, revisionYAML{Name: "warm", Host: "warm.test", StartupDelay: 100 * time.Millisecond,
+		Latency: 300 * time.Millisecond, Autoscaling: fast(map[string]string{"min-scale": "2", "target-burst-capacity": "0"})})
+	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg})
+	waitStatus(t, th, "local/warm", 60*time.Second, "serve mode with 2 ready backends", func(r map[string]any) bool {
+		return r["mode"] == "serve" && num(r, "ready") >= 2
+	})
+
+	type result struct {
+		start time.Time
+		code  int
+		err   error
+	}
+	var (
+		mu      sync.Mutex
+		results []result
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := client(30 * time.Second)
+	stop := make(chan struct{})
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				code, body, _, err := get(ctx, c, th, "warm.test", "/")
+				if err == nil && code == 200 && !strings.Contains(body, "hello from warm") {
+					err = fmt.Errorf("unexpected body %.60q", body)
+				}
+				mu.Lock()
+				results = append(results, result{start, code, err})
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	signalled := time.Now()
+	if err := th.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-th.Exited():
+	case <-time.After(45 * time.Second):
+		t.Fatalf("thaw did not exit within 45 s of SIGTERM\n%s", th.Log())
+	}
+	exited := time.Now()
+	close(stop)
+	wg.Wait()
+
+	var before, beforeOK, after, afterOK, refused int
+	var bad []string
+	for _, r := range results {
+		refusedErr := r.err != nil && errors.Is(r.err, syscall.ECONNREFUSED)
+		ok := r.err == nil && r.code == 200
+		switch {
+		case r.start.Before(signalled):
+			before++
+			if ok {
+				beforeOK++
+			}
+		default:
+			after++
+			if ok {
+				afterOK++
+			}
+			if refusedErr {
+				refused++
+			}
+		}
+		if !ok && !(refusedErr && !r.start.Before(signalled)) && len(bad) < 10 {
+			bad = append(bad, fmt.Sprintf("+%v code=%d err=%v", r.start.Sub(signalled).Round(time.Millisecond), r.code, r.err))
+		}
+	}
+	t.Logf("SIGTERM: thaw exited after %v; %d/%d requests started before it ok; after it: %d ok, %d refused of %d",
+		exited.Sub(signalled).Round(time.Millisecond), beforeOK, before, afterOK, refused, after)
+	if before == 0 || beforeOK != before {
+		t.Errorf("%d of %d requests in flight at SIGTERM failed", before-beforeOK, before)
+	}
+	if len(bad) > 0 {
+		t.Errorf("requests reset or failed (not refused) around SIGTERM: %v", bad)
+	}
+	if err := th.ExitErr(); err != nil {
+		t.Errorf("thaw exit: %v", err)
+	}
+}

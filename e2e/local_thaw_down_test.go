@@ -1,0 +1,145 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+	"github.com/thaw-dev/thaw/xds"
+)
+
+// TestLocalThawDownFailover: thaw is killed (SIGKILL) while proxy-mode
+// traffic flows to a revision whose backends are ready (target burst
+// capacity -1 keeps the activator in the path). Envoy fails over from the
+// activator endpoint (priority 0) to the ready backends (priority 1): no
+// request fails while thaw is down, none across its restart. A request for
+// a revision at zero while thaw is down gets 503 with Retry-After, never
+// a 500.
+func TestLocalThawDownFailover(t *testing.T) {
+	cfg := localConfig(t,
+		revisionYAML{Name: "px", Host: "px.test", StartupDelay: 100 * time.Millisecond, Latency: 20 * time.Millisecond,
+			Autoscaling: fast(map[string]string{"target-burst-capacity": "-1", "min-scale": "2"})},
+		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond, Autoscaling: fast(nil)},
+	)
+	first := harness.StartThaw(t, harness.ThawOptions{Config: cfg})
+	waitStatus(t, first, "local/px", 60*time.Second, "proxy mode with 2 ready backends", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") >= 2
+	})
+	load := startLoad(first, "px.test", "hello from px", 10)
+	time.Sleep(time.Second)
+	if ok := load.ok.Load(); ok == 0 {
+		t.Fatalf("no request succeeded through the activator before the crash: %v", load.fails)
+	}
+
+	envoy := &envoyAdmin{url: first.EnvoyAdminURL}
+	okBefore := load.ok.Load()
+	killed := time.Now()
+	first.Kill()
+	ejected := waitActivatorEjected(t, envoy, "rev_local_px", true, 15*time.Second)
+	t.Logf("activator endpoint ejected %v after the kill", ejected.Sub(killed).Round(time.Millisecond))
+	time.Sleep(2 * time.Second) // proxy-mode traffic flows with thaw down
+	okWhileDown := load.ok.Load() - okBefore
+
+	// At zero with thaw down: 503 with Retry-After, never 500.
+	c := client(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	code, body, hdr, err := get(ctx, c, first, "cold.test", "/")
+	cancel()
+	if err != nil || code != 503 || hdr.Get("Retry-After") == "" {
+		t.Errorf("request at zero with thaw down: code=%d err=%v Retry-After=%q body=%q; want 503 with Retry-After",
+			code, err, hdr.Get("Retry-After"), body)
+	}
+	if hdr.Get(xds.FailoverHeader) == "" {
+		t.Errorf("503 at zero lacks %s: not the activator-unreachable reply", xds.FailoverHeader)
+	}
+	// A POST the activator never routed is safe to retry too.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, first.HTTPURL+"/", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "cold.test"
+	resp, err := c.Do(req)
+	cancel()
+	if err != nil {
+		t.Fatalf("POST at zero with thaw down: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get(xds.FailoverHeader) == "" {
+		t.Errorf("POST at zero with thaw down: code=%d headers=%v; want 503 with Retry-After and %s",
+			resp.StatusCode, resp.Header, xds.FailoverHeader)
+	}
+
+	restarted := time.Now()
+	second := harness.StartThaw(t, harness.ThawOptions{ConfigPath: first.ConfigPath, StateDir: first.StateDir,
+		HTTPPort: first.HTTPPort, GRPCPort: first.GRPCPort, AdminPort: first.AdminPort, EnvoyAdminPort: first.EnvoyAdminPort})
+	waitStatus(t, second, "local/px", 30*time.Second, "proxy mode after restart", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") >= 2
+	})
+	// Traffic returns to the activator once its endpoint is no longer
+	// ejected: the new thaw counts requests in flight again.
+	back := waitActivatorTraffic(t, second, "local/px", 30*time.Second)
+	t.Logf("traffic back on the activator %v after the restart began", back.Sub(restarted).Round(time.Millisecond))
+	ok, failed, fails := load.stop()
+	t.Logf("requests: %d ok (%d while thaw was down), %d failed", ok, okWhileDown, failed)
+	if okWhileDown == 0 {
+		t.Error("no proxy-mode request succeeded while thaw was down")
+	}
+	if failed != 0 {
+		t.Errorf("%d requests failed across the thaw crash and restart: %v", failed, fails)
+	}
+}
+
+// waitActivatorEjected polls Envoy's /clusters until the activator
+// endpoint of cluster is (or is no longer) ejected by outlier detection; it
+// returns when it was.
+func waitActivatorEjected(t *testing.T, e *envoyAdmin, cluster string, want bool, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		out, err := e.get("/clusters")
+		if err == nil {
+			last = activatorHealth(out, cluster)
+			if strings.Contains(last, "failed_outlier_check") == want {
+				return time.Now()
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("activator endpoint of %s: ejected never became %v (health flags %q)", cluster, want, last)
+	return time.Time{}
+}
+
+// activatorHealth returns the health_flags line of cluster's activator
+// endpoint in Envoy's /clusters text.
+func activatorHealth(clusters, cluster string) string {
+	for l := range strings.SplitSeq(clusters, "\n") {
+		if strings.HasPrefix(l, cluster+"::") && strings.Contains(l, xds.ActivatorListenerName) && strings.Contains(l, "::health_flags::") {
+			return l
+		}
+	}
+	return ""
+}
+
+// waitActivatorTraffic waits until thaw's /status shows requests in flight
+// through the activator for rev.
+func waitActivatorTraffic(t *testing.T, th *harness.Thaw, rev string, timeout time.Duration) time.Time {
+	t.Helper()
+	var once sync.Once
+	var at time.Time
+	waitStatus(t, th, rev, timeout, "requests in flight through the activator", func(r map[string]any) bool {
+		if num(r, "inFlight") > 0 || num(r, "held") > 0 {
+			once.Do(func() { at = time.Now() })
+			return true
+		}
+		return false
+	})
+	return at
+}
