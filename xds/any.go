@@ -34,13 +34,3 @@ func validated[M validator](m M) (M, error) {
 	}
 	return m, nil
 }
-
-// mustAny packs a constant message whose validation and packing cannot
-// fail (a constructor invariant); it panics otherwise.
-func mustAny(m validator) *anypb.Any {
-	a, err := toAny(m)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
