@@ -46,18 +46,38 @@ func localConfig(workloadBin string, revs ...rev) string {
 // routes every request to one backend, with the same circuit-breaker
 // limits thaw's clusters get. No xDS, no ext_proc, no stats sink.
 func staticEnvoyBootstrap(listenPort, adminPort, backendPort int) string {
+	return staticBootstrap("static_http", listenPort, adminPort, backendPort, false)
+}
+
+// h2cClusterOptions makes a static cluster speak HTTP/2 with prior
+// knowledge.
+const h2cClusterOptions = `    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {}
+`
+
+// staticBootstrap is a plain Envoy bootstrap: listener name on listenPort
+// routing everything to one backend cluster (HTTP/1.1, or h2c when h2c),
+// admin on adminPort.
+func staticBootstrap(name string, listenPort, adminPort, backendPort int, h2c bool) string {
+	opts := ""
+	if h2c {
+		opts = h2cClusterOptions
+	}
 	return fmt.Sprintf(`admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+  address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
 static_resources:
   listeners:
-  - name: static_http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+  - name: %[4]s
+    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
     filter_chains:
     - filters:
       - name: envoy.filters.network.http_connection_manager
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: static_http
+          stat_prefix: %[4]s
           route_config:
             name: static
             virtual_hosts:
@@ -74,15 +94,15 @@ static_resources:
   - name: backend
     type: STATIC
     connect_timeout: 1s
-    circuit_breakers:
+%[5]s    circuit_breakers:
       thresholds:
       - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
     load_assignment:
       cluster_name: backend
       endpoints:
       - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, adminPort, listenPort, backendPort)
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[3]d}}}
+`, adminPort, listenPort, backendPort, name, opts)
 }
 
 // staticEnvoy is the running baseline Envoy.

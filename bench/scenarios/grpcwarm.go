@@ -207,48 +207,7 @@ send:
 // HTTP/2 with prior knowledge to one backend. No xDS, no ext_proc, no
 // stats sink.
 func staticEnvoyH2CBootstrap(listenPort, adminPort, backendPort int) string {
-	return fmt.Sprintf(`admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-static_resources:
-  listeners:
-  - name: static_grpc
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: static_grpc
-          route_config:
-            name: static
-            virtual_hosts:
-            - name: backend
-              domains: ["*"]
-              routes:
-              - match: {prefix: "/"}
-                route: {cluster: backend}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: backend
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config:
-          http2_protocol_options: {}
-    circuit_breakers:
-      thresholds:
-      - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
-    load_assignment:
-      cluster_name: backend
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, adminPort, listenPort, backendPort)
+	return staticBootstrap("static_grpc", listenPort, adminPort, backendPort, true)
 }
 
 // startStaticEnvoyH2C runs the gRPC baseline Envoy with the same worker
