@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube test test-unit test-e2e bench bench-micro lint run clean
+.PHONY: all build tools tools-envoy tools-kube test test-unit test-fuzz test-e2e bench bench-micro lint run clean
 
 all: build
 
@@ -35,10 +35,21 @@ tools-kube:
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a
 ## real Kubernetes control plane.
-test: tools test-unit bench-micro test-e2e
+test: tools test-unit test-fuzz bench-micro test-e2e
 
 test-unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
+
+## test-fuzz: every fuzz target (package:Target) fuzzed for FUZZ_TIME, so
+## none rots; test-unit already runs their seed corpora. A crash found is
+## written to the package's testdata/fuzz: make it a regression test.
+FUZZ_TIME ?= 3s
+FUZZ_TARGETS := revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse \
+	autoscaler/statsink:FuzzIngest autoscaler:FuzzCollector extproc:FuzzRequestHeaders
+test-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "./$${t%%:*}"; \
+	done
 
 test-e2e: build
 	THAW_BIN=$(CURDIR)/bin/thaw $(GO) test $(GOTEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/...

@@ -22,7 +22,9 @@
 // (Envoy stops routing it), records an InvalidConfiguration Warning Event on
 // the workload naming each annotation at fault and its allowed values, and
 // counts thaw_kube_config_errors_total{field}; other revisions are
-// untouched.
+// untouched. A host (in revision.NormalizeHost form) that two workloads
+// claim belongs to the one created first (the lower key on a tie); the
+// other is invalid in the same way until the owner lets go of it.
 //
 // # Backends
 //

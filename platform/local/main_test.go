@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,6 +29,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashChildEnv); spec != "" {
 		crashChild(spec) // never returns: killed by the test that started it
 	}
+	if fuzzOnly() {
+		os.Exit(m.Run()) // FuzzParse needs no workload binary
+	}
 	dir, err := os.MkdirTemp("", "thaw-local-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -44,6 +48,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// fuzzOnly reports whether this run only fuzzes (`go test -run '^$' -fuzz
+// X`, or a fuzzing worker process), so no test needs the workload.
+func fuzzOnly() bool {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return true
+	}
+	fz, run := flag.Lookup("test.fuzz"), flag.Lookup("test.run")
+	return fz != nil && fz.Value.String() != "" && run != nil && run.Value.String() == "^$"
 }
 
 // waitLimit bounds every wait in these tests.

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/thaw-dev/thaw/activator"
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
+)
+
+// erroringPlatform is a platform stand-in that reports a failure for one
+// revision, as platform/local does for a crash-looping process.
+type erroringPlatform struct{ bad revision.Key }
+
+func (erroringPlatform) GetScale(context.Context, revision.Key) (int32, int32, error) {
+	return 1, 0, nil
+}
+func (erroringPlatform) SetScale(context.Context, revision.Key, int32) error { return nil }
+func (erroringPlatform) Run(ctx context.Context) error                       { <-ctx.Done(); return nil }
+func (p erroringPlatform) RevisionError(key revision.Key) string {
+	if key == p.bad {
+		return "crashy-1: exit status 3"
+	}
+	return ""
+}
+
+// TestStatusShowsPlatformErrors: a valid revision's row carries the
+// platform's last error; other rows stay clean; an invalid revision's row
+// carries its configuration error.
+func TestStatusShowsPlatformErrors(t *testing.T) {
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	crashy, fine, broken := revision.Key{Namespace: "local", Name: "crashy"}, revision.Key{Namespace: "local", Name: "fine"},
+		revision.Key{Namespace: "local", Name: "broken"}
+	for i, k := range []revision.Key{crashy, fine} {
+		s := revision.DefaultSpec()
+		s.Hosts = []string{[]string{"crashy.localhost", "fine.localhost"}[i]}
+		reg.Upsert(k, s)
+	}
+	reg.SetInvalid(broken, &revision.FieldError{Field: "hosts", Value: "x", Allowed: "y"})
+	a, err := New(Options{Registry: reg, GRPCAddress: "127.0.0.1:0", AdminAddress: "127.0.0.1:0",
+		XDS: xds.DefaultConfig(),
+		NewPlatform: func(*activator.Activator, prometheus.Registerer) (Platform, error) {
+			return erroringPlatform{bad: crashy}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.grpcLn.Close(); a.admin.ln.Close() })
+	got := map[string]string{}
+	for _, r := range a.Status() {
+		got[r.Revision] = r.Error
+	}
+	if got["local/crashy"] != "crashy-1: exit status 3" || got["local/fine"] != "" || got["local/broken"] == "" || len(got) != 3 {
+		t.Errorf("status errors = %q", got)
+	}
+}
