@@ -97,8 +97,10 @@ func TestLocalServeModeWithoutContainerConcurrency(t *testing.T) {
 	}
 }
 
-// endpointsInternal reports whether Envoy's only endpoint of cluster name is
-// an internal listener address (proxy mode) rather than a socket address.
+// endpointsInternal reports whether one of Envoy's endpoints of cluster name
+// is an internal listener address (proxy mode: the activator at priority 0,
+// the ready backends behind it at priority 1 for failover) rather than only
+// socket addresses (serve mode).
 func (e *envoyAdmin) endpointsInternal(name string) (bool, error) {
 	c := &http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(e.url + "/clusters?format=json")
@@ -121,11 +123,15 @@ func (e *envoyAdmin) endpointsInternal(name string) (bool, error) {
 		if cs.Name != name {
 			continue
 		}
-		if len(cs.HostStatuses) != 1 {
-			return false, fmt.Errorf("cluster %s has %d hosts, want 1", name, len(cs.HostStatuses))
+		if len(cs.HostStatuses) == 0 {
+			return false, fmt.Errorf("cluster %s has no hosts", name)
 		}
-		_, internal := cs.HostStatuses[0].Address["envoy_internal_address"]
-		return internal, nil
+		for _, h := range cs.HostStatuses {
+			if _, internal := h.Address["envoy_internal_address"]; internal {
+				return true, nil
+			}
+		}
+		return false, nil
 	}
 	return false, fmt.Errorf("cluster %s not in Envoy's /clusters", name)
 }
