@@ -21,8 +21,7 @@ import (
 )
 
 // DefaultBinDir returns where `make tools` links the control-plane binaries
-// when KUBE_BIN_DIR is not set: .tools/bin in the repository
-// (/work/main/.tools/bin in the main work tree).
+// when KUBE_BIN_DIR is not set: .tools/bin in the repository.
 func DefaultBinDir() string { return filepath.Join(RepoRoot(), ".tools", "bin") }
 
 // ClusterOptions configures StartCluster. The zero value is one fake node,
