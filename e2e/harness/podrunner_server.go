@@ -59,6 +59,26 @@ func newPodServer(r *PodRunner, pod *corev1.Pod, stats *podStats) *podServer {
 
 func (s *podServer) isServing() bool { return s.serving.Load() }
 
+// recreate deletes a controller-owned pod whose IP another live pod holds
+// (kwok occasionally hands one IP to two pods created at once), as a
+// kubelet would fail its sandbox: the controller replaces it with a pod
+// that gets a fresh IP. A pod without a controller is left as it is.
+func (s *podServer) recreate() {
+	if metav1.GetControllerOf(s.pod) == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	uid := s.uid
+	err := s.r.client.CoreV1().Pods(s.namespace).Delete(ctx, s.name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid}, GracePeriodSeconds: new(int64)})
+	if err != nil && s.ctx.Err() == nil {
+		s.r.logf("pod %s/%s: delete after a failed listen: %v", s.namespace, s.name, err)
+		return
+	}
+	s.r.logf("pod %s/%s: deleted after a failed listen, so its controller recreates it", s.namespace, s.name)
+}
+
 // ports returns the TCP container ports of the pod, or the default port.
 func (s *podServer) ports() []int32 {
 	var ports []int32
@@ -93,6 +113,7 @@ func (s *podServer) run() {
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.r.logf("pod %s/%s: %v", s.namespace, s.name, err)
+				s.recreate()
 			}
 			for _, l := range listeners {
 				_ = l.Close()
