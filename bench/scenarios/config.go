@@ -27,17 +27,7 @@ func localConfig(workloadBin string, revs ...rev) string {
 		fmt.Fprintf(&b, "  - name: %s\n    hosts: [%s]\n    command: [%q, --port, \"{port}\"]\n", r.name, r.host(), workloadBin)
 		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n      STARTUP_DELAY: %s\n      LATENCY: %s\n", r.name, r.startupDelay, r.latency)
 		b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
-		if len(r.autoscaling) > 0 {
-			b.WriteString("    autoscaling:\n")
-			keys := make([]string, 0, len(r.autoscaling))
-			for k := range r.autoscaling {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(&b, "      %s: %q\n", k, r.autoscaling[k])
-			}
-		}
+		writeAutoscaling(&b, r.autoscaling)
 	}
 	return b.String()
 }
@@ -133,4 +123,21 @@ func startStaticEnvoy(e *env, dir string, backendPort int) (*staticEnvoy, error)
 		return nil, fmt.Errorf("static envoy: %w\n%s", err, p.logTail(20))
 	}
 	return se, nil
+}
+
+// writeAutoscaling appends a revision's autoscaling map to a local config,
+// keys sorted; nothing when it is empty.
+func writeAutoscaling(b *strings.Builder, settings map[string]string) {
+	if len(settings) == 0 {
+		return
+	}
+	b.WriteString("    autoscaling:\n")
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "      %s: %q\n", k, settings[k])
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -269,17 +268,7 @@ func h2cConfig(workloadBin string, revs ...h2cRev) string {
 		fmt.Fprintf(&b, "    command: [%q, --port, \"{port}\", --protocol, h2c]\n", workloadBin)
 		fmt.Fprintf(&b, "    env:\n      BODY: hello from %s\n", r.name)
 		b.WriteString("    readiness:\n      tcp: true\n      period: 1s\n    stopTimeout: 5s\n")
-		if len(r.autoscaling) > 0 {
-			b.WriteString("    autoscaling:\n")
-			keys := make([]string, 0, len(r.autoscaling))
-			for k := range r.autoscaling {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(&b, "      %s: %q\n", k, r.autoscaling[k])
-			}
-		}
+		writeAutoscaling(&b, r.autoscaling)
 	}
 	return b.String()
 }
