@@ -183,6 +183,13 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		}
 	}
 	s.trackFirst(first, []*change{lds, rds, cds, eds})
+	if first {
+		// A stream that resumed (reported the versions it holds) before
+		// this snapshot was applied sends nothing more: check it now.
+		for _, k := range s.tracker.keys() {
+			s.checkFirstAck(k)
+		}
+	}
 	s.metrics.applySeconds.Observe(s.clock.Since(start).Seconds())
 	s.notify.broadcast()
 	s.log.Debug("applied snapshot", zap.Uint64("snapshot", snap.Version),

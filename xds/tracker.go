@@ -342,6 +342,17 @@ func (t *tracker) covers(k streamKey, want map[string]map[string]string) bool {
 	return true
 }
 
+// keys returns the keys of the connected streams.
+func (t *tracker) keys() []streamKey {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]streamKey, 0, len(t.streams))
+	for k := range t.streams {
+		out = append(out, k)
+	}
+	return out
+}
+
 // count returns the number of connected streams.
 func (t *tracker) count() int {
 	t.mu.RLock()
