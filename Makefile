@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube test test-unit test-fuzz test-e2e bench bench-micro lint run clean
+.PHONY: all build tools tools-envoy tools-kube test test-unit test-fuzz test-e2e bench bench-micro lint run clean generate verify-generate image
 
 all: build
 
@@ -35,7 +35,19 @@ tools-kube:
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a
 ## real Kubernetes control plane.
-test: tools test-unit test-fuzz bench-micro test-e2e
+test: tools verify-generate test-unit test-fuzz bench-micro test-e2e
+
+## generate: deepcopy code and the Revision CRD from the Go types in api/
+## (controller-gen, pinned; `go run` builds it once into the Go cache).
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+export CONTROLLER_GEN
+generate:
+	$(CONTROLLER_GEN) object paths=./api/... crd:allowDangerousTypes=true paths=./api/... \
+		output:crd:dir=manifests/base/crd
+
+## verify-generate: fail when the committed generated files are stale.
+verify-generate:
+	bash hack/verify-generate.sh
 
 test-unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
