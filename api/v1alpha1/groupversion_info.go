@@ -21,8 +21,10 @@ var RevisionsResource = SchemeGroupVersion.WithResource("revisions")
 // RevisionKind is the kind of a Revision object.
 const RevisionKind = "Revision"
 
+var schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
 // AddToScheme registers Revision and RevisionList in a scheme.
-var AddToScheme = runtime.NewSchemeBuilder(addKnownTypes).AddToScheme
+var AddToScheme = schemeBuilder.AddToScheme
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion, &Revision{}, &RevisionList{})

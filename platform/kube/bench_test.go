@@ -99,11 +99,11 @@ func BenchmarkReconcile(b *testing.B) {
 	p.deployments, p.statefuls, p.pods = dInf.Lister(), sInf.Lister(), pInf.Informer().GetIndexer()
 	p.queue = workqueue.NewTyped[revision.Key]()
 	for i := range revisions {
-		p.reconcile(key(fmt.Sprintf("app-%d", i)))
+		p.reconcile(b.Context(), key(fmt.Sprintf("app-%d", i)))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		p.reconcile(key(fmt.Sprintf("app-%d", i%revisions)))
+		p.reconcile(b.Context(), key(fmt.Sprintf("app-%d", i%revisions)))
 	}
 }

@@ -16,6 +16,8 @@ const (
 	MetricLeader        = "thaw_kube_leader"
 	// MetricCostPatches counts pod-deletion-cost patches by result.
 	MetricCostPatches = "thaw_kube_deletion_cost_patches_total"
+	// MetricRevisionStatusPatches counts Revision status writes by result.
+	MetricRevisionStatusPatches = "thaw_kube_revision_status_patches_total"
 )
 
 type metrics struct {
@@ -39,15 +41,18 @@ type metrics struct {
 	// costPatches counts pod-deletion-cost patches by result ("ok",
 	// "error").
 	costPatches *prometheus.CounterVec
+	// revisionStatusPatches counts Revision status writes by result
+	// ("ok", "error").
+	revisionStatusPatches *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		revisions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricRevisions, Help: "Workloads annotated as thaw revisions, by state (valid, invalid).",
+			Name: MetricRevisions, Help: "Revisions (Revision objects and annotated workloads), by state (valid, invalid).",
 		}, []string{"state"}),
 		configErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricConfigErrors, Help: "Rejected workload configurations, by the annotation at fault.",
+			Name: MetricConfigErrors, Help: "Rejected revision configurations, by the annotation or Revision field at fault.",
 		}, []string{"field"}),
 		scalePatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricScalePatches, Help: "Patches of the /scale subresource, by result (ok, not_found, error).",
@@ -61,6 +66,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricLeader, Help: "1 while this thaw replica writes to the cluster (leads), else 0.",
 		}),
+		revisionStatusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRevisionStatusPatches, Help: "Writes of Revision status (thaw.dev/v1alpha1, status subresource), by result (ok, error).",
+		}, []string{"result"}),
 		costPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricCostPatches, Help: "Patches of pods' controller.kubernetes.io/pod-deletion-cost before a scale-down, by result (ok, error).",
 		}, []string{"result"}),
@@ -69,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches} {
+	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

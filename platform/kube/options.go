@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -83,7 +84,46 @@ type Options struct {
 	// only between SetLeader(true) and SetLeader(false). When false it
 	// always writes, as a single replica does.
 	Elected bool
+
+	// Revisions says whether Revision objects (thaw.dev/v1alpha1) are
+	// watched; see RevisionsMode. Default RevisionsAuto.
+	Revisions RevisionsMode
+	// Dynamic reads Revisions and writes their status. nil: built from
+	// RESTConfig (and Revisions are off without one).
+	Dynamic dynamic.Interface
+	// Mapper maps a Revision's scaleTargetRef kind to its resource. nil:
+	// a cached discovery mapper built from RESTConfig, or, without one, a
+	// static mapper knowing apps/v1 Deployment, StatefulSet and ReplicaSet.
+	Mapper meta.RESTMapper
+	// Discovery tells RevisionsAuto whether the Revision CRD is served.
+	// nil: built from RESTConfig.
+	Discovery discovery.DiscoveryInterface
+	// ScaleRefresh is how old a Revision's view of its scale target
+	// (spec.replicas and the pod selector, read through /scale) may get
+	// before it is read again. Deployment and StatefulSet targets are also
+	// read again whenever the informer sees them change. Default
+	// DefaultScaleRefresh.
+	ScaleRefresh time.Duration
 }
+
+// RevisionsMode selects whether the platform watches Revision objects.
+type RevisionsMode string
+
+// Revision watching modes.
+const (
+	// RevisionsAuto watches Revisions when the apiserver serves
+	// revisions.thaw.dev/v1alpha1 when Run starts (a CRD installed later
+	// needs a restart), and annotated workloads in any case.
+	RevisionsAuto RevisionsMode = ""
+	// RevisionsOn always watches Revisions; Run fails when the CRD is
+	// not served.
+	RevisionsOn RevisionsMode = "on"
+	// RevisionsOff never watches Revisions: annotated workloads only.
+	RevisionsOff RevisionsMode = "off"
+)
+
+// DefaultScaleRefresh: see Options.ScaleRefresh.
+const DefaultScaleRefresh = 30 * time.Second
 
 func (o *Options) setDefaults() error {
 	if o.Client == nil || o.Registry == nil {
@@ -104,6 +144,17 @@ func (o *Options) setDefaults() error {
 	if o.StatusInterval == 0 {
 		o.StatusInterval = DefaultStatusInterval
 	}
+	if o.ScaleRefresh <= 0 {
+		o.ScaleRefresh = DefaultScaleRefresh
+	}
+	switch o.Revisions {
+	case RevisionsAuto, RevisionsOn, RevisionsOff:
+	default:
+		return fmt.Errorf("kube: Options.Revisions %q: want \"\", %q or %q", o.Revisions, RevisionsOn, RevisionsOff)
+	}
+	if err := o.buildClients(); err != nil {
+		return err
+	}
 	if o.Defaults.Metric == "" {
 		o.Defaults = revision.DefaultSpec()
 	}
@@ -115,20 +166,43 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// newScales builds a /scale client whose REST mapper and scale-kind resolver
-// use cached discovery, so any resource with a scale subresource works and
-// discovery is asked once.
-func newScales(cfg *rest.Config) (scale.ScalesGetter, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: discovery client: %w", err)
+// buildClients fills Scales, Mapper, Dynamic and Discovery from
+// RESTConfig where they are nil, sharing one cached discovery client.
+func (o *Options) buildClients() error {
+	if o.RESTConfig == nil {
+		if o.Mapper == nil {
+			o.Mapper = staticMapper()
+		}
+		return nil
 	}
-	cached := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
-	sc, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc,
-		scale.NewDiscoveryScaleKindResolver(cached))
-	if err != nil {
-		return nil, fmt.Errorf("kube: scale client: %w", err)
+	var cached discovery.CachedDiscoveryInterface
+	if o.Discovery == nil || o.Mapper == nil || o.Scales == nil {
+		dc, err := discovery.NewDiscoveryClientForConfig(o.RESTConfig)
+		if err != nil {
+			return fmt.Errorf("kube: discovery client: %w", err)
+		}
+		cached = memory.NewMemCacheClient(dc)
+		if o.Discovery == nil {
+			o.Discovery = dc
+		}
 	}
-	return sc, nil
+	if o.Mapper == nil {
+		o.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	}
+	if o.Scales == nil {
+		sc, err := scale.NewForConfig(o.RESTConfig, o.Mapper, dynamic.LegacyAPIPathResolverFunc,
+			scale.NewDiscoveryScaleKindResolver(cached))
+		if err != nil {
+			return fmt.Errorf("kube: scale client: %w", err)
+		}
+		o.Scales = sc
+	}
+	if o.Dynamic == nil {
+		dyn, err := dynamic.NewForConfig(o.RESTConfig)
+		if err != nil {
+			return fmt.Errorf("kube: dynamic client: %w", err)
+		}
+		o.Dynamic = dyn
+	}
+	return nil
 }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -23,14 +26,15 @@ import (
 	"github.com/thaw-dev/thaw/revision"
 )
 
-// Platform publishes revisions from annotated Deployments and StatefulSets
-// and their ready Pods into a revision.Registry, and scales them through the
-// /scale subresource. It implements autoscaler.ScaleTarget and the Platform
+// Platform publishes revisions from Revision objects (thaw.dev/v1alpha1,
+// see Options.Revisions) and from annotated Deployments and StatefulSets,
+// with their ready Pods, into a revision.Registry, and scales them through
+// the /scale subresource. It implements autoscaler.ScaleTarget and the Platform
 // interface of internal/app.
 //
 // Every thaw replica runs the informers and feeds its own registry; only the
 // leader (see Options.Elected and SetLeader) writes to the cluster: scale
-// patches, Events and the thaw.dev/status annotation.
+// patches, Events, Revision status and the thaw.dev/status annotation.
 type Platform struct {
 	opts    Options
 	log     *zap.Logger
@@ -43,14 +47,22 @@ type Platform struct {
 	deployments appslisters.DeploymentLister
 	statefuls   appslisters.StatefulSetLister
 	pods        cache.Indexer
-	queue       workqueue.TypedInterface[revision.Key]
-	started     atomic.Bool
+	// revisions caches *v1alpha1.Revision; nil when Revisions are off.
+	revisions cache.Indexer
+	queue     workqueue.TypedInterface[revision.Key]
+	started   atomic.Bool
 	// synced is set once the informers synced and the queue runs.
 	synced atomic.Bool
 
-	mu        sync.Mutex
-	revs      map[revision.Key]*revState
-	hosts     *hostIndex
+	mu    sync.Mutex
+	revs  map[revision.Key]*revState
+	hosts *hostIndex
+	// selectors: namespace → Revision key → its target's pod selector,
+	// so a pod event finds the Revisions selecting the pod.
+	selectors map[string]map[revision.Key]labels.Selector
+	// ignored: annotated workloads (by key) whose annotations a Revision
+	// overrides → the last reported Revision, to warn once per term.
+	ignored   map[revision.Key]string
 	invalid   int
 	conflicts int
 }
@@ -68,15 +80,10 @@ func New(opts Options) (*Platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: metrics: %w", err)
 	}
-	sc := opts.Scales
-	if sc == nil {
-		if sc, err = newScales(opts.RESTConfig); err != nil {
-			return nil, err
-		}
-	}
 	p := &Platform{
-		opts: opts, log: opts.Logger, scales: sc, metrics: m,
+		opts: opts, log: opts.Logger, scales: opts.Scales, metrics: m,
 		revs: map[revision.Key]*revState{}, hosts: newHostIndex(),
+		selectors: map[string]map[revision.Key]labels.Selector{}, ignored: map[revision.Key]string{},
 	}
 	p.setLeading(!opts.Elected)
 	return p, nil
@@ -93,7 +100,11 @@ func (p *Platform) SetLeader(leading bool) {
 		p.mu.Lock()
 		for _, st := range p.revs {
 			st.reportedInvalid, st.reportedConflict = "", ""
+			if st.crd != nil {
+				st.crd.status = "" // the previous leader may have written another
+			}
 		}
+		clear(p.ignored)
 		p.mu.Unlock()
 		p.enqueueAll()
 	}
@@ -152,10 +163,14 @@ func (p *Platform) Run(ctx context.Context) error {
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[revision.Key]{Name: "thaw-kube"})
 	p.queue = queue
 
+	revFactory, revInf, err := p.startRevisions()
+	if err != nil {
+		return err
+	}
 	workloadHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    p.onWorkload,
-		UpdateFunc: func(_, obj any) { p.onWorkload(obj) },
-		DeleteFunc: p.onWorkload,
+		AddFunc:    func(obj any) { p.onWorkload(nil, obj) },
+		UpdateFunc: p.onWorkload,
+		DeleteFunc: func(obj any) { p.onWorkload(nil, obj) },
 	}
 	podHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onPod(nil, obj) },
@@ -178,10 +193,18 @@ func (p *Platform) Run(ctx context.Context) error {
 		wg.Wait()
 		workloads.Shutdown()
 		podFactory.Shutdown()
+		if revFactory != nil {
+			revFactory.Shutdown()
+		}
 	}()
 	workloads.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), dInf.Informer().HasSynced, sInf.Informer().HasSynced, pInf.Informer().HasSynced) {
+	synced := []cache.InformerSynced{dInf.Informer().HasSynced, sInf.Informer().HasSynced, pInf.Informer().HasSynced}
+	if revFactory != nil {
+		revFactory.Start(ctx.Done())
+		synced = append(synced, revInf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("kube: waiting for informer caches: %w", context.Cause(ctx))
 	}
 	keys, err := p.listKeys()
@@ -189,13 +212,13 @@ func (p *Platform) Run(ctx context.Context) error {
 		return err
 	}
 	for _, key := range keys {
-		p.reconcile(key)
+		p.reconcile(ctx, key)
 	}
 	// A workload that lost a host to one reconciled after it was queued
 	// again: settle those before the first snapshot is served. Bounded by
 	// what is queued now.
 	for n := p.queue.Len(); n > 0; n-- {
-		p.processNext()
+		p.processNext(ctx)
 	}
 	// The report loop starts from the state before SetSynced, so it sees
 	// every mode flip made by those who waited for Synced.
@@ -207,13 +230,13 @@ func (p *Platform) Run(ctx context.Context) error {
 		// what that pass did not (reported problems are not repeated).
 		p.enqueueAll()
 	}
-	p.log.Info("kube platform synced", zap.Int("revisions", len(keys)),
+	p.log.Info("kube platform synced", zap.Int("keys", len(keys)), zap.Bool("revisionCRD", p.revisions != nil),
 		zap.String("namespace", p.opts.Namespace), zap.String("selector", p.opts.LabelSelector))
 
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for p.processNext() {
+		for p.processNext(ctx) {
 		}
 	}()
 	go func() {
@@ -225,18 +248,18 @@ func (p *Platform) Run(ctx context.Context) error {
 	return nil
 }
 
-func (p *Platform) processNext() bool {
+func (p *Platform) processNext(ctx context.Context) bool {
 	key, quit := p.queue.Get()
 	if quit {
 		return false
 	}
 	defer p.queue.Done(key)
-	p.reconcile(key)
+	p.reconcile(ctx, key)
 	return true
 }
 
 // listKeys returns the keys of every cached workload (annotated or not:
-// reconcile sorts them out).
+// reconcile sorts them out) and Revision.
 func (p *Platform) listKeys() ([]revision.Key, error) {
 	var keys []revision.Key
 	ds, err := p.deployments.List(everything)
@@ -253,7 +276,7 @@ func (p *Platform) listKeys() ([]revision.Key, error) {
 	for _, s := range ss {
 		keys = append(keys, revision.Key{Namespace: s.Namespace, Name: s.Name})
 	}
-	return keys, nil
+	return append(keys, p.revisionKeys()...), nil
 }
 
 func (p *Platform) enqueueAll() {
@@ -267,7 +290,10 @@ func (p *Platform) enqueueAll() {
 	}
 }
 
-func (p *Platform) onWorkload(obj any) {
+// onWorkload queues the workload's key and, when its spec changed
+// (generation), the Revisions that scale it, marking their view of it
+// stale so they read /scale again.
+func (p *Platform) onWorkload(oldObj, obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
@@ -277,6 +303,39 @@ func (p *Platform) onWorkload(obj any) {
 		return
 	}
 	p.queue.Add(revision.Key{Namespace: ns, Name: name})
+	if p.revisions == nil {
+		return
+	}
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	if old, ok := oldObj.(metav1.Object); ok && old.GetGeneration() == o.GetGeneration() {
+		return
+	}
+	var kind Kind
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		kind = KindDeployment
+	case *appsv1.StatefulSet:
+		kind = KindStatefulSet
+	default:
+		return
+	}
+	revs := p.revisionsTargeting(workloadTarget(kind, revision.Key{Namespace: ns, Name: name}))
+	p.mu.Lock()
+	for _, r := range revs {
+		if st := p.revs[revision.Key{Namespace: r.Namespace, Name: r.Name}]; st != nil && st.crd != nil {
+			st.crd.fetched = time.Time{}
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range revs {
+		p.queue.Add(revision.Key{Namespace: r.Namespace, Name: r.Name})
+	}
 }
 
 // onPod enqueues the revision whose workload owns the pod (see podOwner),
@@ -290,6 +349,7 @@ func (p *Platform) onPod(oldObj, obj any) {
 			if _, key, ok := podOwner(pod); ok {
 				p.queue.Add(key)
 			}
+			p.enqueue(p.revisionsSelecting(pod.Namespace, pod.Labels))
 		}
 	}
 }

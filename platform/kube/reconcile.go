@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 
 	"go.uber.org/zap"
@@ -20,6 +21,17 @@ const (
 	ReasonScaleFailed          = "ScaleFailed"
 	ReasonServeMode            = "ServeMode"
 	ReasonProxyMode            = "ProxyMode"
+	// ReasonAnnotationsIgnored: a Revision scales an annotated workload,
+	// whose annotations then count for nothing.
+	ReasonAnnotationsIgnored = "AnnotationsIgnored"
+)
+
+// revisionSource says where a revision's configuration comes from.
+type revisionSource int
+
+const (
+	sourceAnnotations revisionSource = iota
+	sourceRevision
 )
 
 var everything = labels.Everything()
@@ -46,6 +58,10 @@ type revState struct {
 	// Event during this leadership term, to report each problem once.
 	reportedInvalid, reportedConflict string
 	conflict                          bool
+	// source: annotations or a Revision; crd holds the Revision's state
+	// (nil for annotated workloads).
+	source revisionSource
+	crd    *crdState
 }
 
 type pendingScale struct {
@@ -92,14 +108,28 @@ func candidate(w *workload) *workload {
 
 // reconcile brings the registry in line with the cache for one key. It is
 // only called from one goroutine at a time (Run's initial pass, then the
-// queue worker).
-func (p *Platform) reconcile(key revision.Key) {
+// queue worker). A Revision of the key wins over an annotated workload of
+// the same name (see docs/revisions.md).
+func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
+	if r := p.getRevision(key); r != nil {
+		p.reconcileRevision(ctx, key, r)
+		return
+	}
+	p.mu.Lock()
+	if st := p.revs[key]; st != nil && st.crd != nil {
+		// The Revision is gone: start afresh from the annotations.
+		p.mu.Unlock()
+		p.forget(key)
+	} else {
+		p.mu.Unlock()
+	}
 	d, s, err := p.lookup(key)
 	if err != nil {
 		p.log.Error("cache lookup", zap.String("revision", key.String()), zap.Error(err))
 		return
 	}
-	w, loser := pickWinner(candidate(d), candidate(s))
+	d, s = p.unlessReferenced(key, candidate(d)), p.unlessReferenced(key, candidate(s))
+	w, loser := pickWinner(d, s)
 	if w == nil {
 		p.forget(key)
 		return
@@ -112,7 +142,7 @@ func (p *Platform) reconcile(key revision.Key) {
 
 	p.mu.Lock()
 	st := p.stateLocked(key)
-	st.kind, st.ref, st.status = w.kind, w.ref(), w.annotations[AnnotationStatus]
+	st.kind, st.ref, st.status, st.source = w.kind, w.ref(), w.annotations[AnnotationStatus], sourceAnnotations
 	st.replicas = w.replicas
 	if st.pending != nil {
 		rv, ok := parseRV(w.rv)
@@ -184,6 +214,33 @@ func (p *Platform) reconcile(key revision.Key) {
 	p.reportConflict(key, w, reportConflict)
 }
 
+// unlessReferenced returns w, or nil when a Revision scales w: the
+// Revision is then the only source of truth and w's thaw annotations are
+// ignored, with one AnnotationsIgnored Warning Event per leadership term.
+func (p *Platform) unlessReferenced(key revision.Key, w *workload) *workload {
+	if w == nil || p.revisions == nil {
+		return w
+	}
+	revs := p.revisionsTargeting(workloadTarget(w.kind, key))
+	if len(revs) == 0 {
+		return w
+	}
+	by := revs[0].Namespace + "/" + revs[0].Name
+	p.mu.Lock()
+	report := p.Leading() && p.ignored[key] != by
+	if report {
+		p.ignored[key] = by
+	}
+	p.mu.Unlock()
+	if report {
+		p.log.Warn("annotations ignored: a Revision scales this workload",
+			zap.String("workload", key.String()), zap.String("kind", string(w.kind)), zap.String("by", by))
+		p.recorder.Eventf(w.ref(), corev1.EventTypeWarning, ReasonAnnotationsIgnored,
+			"Revision %s scales this %s: its %s and autoscaling annotations are ignored (remove them, or the Revision)", by, w.kind, AnnotationHosts)
+	}
+	return nil
+}
+
 // selectorOf converts a workload selector; an empty selector is rejected
 // (it would select every pod of the namespace).
 func selectorOf(ls *metav1.LabelSelector) (labels.Selector, error) {
@@ -250,6 +307,7 @@ func (p *Platform) setConflictLocked(st *revState, conflict bool) {
 func (p *Platform) forget(key revision.Key) {
 	p.mu.Lock()
 	affected := p.hosts.remove(key)
+	p.setSelectorLocked(key, nil)
 	st := p.revs[key]
 	if st != nil {
 		p.setInvalidLocked(st, nil)

@@ -27,13 +27,15 @@ type Status struct {
 }
 
 // reportLoop records mode-flip Events as snapshots change and, every
-// StatusInterval, patches the thaw.dev/status annotations that differ from
-// the registry. Both only while leading. It returns when ctx ends.
+// StatusInterval, patches the thaw.dev/status annotations and Revision
+// statuses that differ from the registry (both only while leading) and
+// queues Revisions whose scale target view is stale. It returns when ctx
+// ends.
 func (p *Platform) reportLoop(ctx context.Context, ch <-chan struct{}, prev *revision.Snapshot) {
 	reg := p.opts.Registry
 	var tick <-chan time.Time
-	if p.opts.StatusInterval > 0 {
-		t := p.opts.Clock.NewTicker(p.opts.StatusInterval)
+	if interval := p.statusInterval(); interval > 0 {
+		t := p.opts.Clock.NewTicker(interval)
 		defer t.Stop()
 		tick = t.C()
 	}
@@ -47,6 +49,9 @@ func (p *Platform) reportLoop(ctx context.Context, ch <-chan struct{}, prev *rev
 			p.modeEvents(prev, cur)
 			prev = cur
 		case <-tick:
+			if p.revisions != nil {
+				p.refreshTargets(p.opts.Clock.Now())
+			}
 			p.syncStatuses(ctx, reg.Snapshot())
 		}
 	}
@@ -120,13 +125,33 @@ func (p *Platform) syncStatuses(ctx context.Context, snap *revision.Snapshot) {
 	}
 	var todo []statusPatch
 	p.mu.Lock()
+	revTodo := p.revisionStatusesLocked(snap, p.opts.Clock.Now())
 	for key, st := range p.revs {
+		if st.crd != nil || p.opts.StatusInterval < 0 {
+			continue
+		}
 		v, ok := statusOf(snap, key, st.invalid)
 		if ok && v != st.status && st.ref != nil {
 			todo = append(todo, statusPatch{key: key, kind: st.kind, value: v, log: st.log})
 		}
 	}
 	p.mu.Unlock()
+	for _, sp := range revTodo {
+		if ctx.Err() != nil || !p.Leading() {
+			return
+		}
+		if err := p.patchRevisionStatus(ctx, sp); err != nil {
+			p.metrics.revisionStatusPatches.WithLabelValues("error").Inc()
+			sp.log.Warn("revision status", zap.Error(err))
+			continue
+		}
+		p.metrics.revisionStatusPatches.WithLabelValues("ok").Inc()
+		p.mu.Lock()
+		if st := p.revs[sp.key]; st != nil && st.crd != nil {
+			st.crd.status = sp.fingerprint
+		}
+		p.mu.Unlock()
+	}
 	for _, sp := range todo {
 		if ctx.Err() != nil || !p.Leading() {
 			return
@@ -165,4 +190,17 @@ func (p *Platform) patchStatus(ctx context.Context, sp statusPatch) error {
 		return fmt.Errorf("patch %s %s: %w", sp.kind, sp.key, err)
 	}
 	return nil
+}
+
+// statusInterval is the period of the status loop: StatusInterval, or
+// DefaultStatusInterval when only Revision statuses are written
+// (StatusInterval < 0 disables the annotation, never Revision status).
+func (p *Platform) statusInterval() time.Duration {
+	if p.opts.StatusInterval < 0 {
+		if p.revisions == nil {
+			return 0
+		}
+		return DefaultStatusInterval
+	}
+	return p.opts.StatusInterval
 }

@@ -39,7 +39,8 @@ func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready
 	return st.current(), st.ready, nil
 }
 
-// SetScale patches the workload's /scale subresource to replicas (a JSON
+// SetScale patches the workload's (or the Revision's scale target's) /scale
+// subresource to replicas (a JSON
 // merge patch of spec.replicas, field manager "thaw") and records a Scaled
 // Event when the count changes. Before a scale-down of a Deployment, with
 // Options.Load, it first sets the pods' deletion costs (see
@@ -61,18 +62,25 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 		return fmt.Errorf("kube: revision %s: %w", key, autoscaler.ErrNotFound)
 	}
 	kind, ref, from, log := st.kind, st.ref, st.current(), st.log
+	gvr, name := kind.gvr(), key.Name
+	if st.crd != nil {
+		gvr, name = st.crd.gvr, st.crd.target.name
+	}
 	p.mu.Unlock()
-	if replicas < from {
+	if gvr.Resource == "" {
+		return fmt.Errorf("kube: revision %s: scale target not resolved: %w", key, autoscaler.ErrNotFound)
+	}
+	if replicas < from && st.crd == nil {
 		p.setDeletionCosts(ctx, key, kind, log)
 	}
 
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-	got, err := p.scales.Scales(key.Namespace).Patch(ctx, kind.gvr(), key.Name, types.MergePatchType, patch,
+	got, err := p.scales.Scales(key.Namespace).Patch(ctx, gvr, name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsNotFound(err):
 		p.metrics.scalePatches.WithLabelValues("not_found").Inc()
-		return fmt.Errorf("kube: revision %s: %s %s: %w", key, kind, key.Name, errors.Join(autoscaler.ErrNotFound, err))
+		return fmt.Errorf("kube: revision %s: %s %s: %w", key, kind, name, errors.Join(autoscaler.ErrNotFound, err))
 	case err != nil:
 		p.metrics.scalePatches.WithLabelValues("error").Inc()
 		p.recorder.Eventf(ref, corev1.EventTypeWarning, ReasonScaleFailed, "scaling to %d replicas failed: %v", replicas, err)

@@ -1,0 +1,175 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/thaw-dev/thaw/api/v1alpha1"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// statusInput is what a Revision's status is computed from.
+type statusInput struct {
+	generation int64
+	// invalid is the configuration error of an invalid revision.
+	invalid error
+	// rev is the published revision (nil when invalid or unpublished).
+	rev *revision.Revision
+	// replicas is the target's spec.replicas as thaw last saw or set it.
+	replicas int32
+	selector string
+	prior    []metav1.Condition
+	now      time.Time
+}
+
+// maxConditionMessage bounds condition messages (the API allows 32768
+// bytes).
+const maxConditionMessage = 1024
+
+// revisionStatus computes a Revision's status: Ready (routed or invalid),
+// Active (Serving with ready pods, Waking while pods are wanted but none is
+// ready, ScaledToZero when none is wanted), the mode, the autoscaler's
+// desired scale and the ready pod count. Conditions keep their
+// lastTransitionTime from prior while their status does not change.
+func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
+	out := v1alpha1.RevisionStatus{ObservedGeneration: in.generation, Selector: in.selector}
+	conds := append([]metav1.Condition(nil), in.prior...)
+	set := func(typ string, ok bool, reason, msg string) {
+		st := metav1.ConditionFalse
+		if ok {
+			st = metav1.ConditionTrue
+		}
+		if len(msg) > maxConditionMessage {
+			msg = msg[:maxConditionMessage]
+		}
+		meta.SetStatusCondition(&conds, metav1.Condition{
+			Type: typ, Status: st, Reason: reason, Message: msg,
+			ObservedGeneration: in.generation, LastTransitionTime: metav1.NewTime(in.now),
+		})
+	}
+	switch {
+	case in.invalid != nil:
+		reason := v1alpha1.ReasonInvalidConfiguration
+		if errors.Is(in.invalid, ErrScaleTarget) {
+			reason = v1alpha1.ReasonScaleTargetNotFound
+		}
+		out.Mode = v1alpha1.ModeInvalid
+		set(v1alpha1.ConditionReady, false, reason, describeError(in.invalid))
+		set(v1alpha1.ConditionActive, false, reason, "not routed: the configuration is invalid")
+	case in.rev != nil:
+		ready := int32(len(in.rev.ReadyBackends()))
+		out.Mode = in.rev.Mode.String()
+		out.ActualScale = ready
+		if in.rev.DesiredScale >= 0 {
+			d := in.rev.DesiredScale
+			out.DesiredScale = &d
+		}
+		set(v1alpha1.ConditionReady, true, v1alpha1.ReasonRouted,
+			"thaw routes the revision (through the activator while no pod is ready)")
+		switch {
+		case ready > 0:
+			set(v1alpha1.ConditionActive, true, v1alpha1.ReasonServing, fmt.Sprintf("%d ready pods", ready))
+		case in.rev.DesiredScale > 0 || (in.rev.DesiredScale < 0 && in.replicas > 0):
+			set(v1alpha1.ConditionActive, false, v1alpha1.ReasonWaking,
+				fmt.Sprintf("waiting for a ready pod (%d replicas wanted)", max(in.rev.DesiredScale, in.replicas)))
+		default:
+			set(v1alpha1.ConditionActive, false, v1alpha1.ReasonScaledToZero, "no pods; the first request wakes the revision")
+		}
+	default:
+		out.Mode = ""
+		set(v1alpha1.ConditionReady, false, v1alpha1.ReasonPending, "not published yet")
+	}
+	out.Conditions = conds
+	return out
+}
+
+// statusFingerprint identifies a status apart from transition times, to
+// patch only what changed.
+func statusFingerprint(s v1alpha1.RevisionStatus) string {
+	c := s.DeepCopy()
+	for i := range c.Conditions {
+		c.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// revisionStatusPatch is one pending status write.
+type revisionStatusPatch struct {
+	key         revision.Key
+	status      v1alpha1.RevisionStatus
+	fingerprint string
+	log         *zap.Logger
+}
+
+// revisionStatusesLocked lists the Revisions whose computed status differs
+// from the one last written. Called with p.mu held.
+func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time) []revisionStatusPatch {
+	var todo []revisionStatusPatch
+	for key, st := range p.revs {
+		if st.crd == nil {
+			continue
+		}
+		r := p.getRevision(key)
+		if r == nil {
+			continue
+		}
+		in := statusInput{generation: st.crd.generation, invalid: st.invalid, replicas: st.current(),
+			selector: st.crd.selectorText, prior: r.Status.Conditions, now: now}
+		if st.invalid != nil {
+			if _, published := snap.Invalid[key]; !published {
+				continue
+			}
+		} else if in.rev = snap.Get(key); in.rev == nil {
+			continue
+		}
+		s := revisionStatus(in)
+		fp := statusFingerprint(s)
+		if fp == st.crd.status || fp == statusFingerprint(r.Status) {
+			st.crd.status = fp
+			continue
+		}
+		todo = append(todo, revisionStatusPatch{key: key, status: s, fingerprint: fp, log: st.log})
+	}
+	return todo
+}
+
+// patchRevisionStatus writes a Revision's status through the status
+// subresource (a JSON merge patch of .status; thaw is its only writer).
+func (p *Platform) patchRevisionStatus(ctx context.Context, sp revisionStatusPatch) error {
+	st, err := json.Marshal(sp.status)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(st, &m); err != nil {
+		return err
+	}
+	if sp.status.DesiredScale == nil {
+		m["desiredScale"] = nil // a merge patch removes it
+	}
+	if sp.status.Selector == "" {
+		m["selector"] = nil
+	}
+	body, err := json.Marshal(map[string]any{"status": m})
+	if err != nil {
+		return err
+	}
+	_, err = p.opts.Dynamic.Resource(v1alpha1.RevisionsResource).Namespace(sp.key.Namespace).Patch(ctx, sp.key.Name,
+		types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	if err != nil {
+		return fmt.Errorf("patch Revision %s status: %w", sp.key, err)
+	}
+	return nil
+}
