@@ -62,7 +62,7 @@ func TestManifestsBase(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 		switch o.GetKind() {
-		case "Namespace", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition":
 		default:
 			if o.GetNamespace() != "thaw-system" {
 				t.Errorf("%s/%s in namespace %q, want thaw-system", o.GetKind(), o.GetName(), o.GetNamespace())
@@ -71,7 +71,8 @@ func TestManifestsBase(t *testing.T) {
 	}
 	for _, want := range []string{"Namespace/thaw-system", "ServiceAccount/thaw", "ClusterRole/thaw", "ClusterRoleBinding/thaw",
 		"Role/thaw-leader-election", "RoleBinding/thaw-leader-election", "Deployment/thaw", "PodDisruptionBudget/thaw",
-		"Service/thaw-grpc", "Deployment/envoy", "Service/envoy", "PodDisruptionBudget/envoy", "ServiceAccount/envoy"} {
+		"Service/thaw-grpc", "Deployment/envoy", "Service/envoy", "PodDisruptionBudget/envoy", "ServiceAccount/envoy",
+		"CustomResourceDefinition/revisions.thaw.dev"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("missing %s (have %v)", want, kinds)
 		}
@@ -80,12 +81,15 @@ func TestManifestsBase(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	find(t, objs, "ClusterRole", "thaw", &cr)
 	want := map[string][]string{
-		"apps/deployments":        {"get", "list", "watch", "patch"},
-		"apps/statefulsets":       {"get", "list", "watch", "patch"},
-		"apps/deployments/scale":  {"get", "update", "patch"},
-		"apps/statefulsets/scale": {"get", "update", "patch"},
-		"/pods":                   {"get", "list", "watch", "patch"},
-		"/events":                 {"create", "patch"},
+		"apps/deployments":          {"get", "list", "watch", "patch"},
+		"apps/statefulsets":         {"get", "list", "watch", "patch"},
+		"apps/deployments/scale":    {"get", "update", "patch"},
+		"apps/statefulsets/scale":   {"get", "update", "patch"},
+		"apps/replicasets/scale":    {"get", "update", "patch"},
+		"thaw.dev/revisions":        {"get", "list", "watch"},
+		"thaw.dev/revisions/status": {"patch"},
+		"/pods":                     {"get", "list", "watch", "patch"},
+		"/events":                   {"create", "patch"},
 	}
 	got := map[string][]string{}
 	for _, r := range cr.Rules {
