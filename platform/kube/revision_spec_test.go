@@ -2,6 +2,7 @@ package kube
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/revision"
@@ -210,5 +212,35 @@ func TestTargetOf(t *testing.T) {
 	r.Spec.ScaleTargetRef.APIVersion = "v1"
 	if got := targetOf(r); got.group != "" || got.String() != "Rollout apps/web" {
 		t.Errorf("core group target %+v %q", got, got.String())
+	}
+}
+
+// TestSampleRevision: manifests/samples/hello-revision.yaml holds a
+// Revision that decodes strictly and translates to a valid spec.
+func TestSampleRevision(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/samples/hello-revision.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found int
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		if !strings.Contains(doc, "kind: Revision") {
+			continue
+		}
+		found++
+		var r v1alpha1.Revision
+		if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+			t.Fatalf("sample Revision: %v", err)
+		}
+		s, err := specFromRevision(revision.DefaultSpec(), revision.Limits{}, &r)
+		if err != nil {
+			t.Fatalf("sample Revision invalid: %v", err)
+		}
+		if s.MinScale != 0 || s.Target != 10 || r.Spec.ScaleTargetRef.Kind != "Deployment" {
+			t.Errorf("sample spec %+v", s)
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d Revisions in the sample, want 1", found)
 	}
 }
