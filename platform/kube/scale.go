@@ -89,7 +89,12 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 	p.metrics.scalePatches.WithLabelValues("ok").Inc()
 	rv, ordered := parseRV(got.ResourceVersion)
 	p.mu.Lock()
-	if cur := p.revs[key]; cur != nil {
+	switch cur := p.revs[key]; {
+	case cur != nil && cur.crd != nil:
+		// A Revision's target is read through /scale only: the patch's
+		// answer is the latest view.
+		cur.replicas, cur.pending = got.Spec.Replicas, nil
+	case cur != nil:
 		cur.pending = &pendingScale{replicas: got.Spec.Replicas, rv: rv, ordered: ordered}
 	}
 	p.mu.Unlock()
