@@ -335,4 +335,3 @@ func getRevisionTable(t *testing.T, client kubernetes.Interface, ns string) *met
 	}
 	return &table
 }
-

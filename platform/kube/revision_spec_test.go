@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -242,5 +243,38 @@ func TestSampleRevision(t *testing.T) {
 	}
 	if found != 1 {
 		t.Fatalf("%d Revisions in the sample, want 1", found)
+	}
+}
+
+// TestRevisionTransform: the informer cache holds typed Revisions; an
+// object that does not decode keeps its identity and the decode error, so
+// it is reported as invalid instead of dropped.
+func TestRevisionTransform(t *testing.T) {
+	obj := func(port any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "thaw.dev/v1alpha1", "kind": "Revision",
+			"metadata": map[string]any{"namespace": "apps", "name": "hello", "generation": int64(2),
+				"managedFields": []any{map[string]any{"manager": "kubectl"}}},
+			"spec": map[string]any{"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "hello"}, "port": port},
+		}}
+	}
+	got, err := revisionTransform(obj(int64(8080)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := got.(*v1alpha1.Revision)
+	if !ok || r.Spec.Port != 8080 || r.Generation != 2 || r.ManagedFields != nil || r.Annotations[annotationDecodeError] != "" {
+		t.Errorf("transformed %#v", got)
+	}
+	got, err = revisionTransform(obj("http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok = got.(*v1alpha1.Revision)
+	if !ok || r.Name != "hello" || r.Generation != 2 || r.Annotations[annotationDecodeError] == "" {
+		t.Errorf("undecodable object transformed to %#v", got)
+	}
+	if again, _ := revisionTransform(r); again != any(r) {
+		t.Error("transforming a typed Revision changed it")
 	}
 }

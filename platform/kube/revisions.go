@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -171,7 +172,7 @@ func (p *Platform) startRevisions() (dynamicinformer.DynamicSharedInformerFactor
 		if mode == RevisionsOn {
 			return nil, nil, fmt.Errorf("kube: the apiserver does not serve %s (install manifests/base/crd)", v1alpha1.RevisionsResource)
 		}
-		p.log.Info("Revision CRD not served: watching annotated workloads only")
+		p.log.Info("Revision CRD not served: watching annotated workloads only", zap.Error(err))
 		return nil, nil, nil
 	}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.opts.Dynamic, 0, p.opts.Namespace, nil)
@@ -276,13 +277,20 @@ func isNotFoundDiscovery(err error) bool {
 }
 
 // refreshTargets queues the Revisions whose view of their scale target is
-// older than Options.ScaleRefresh (targets of kinds thaw does not watch
-// change unseen).
+// older than Options.ScaleRefresh: targets of kinds thaw does not watch
+// change unseen. Deployment and StatefulSet targets are skipped when every
+// one is watched (no LabelSelector): their spec changes mark them stale.
 func (p *Platform) refreshTargets(now time.Time) {
 	p.mu.Lock()
 	var due []revision.Key
 	for key, st := range p.revs {
-		if st.crd != nil && now.Sub(st.crd.fetched) >= p.opts.ScaleRefresh {
+		if st.crd == nil || now.Sub(st.crd.fetched) < p.opts.ScaleRefresh {
+			continue
+		}
+		t := st.crd.target
+		watched := p.opts.LabelSelector == "" && t.group == appsv1.GroupName &&
+			(t.kind == string(KindDeployment) || t.kind == string(KindStatefulSet))
+		if !watched || st.crd.targetErr != nil {
 			due = append(due, key)
 		}
 	}
