@@ -26,6 +26,7 @@ type runFlags struct {
 	watchNamespace   string
 	workloadSelector string
 	podSelector      string
+	revisions        string
 	leaderElect      bool
 	leaseNamespace   string
 	leaseName        string
@@ -71,6 +72,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.watchNamespace, "watch-namespace", "", "only watch workloads in this namespace (default: all)")
 	fl.StringVar(&f.workloadSelector, "workload-selector", "", "label selector for Deployments and StatefulSets")
 	fl.StringVar(&f.podSelector, "pod-selector", "", "label selector for Pods (narrows the pod informer)")
+	fl.StringVar(&f.revisions, "revisions", "auto", "watch Revision objects (thaw.dev/v1alpha1): auto (when the CRD is served at start), on (fail without it), off (annotated workloads only)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas (Lease); only the leader scales")
 	fl.StringVar(&f.leaseNamespace, "lease-namespace", kube.DefaultLeaseNamespace(), "namespace of the leader Lease")
 	fl.StringVar(&f.leaseName, "lease-name", "thaw", "name of the leader Lease")
@@ -138,7 +140,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 			p, err := kube.New(kube.Options{Logger: logger.Named("kube"), Client: client, RESTConfig: cfg, Registry: reg,
 				Defaults: revision.DefaultSpec(), Limits: revision.Limits{HoldBudget: f.holdBudget}, Namespace: f.watchNamespace, LabelSelector: f.workloadSelector,
 				PodLabelSelector: f.podSelector, Registerer: metrics, Elected: elector != nil, StatusInterval: f.statusInterval,
-				Load: act})
+				Load: act, Revisions: revisionsMode(f.revisions)})
 			if err != nil {
 				return nil, err
 			}
@@ -167,4 +169,13 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	logger.Info("thaw run started", zap.String("grpc", a.GRPCAddress()), zap.String("admin", a.AdminAddress()),
 		zap.Bool("leaderElect", f.leaderElect), zap.String("identity", f.identity), zap.Bool("mTLS", f.tls.CertFile != ""))
 	return a.Run(ctx)
+}
+
+// revisionsMode maps the --revisions flag to kube.RevisionsMode ("auto" is
+// the zero value; kube.New rejects anything unknown).
+func revisionsMode(v string) kube.RevisionsMode {
+	if v == "auto" {
+		return kube.RevisionsAuto
+	}
+	return kube.RevisionsMode(v)
 }

@@ -150,7 +150,7 @@ func (o *Options) setDefaults() error {
 	switch o.Revisions {
 	case RevisionsAuto, RevisionsOn, RevisionsOff:
 	default:
-		return fmt.Errorf("kube: Options.Revisions %q: want \"\", %q or %q", o.Revisions, RevisionsOn, RevisionsOff)
+		return fmt.Errorf("kube: Options.Revisions %q: want auto (\"\"), %q or %q", o.Revisions, RevisionsOn, RevisionsOff)
 	}
 	if err := o.buildClients(); err != nil {
 		return err
