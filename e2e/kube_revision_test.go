@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +70,8 @@ func TestKubeRevisions(t *testing.T) {
 		}
 	})
 
-	kp := startKubePlatform(t, env, func(o *kube.Options) { o.Revisions = kube.RevisionsOn })
+	load := &fixedLoad{}
+	kp := startKubePlatform(t, env, func(o *kube.Options) { o.Revisions, o.Load = kube.RevisionsOn, load })
 	apps := c.Client.AppsV1()
 	web := revision.Key{Namespace: ns, Name: "web-rev"}
 
@@ -188,6 +191,34 @@ func TestKubeRevisions(t *testing.T) {
 		}
 		if cur, ready, err := kp.P.GetScale(t.Context(), db); err != nil || cur != 2 || ready != 2 {
 			t.Errorf("GetScale db-rev = %d, %d, %v; want 2, 2", cur, ready, err)
+		}
+	})
+
+	t.Run("scale-down of a ReplicaSet target removes the idle pod", func(t *testing.T) {
+		rsKey := revision.Key{Namespace: ns, Name: "rs-rev"}
+		if err := kp.P.SetScale(t.Context(), rsKey, 2); err != nil {
+			t.Fatalf("SetScale rs-rev 2: %v", err)
+		}
+		kp.wait(t, "2 ReplicaSet backends", func(s *revision.Snapshot) bool { return len(readyBackends(s, rsKey)) == 2 })
+		pods := waitPods(t, c, ns, "rs", func(p []corev1.Pod) bool { return len(podIPs(p)) == 2 })
+		slices.SortFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+		busy := pods[len(pods)-1] // the controller would tend to delete the newest first
+		load.mu.Lock()
+		load.busy = map[string]int{net.JoinHostPort(busy.Status.PodIP, "8080"): 3}
+		load.mu.Unlock()
+		if err := kp.P.SetScale(t.Context(), rsKey, 1); err != nil {
+			t.Fatalf("SetScale rs-rev 1: %v", err)
+		}
+		got, err := c.Client.CoreV1().Pods(ns).Get(t.Context(), busy.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := got.Annotations[kube.AnnotationPodDeletionCost]; v != "3" {
+			t.Errorf("busy pod %s deletion cost %q, want \"3\"", busy.Name, v)
+		}
+		left := waitPods(t, c, ns, "rs", func(p []corev1.Pod) bool { return len(p) == 1 })
+		if left[0].Name != busy.Name {
+			t.Errorf("the ReplicaSet controller kept %s, want the busy pod %s", left[0].Name, busy.Name)
 		}
 	})
 

@@ -9,9 +9,12 @@ import (
 	"strconv"
 
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -103,6 +106,33 @@ func (p *Platform) setDeletionCosts(ctx context.Context, key revision.Key, kind 
 			pods = append(pods, pod)
 		}
 	}
+	p.patchDeletionCosts(ctx, key, pods, log)
+}
+
+// setRevisionDeletionCosts is setDeletionCosts for a Revision whose target
+// is an apps/v1 Deployment or ReplicaSet (whose ReplicaSet controller reads
+// the cost): its pods are those its selector matches.
+func (p *Platform) setRevisionDeletionCosts(ctx context.Context, key revision.Key, t targetKey, sel labels.Selector, log *zap.Logger) {
+	if p.opts.Load == nil || sel == nil || t.group != appsv1.GroupName || (t.kind != string(KindDeployment) && t.kind != "ReplicaSet") {
+		return
+	}
+	objs, err := p.pods.ByIndex(cache.NamespaceIndex, key.Namespace)
+	if err != nil {
+		log.Error("list pods for deletion costs", zap.Error(err))
+		return
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if pod, ok := o.(*corev1.Pod); ok && sel.Matches(labels.Set(pod.Labels)) {
+			pods = append(pods, pod)
+		}
+	}
+	p.patchDeletionCosts(ctx, key, pods, log)
+}
+
+// patchDeletionCosts plans and writes the deletion costs of a revision's
+// pods.
+func (p *Platform) patchDeletionCosts(ctx context.Context, key revision.Key, pods []*corev1.Pod, log *zap.Logger) {
 	var port int32
 	if rev := p.opts.Registry.Snapshot().Get(key); rev != nil {
 		port = rev.Spec.Port

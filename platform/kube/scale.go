@@ -63,14 +63,21 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 	}
 	kind, ref, from, log := st.kind, st.ref, st.current(), st.log
 	gvr, name := kind.gvr(), key.Name
+	var crd *crdState
 	if st.crd != nil {
-		gvr, name = st.crd.gvr, st.crd.target.name
+		c := *st.crd
+		crd = &c
+		gvr, name = crd.gvr, crd.target.name
 	}
 	p.mu.Unlock()
 	if gvr.Resource == "" {
 		return fmt.Errorf("kube: revision %s: scale target not resolved: %w", key, autoscaler.ErrNotFound)
 	}
-	if replicas < from && st.crd == nil {
+	switch {
+	case replicas >= from:
+	case crd != nil:
+		p.setRevisionDeletionCosts(ctx, key, crd.target, crd.selector, log)
+	default:
 		p.setDeletionCosts(ctx, key, kind, log)
 	}
 
