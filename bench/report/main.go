@@ -50,6 +50,7 @@ type doc struct {
 	PathRounds   []pathRound
 	Cold         []results.Cold
 	Burst        *results.Burst
+	BurstLarge   *burstLargeView
 	Protocols    *protocolsView
 	Micro        []microLine
 	Scenarios    *results.Scenarios
@@ -159,6 +160,8 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.Summary = append(d.Summary, coldRows(d.Cold)...)
 	d.Summary = append(d.Summary, protocolRows(in.Scenarios.Protocols)...)
 	d.Summary = append(d.Summary, burstRows(d.Burst)...)
+	d.Summary = append(d.Summary, burstLargeRows(in.Scenarios.BurstLarge)...)
+	d.BurstLarge = newBurstLargeView(in.Scenarios.BurstLarge)
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)
 	d.Summary = append(d.Summary, abuseRows(in.Scenarios.Abuse)...)

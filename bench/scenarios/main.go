@@ -11,6 +11,9 @@
 //	          (proxy mode with a warm backend vs serve mode)
 //	cold      cold-start overhead over 30 cold starts per startup delay
 //	burst     1000 requests at once to a revision at zero; timeline picture
+//	burst10k  10,000 requests at once to a revision at zero, 5 runs (each
+//	          with a fresh thaw): errors by kind, time to all served, memory
+//	          of thaw and Envoy per held request
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
 //	design    (only when asked) the activator through the internal listener
@@ -85,7 +88,7 @@ func main() {
 	e := &env{}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,scale,protocols,abuse", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,burst10k,scale,protocols,abuse", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -165,7 +168,7 @@ func run(e *env, only, out, png string) error {
 		note("cold", err)
 	}
 	if want["burst"] {
-		b, err := runBurst(e)
+		b, err := runBurst(e, 1000, "burst")
 		if err == nil && png != "" {
 			if err = plotBurst(b, png); err == nil {
 				b.Picture = png
@@ -174,6 +177,15 @@ func run(e *env, only, out, png string) error {
 		}
 		res.Burst = b
 		note("burst", err)
+	}
+	if want["burst10k"] {
+		n := 10000
+		if e.quick {
+			n = 2000
+		}
+		bl, err := runBurstLarge(e, n)
+		res.BurstLarge = bl
+		note("burst10k", err)
 	}
 	if want["design"] {
 		note("design", runDesign(e, filepath.Dir(out)))
