@@ -43,3 +43,22 @@ func TestBurstLargeRows(t *testing.T) {
 		t.Errorf("not run: %+v", rows)
 	}
 }
+
+func TestFailoverRows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    *results.Failover
+		want string
+	}{
+		{"nothing lost", &results.Failover{Requests: 3200, EjectedAfterMs: 27, BackAfterMs: 5400}, pass},
+		{"requests lost", &results.Failover{Requests: 3200, Errors: 4, EjectedAfterMs: 27}, fail},
+		{"no load ran", &results.Failover{}, missing},
+		{"not run", nil, missing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := failoverRows(tc.f)[0].Result; got != tc.want {
+				t.Errorf("first row: %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -26,6 +26,8 @@ type Scenarios struct {
 	Paths      *Paths  `json:"paths,omitempty"`
 	Cold       []Cold  `json:"cold,omitempty"`
 	Burst      *Burst  `json:"burst,omitempty"`
+	// Failover is thaw killed under proxy-mode load and restarted.
+	Failover *Failover `json:"failover,omitempty"`
 	// BurstLarge are the repeated 10,000-request bursts at zero.
 	BurstLarge []Burst `json:"burstLarge,omitempty"`
 	Scale      *Scale  `json:"scale,omitempty"`
@@ -161,6 +163,31 @@ type Burst struct {
 	// Memory is the resident memory of thaw and Envoy before the burst and
 	// at its peak.
 	Memory BurstMemory `json:"memory"`
+}
+
+// Failover is the thaw-crash scenario: a constant load on a proxy-mode
+// revision with ready backends, thaw killed (SIGKILL) and restarted.
+// Times are milliseconds; -1 means never seen.
+type Failover struct {
+	Settings     string   `json:"settings"`
+	RateRPS      int      `json:"rateRPS"`
+	Requests     int      `json:"requests"`
+	Errors       int      `json:"errors"`
+	ErrorSamples []string `json:"errorSamples,omitempty"`
+	// KillAtMs and RestartAtMs are from the start of the load.
+	KillAtMs    float64 `json:"killAtMs"`
+	RestartAtMs float64 `json:"restartAtMs"`
+	// EjectedAfterMs is from the kill until Envoy's outlier detection
+	// ejected the activator endpoint (requests go straight to the
+	// backends); BackAfterMs from the restart until the new thaw's
+	// activator routed a request again.
+	EjectedAfterMs float64 `json:"ejectedAfterMs"`
+	BackAfterMs    float64 `json:"backAfterMs"`
+	// Before, Down and After are the requests sent before the kill, while
+	// thaw was down, and after the restart.
+	Before Latency `json:"before"`
+	Down   Latency `json:"down"`
+	After  Latency `json:"after"`
 }
 
 // BurstMemory is resident memory (VmRSS, MiB) of thaw and its Envoy just

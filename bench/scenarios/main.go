@@ -14,6 +14,8 @@
 //	burst10k  10,000 requests at once to a revision at zero, 5 runs (each
 //	          with a fresh thaw): errors by kind, time to all served, memory
 //	          of thaw and Envoy per held request
+//	failover  thaw killed (SIGKILL) under proxy-mode load and restarted:
+//	          failed requests, latency per phase, failover time
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
 //	design    (only when asked) the activator through the internal listener
@@ -88,7 +90,7 @@ func main() {
 	e := &env{}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,burst10k,scale,protocols,abuse", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,burst10k,failover,scale,protocols,abuse", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -186,6 +188,11 @@ func run(e *env, only, out, png string) error {
 		bl, err := runBurstLarge(e, n)
 		res.BurstLarge = bl
 		note("burst10k", err)
+	}
+	if want["failover"] {
+		f, err := runFailover(e)
+		res.Failover = f
+		note("failover", err)
 	}
 	if want["design"] {
 		note("design", runDesign(e, filepath.Dir(out)))
