@@ -58,6 +58,14 @@ type env struct {
 	keep         bool
 }
 
+// size returns full, or quick for a shortened run (-quick).
+func (e *env) size(full, quick int) int {
+	if e.quick {
+		return quick
+	}
+	return full
+}
+
 func (e *env) logf(format string, args ...any) { log.Printf(format, args...) }
 
 // tempDir makes a directory for one scenario's files (configs, logs, the
@@ -181,11 +189,7 @@ func run(e *env, only, out, png string) error {
 		note("burst", err)
 	}
 	if want["burst10k"] {
-		n := 10000
-		if e.quick {
-			n = 2000
-		}
-		bl, err := runBurstLarge(e, n)
+		bl, err := runBurstLarge(e, e.size(10000, 2000))
 		res.BurstLarge = bl
 		note("burst10k", err)
 	}
@@ -203,11 +207,7 @@ func run(e *env, only, out, png string) error {
 		note("abuse", err)
 	}
 	if want["scale"] {
-		n := 10000
-		if e.quick {
-			n = 1000
-		}
-		sc, err := runScale(e, n)
+		sc, err := runScale(e, e.size(10000, 1000))
 		res.Scale = sc
 		note("scale", err)
 	}
