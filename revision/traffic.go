@@ -113,11 +113,14 @@ func (s *Spec) validateTraffic(bad func(field string, value any, allowed string)
 		return
 	}
 	th := s.TagHost()
+	label, _, _ := strings.Cut(th, ".")
 	switch {
 	case th == "":
 		bad(FieldTag, s.Tag, "set only on a revision with a host that is not a wildcard (the tag host is <tag>-<first host>)")
 	case checkHost(th) != "":
 		bad(FieldTag, s.Tag, fmt.Sprintf("a tag whose host %q is a valid DNS name (%s)", th, checkHost(th)))
+	case len(validation.IsDNS1123Label(label)) > 0:
+		bad(FieldTag, s.Tag, fmt.Sprintf("a tag whose host %q is a valid DNS name (first label %s)", th, validation.IsDNS1123Label(label)[0]))
 	case slices.ContainsFunc(s.Hosts, func(h string) bool { return NormalizeHost(h) == th }):
 		bad(FieldTag, s.Tag, fmt.Sprintf("a tag whose host %q is not already one of the revision's hosts", th))
 	}
