@@ -56,9 +56,10 @@ func (e *SplitError) Unwrap() error { return ErrInvalidSplit }
 type routePlan struct {
 	// skipped are the revisions left out, and why.
 	skipped map[revision.Key]error
-	// domains are the hosts each routed revision serves alone (its own
-	// hosts that are not split, then its tag host), in normal form.
-	domains map[revision.Key][]string
+	// domains[i] are the hosts revs[i] serves alone (its own hosts that
+	// are not split, then its tag host), in normal form; nil for a skipped
+	// revision.
+	domains [][]string
 	// splits are the split hosts, grouped by identical member lists, in
 	// the order their first host was first listed.
 	splits []splitGroup
@@ -94,7 +95,8 @@ type claim struct {
 // A tag host (revision.Spec.TagHost) counts as a host without a percent.
 // Skipping a revision can break a split on one of its other hosts, so the
 // plan is repeated without the skipped revisions until nothing changes (at
-// most once per revision).
+// most once per revision). Without any traffic percent it costs what host
+// collision detection alone costs: one map of hosts.
 func planRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *routePlan {
 	skipped := maps.Clone(excluded)
 	if skipped == nil {
@@ -112,30 +114,12 @@ func planRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *rou
 // planOnce runs one round of planRoutes, adding to skipped. again is true
 // when a split member was skipped, which calls for another round.
 func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *routePlan, again bool) {
-	claims := map[string][]claim{}
-	var hosts []string // in first-listed order
-	add := func(h string, c claim) {
-		if _, seen := claims[h]; !seen {
-			hosts = append(hosts, h)
-		}
-		claims[h] = append(claims[h], c)
-	}
-	for _, rev := range revs {
-		if skipped[rev.Key] != nil {
-			continue
-		}
-		for _, h := range rev.Spec.Hosts {
-			add(revision.NormalizeHost(h), claim{rev: rev, percent: rev.Spec.TrafficPercent})
-		}
-		if th := rev.Spec.TagHost(); th != "" {
-			add(th, claim{rev: rev, tag: true})
-		}
-	}
+	hosts, claims := splitClaims(revs, skipped)
 	split := map[string]bool{}
 	for _, h := range hosts {
 		cs := claims[h]
-		if !anyPercent(cs) || (len(cs) == 1 && *cs[0].percent == revision.MaxTrafficPercent) {
-			continue
+		if len(cs) == 1 && *cs[0].percent == revision.MaxTrafficPercent {
+			continue // the revision's alone
 		}
 		if reason := splitProblem(cs); reason != "" {
 			err := &SplitError{Host: h, Members: membersOf(cs), Reason: reason}
@@ -150,9 +134,9 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *rou
 	if again {
 		return nil, true
 	}
-	p = &routePlan{skipped: skipped, domains: map[revision.Key][]string{}}
-	owner := map[string]revision.Key{}
-	for _, rev := range revs {
+	p = &routePlan{skipped: skipped, domains: make([][]string, len(revs))}
+	owner := make(map[string]revision.Key, len(revs))
+	for i, rev := range revs {
 		if skipped[rev.Key] != nil {
 			continue
 		}
@@ -167,7 +151,7 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *rou
 		for _, d := range domains {
 			owner[d] = rev.Key
 		}
-		p.domains[rev.Key] = domains
+		p.domains[i] = domains
 	}
 	if again {
 		return nil, true
@@ -176,42 +160,77 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *rou
 	return p, false
 }
 
+// splitClaims returns the hosts that a revision with a traffic percent
+// lists (in first-listed order) and, for each, every revision (not
+// skipped) that lists it, as a host or as its tag host. Both are empty
+// when no revision sets a percent: the common case costs one pass.
+func splitClaims(revs []*revision.Revision, skipped map[revision.Key]error) ([]string, map[string][]claim) {
+	var hosts []string
+	claims := map[string][]claim{}
+	for _, rev := range revs {
+		if rev.Spec.TrafficPercent == nil || skipped[rev.Key] != nil {
+			continue
+		}
+		for _, h := range rev.Spec.Hosts {
+			if h = revision.NormalizeHost(h); claims[h] == nil {
+				hosts = append(hosts, h)
+				claims[h] = []claim{}
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	for _, rev := range revs {
+		if skipped[rev.Key] != nil {
+			continue
+		}
+		for _, h := range rev.Spec.Hosts {
+			h = revision.NormalizeHost(h)
+			if cs, ok := claims[h]; ok {
+				claims[h] = append(cs, claim{rev: rev, percent: rev.Spec.TrafficPercent})
+			}
+		}
+		if th := rev.Spec.TagHost(); th != "" {
+			if cs, ok := claims[th]; ok {
+				claims[th] = append(cs, claim{rev: rev, tag: true})
+			}
+		}
+	}
+	return hosts, claims
+}
+
 // claimHosts returns the hosts rev serves alone (normal form, its tag host
 // last), or a joined *HostCollisionError for each of them another revision
 // already owns. Split hosts are shared, never owned.
 func claimHosts(owner map[string]revision.Key, split map[string]bool, rev *revision.Revision) ([]string, error) {
-	all := make([]string, 0, len(rev.Spec.Hosts)+1)
-	for _, h := range rev.Spec.Hosts {
-		all = append(all, revision.NormalizeHost(h))
+	th := rev.Spec.TagHost()
+	n := len(rev.Spec.Hosts)
+	if th != "" {
+		n++
 	}
-	if th := rev.Spec.TagHost(); th != "" {
-		all = append(all, th)
-	}
-	if len(all) == 0 {
+	if n == 0 {
 		return nil, fmt.Errorf("revision %s has no hosts", rev.Key)
 	}
-	domains := make([]string, 0, len(all))
+	domains := make([]string, 0, n)
 	var errs []error
-	for _, d := range all {
+	claimOne := func(d string) {
 		if split[d] {
-			continue
+			return
 		}
 		if k, taken := owner[d]; taken {
 			errs = append(errs, &HostCollisionError{Host: d, Kept: k, Skipped: rev.Key})
-			continue
+			return
 		}
 		domains = append(domains, d)
 	}
-	return domains, errors.Join(errs...)
-}
-
-func anyPercent(cs []claim) bool {
-	for _, c := range cs {
-		if c.percent != nil {
-			return true
-		}
+	for _, h := range rev.Spec.Hosts {
+		claimOne(revision.NormalizeHost(h))
 	}
-	return false
+	if th != "" {
+		claimOne(th)
+	}
+	return domains, errors.Join(errs...)
 }
 
 // splitProblem returns "" when the claims form a valid split, else why not.

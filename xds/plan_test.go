@@ -145,7 +145,8 @@ func TestPlanRoutes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := planRoutes(snapshotOf(tt.revs...).Sorted(), nil)
+			revs := snapshotOf(tt.revs...).Sorted()
+			p := planRoutes(revs, nil)
 			if len(p.skipped) != len(tt.want.skipped) {
 				t.Errorf("skipped = %v, want %d revisions", p.skipped, len(tt.want.skipped))
 			}
@@ -157,8 +158,10 @@ func TestPlanRoutes(t *testing.T) {
 				}
 			}
 			got := map[string][]string{}
-			for k, d := range p.domains {
-				got[k.String()] = append([]string{}, d...)
+			for i, d := range p.domains {
+				if d != nil {
+					got[revs[i].Key.String()] = append([]string{}, d...)
+				}
 			}
 			wantDomains := tt.want.domains
 			if wantDomains == nil {

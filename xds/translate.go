@@ -245,11 +245,11 @@ func (t *translator) build(revs []*revision.Revision, plan *routePlan) (*built, 
 	b := &built{memo: make(map[revision.Key]*memoEntry, len(revs)), splitMemo: map[string]*routev3.VirtualHost{},
 		vhosts: make([]*routev3.VirtualHost, 0, len(revs)+len(plan.splits))}
 	fails := map[revision.Key]error{}
-	for _, rev := range revs {
+	for i, rev := range revs {
 		if plan.skipped[rev.Key] != nil {
 			continue
 		}
-		m, err := t.revision(rev, plan.domains[rev.Key])
+		m, err := t.revision(rev, plan.domains[i])
 		if err != nil {
 			fails[rev.Key] = fmt.Errorf("revision %s: %w", rev.Key, err)
 			continue
