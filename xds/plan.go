@@ -210,7 +210,7 @@ func claimHosts(owner map[string]revision.Key, split map[string]bool, rev *revis
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("revision %s has no hosts", rev.Key)
+		return nil, nil // no virtual host: only cluster and endpoints
 	}
 	domains := make([]string, 0, n)
 	var errs []error

@@ -330,7 +330,8 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	res := &revisionResources{}
 	switch {
 	case len(domains) == 0:
-		// Every host is split: the split virtual hosts route to it.
+		// No host of its own (every host split: the split virtual hosts
+		// route to it; or no host at all): cluster and endpoints only.
 	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts:
 		res.vhost = m.res.vhost
 	default:
