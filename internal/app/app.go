@@ -338,6 +338,9 @@ func (a *App) Status() []RevisionStatus {
 		if re, ok := a.platform.(revisionErrorer); ok {
 			row.Error = re.RevisionError(rev.Key)
 		}
+		if err := a.xds.SkipReason(rev.Key); err != nil && row.Error == "" {
+			row.Error = "not routed: " + err.Error()
+		}
 		rows = append(rows, row)
 	}
 	for key, err := range snap.Invalid {
