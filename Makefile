@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube test test-unit test-fuzz test-e2e bench bench-micro lint run clean
+.PHONY: all build tools tools-envoy tools-kube tools-peers test test-unit test-fuzz test-e2e bench bench-peers bench-micro lint run clean
 
 all: build
 
@@ -31,6 +31,11 @@ tools-envoy:
 
 tools-kube:
 	bash hack/build-kube-tools.sh
+
+## tools-peers: build the peers make bench compares thaw with (KEDA HTTP
+## add-on interceptor, Knative queue-proxy) from the Go module proxy.
+tools-peers:
+	bash hack/build-peers.sh
 
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a
