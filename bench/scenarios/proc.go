@@ -49,12 +49,21 @@ type process struct {
 }
 
 func startProcess(name, logPath string, bin string, args ...string) (*process, error) {
+	return startProcessEnv(name, logPath, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with env added to the scenario's own
+// environment.
+func startProcessEnv(name, logPath string, env []string, bin string, args ...string) (*process, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	p := &process{name: name, logPath: logPath, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
