@@ -200,6 +200,6 @@ func peerRows(p *results.Peers) []row {
 		What:     "warm path beside the peers: serve mode / static Envoy, p50 and p99",
 		Measured: fmt.Sprintf("%s and %s (%s)", ratioCell(r50, ok50), ratioCell(r99, ok99), rounds),
 		Target:   "≤ 1.01 both", Result: atMost(ok50 && ok99, math.Max(r50, r99), 1.01),
-		Means:    "a warm request on thaw costs what a plain Envoy costs, in the same run as the peers"})
+		Means: "a warm request on thaw costs what a plain Envoy costs, in the same run as the peers"})
 	return rows
 }
