@@ -55,6 +55,20 @@ type env struct {
 	quick        bool
 	workDir      string
 	keep         bool
+	// root is the repository (the working directory).
+	root string
+}
+
+// redact makes s fit for the report: the work directory becomes $WORK and
+// the repository ".", so no path of this machine is published.
+func (e *env) redact(s string) string {
+	if e.workDir != "" {
+		s = strings.ReplaceAll(s, e.workDir, "$WORK")
+	}
+	if e.root != "" {
+		s = strings.ReplaceAll(s, e.root+string(filepath.Separator), "./")
+	}
+	return s
 }
 
 func (e *env) logf(format string, args ...any) { log.Printf(format, args...) }
@@ -86,7 +100,7 @@ func main() {
 	if envoyDefault == "" {
 		envoyDefault = filepath.Join(root, ".tools", "bin", "envoy")
 	}
-	e := &env{}
+	e := &env{root: root}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
 	only := flag.String("only", "paths,cold,burst,scale,protocols,abuse", "scenarios to run, comma-separated")
@@ -241,6 +255,16 @@ func runPeersMain(e *env, pc peersConfig, out string) error {
 	if err != nil {
 		res.Errors = append(res.Errors, err.Error())
 		res.Finished, res.Load1End = time.Now(), load1()
+	}
+	for i := range res.Peers {
+		pr := &res.Peers[i]
+		pr.Command, pr.Config, pr.Error = e.redact(pr.Command), e.redact(pr.Config), e.redact(pr.Error)
+	}
+	for i := range res.Sides {
+		res.Sides[i].Failed = e.redact(res.Sides[i].Failed)
+	}
+	for i := range res.Errors {
+		res.Errors[i] = e.redact(res.Errors[i])
 	}
 	if err := res.Write(out); err != nil {
 		return err
