@@ -102,7 +102,9 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		qp.Error = err.Error()
 	} else {
 		qpProc, qp.Config = p, envLines(env)
-		defer e.stopLogged(p)
+		// queue-proxy drains for 30 s after SIGTERM, as in a pod: no
+		// request is in flight by then, so it gets a short grace.
+		defer func() { _ = p.stop(time.Second) }()
 	}
 	keda := results.Peer{Name: "KEDA HTTP add-on interceptor", Version: "github.com/kedacore/http-add-on " + binVersion(pc.kedaBin, "keda-interceptor")}
 	var kedaProc *process

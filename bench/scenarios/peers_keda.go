@@ -172,13 +172,16 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) er
 }
 
 // kedaEnv is the interceptor's environment: its two ports, the API it
-// watches (namespace bench only) and no metrics exporter.
+// watches (namespace bench only), no metrics exporter and no shutdown
+// delay; everything else is the interceptor's default.
 func kedaEnv(proxyPort, adminPort int, kubeconfig string) []string {
 	return []string{
 		fmt.Sprintf("KEDA_HTTP_PROXY_PORT=%d", proxyPort),
 		fmt.Sprintf("KEDA_HTTP_ADMIN_PORT=%d", adminPort),
 		"KEDA_HTTP_WATCH_NAMESPACE=" + kedaNamespace,
 		"OTEL_PROM_EXPORTER_ENABLED=false",
+		"KEDA_HTTP_SHUTDOWN_DELAY=0s", // no load balancer to wait for
+
 		"KUBECONFIG=" + kubeconfig,
 	}
 }
