@@ -223,8 +223,9 @@ func readPeers(dir string) *results.Peers {
 }
 
 // rewritePeers renders the peers section from <dir>/peers.json into the
-// document at out, between peersBegin and peersEnd (appended at the end
-// when the document has no such section yet); the rest is kept.
+// document at out, between peersBegin and peersEnd (when the document has
+// no such section yet: before the micro-benchmarks, as the template places
+// it, else at the end); the rest is kept.
 func rewritePeers(dir, out string) error {
 	p, err := results.ReadPeers(filepath.Join(dir, "peers.json"))
 	if err != nil {
@@ -247,6 +248,10 @@ func rewritePeers(dir, out string) error {
 		text = text[:b] + section + text[e+len(peersEnd):]
 	case b >= 0 || e >= 0:
 		return fmt.Errorf("%s: peers markers out of order: regenerate it with make bench", out)
+	case strings.Contains(text, "\n## Micro-benchmarks"):
+		// Where the template puts it.
+		i := strings.Index(text, "\n## Micro-benchmarks") + 1
+		text = text[:i] + section + "\n\n" + text[i:]
 	default:
 		text = strings.TrimRight(text, "\n") + "\n\n" + section + "\n"
 	}
