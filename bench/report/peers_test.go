@@ -18,6 +18,7 @@ func peersFixture() *results.Peers {
 	}
 	c := func(p string, s float64) results.ProcessCPU { return results.ProcessCPU{Process: p, SecondsPer10k: s} }
 	return &results.Peers{Rounds: 2, RateRPS: 1000, Concurrency: 16, RoundLoad1: []float64{1, 3, 2},
+		Cold:  []results.PeerCold{{Name: "Envoy + KEDA interceptor", Includes: "the informer", N: 3, Errors: 1, P50Ms: 12.34, Fails: []string{"status 502"}}},
 		Peers: []results.Peer{{Name: "KEDA HTTP add-on interceptor", Version: "v0.15.0", Command: "interceptor", Config: "A=1\nB=2"}},
 		Sides: []results.PeerSide{
 			side(sideStatic, 1.0, 2.0, 1000, c("Envoy", 3)),
@@ -66,7 +67,8 @@ func TestRewritePeers(t *testing.T) {
 	b, _ := os.ReadFile(out)
 	first := string(b)
 	for _, s := range []string{"# Benchmarks\n\nkept\n", peersBegin, peersEnd, "| thaw proxy |",
-		"**failed**: interceptor did not start: boom", "  A=1\n  B=2", "median 2.0 (1.0–3.0)"} {
+		"**failed**: interceptor did not start: boom", "  A=1\n  B=2", "median 2.0 (1.0–3.0)",
+		"| Envoy + KEDA interceptor | 12.3 ms | 0.0 ms | 0.0 ms | 1/3; status 502 | the informer |"} {
 		if !strings.Contains(first, s) {
 			t.Errorf("missing %q in:\n%s", s, first)
 		}

@@ -38,6 +38,8 @@ type Peers struct {
 	Peers []Peer `json:"peers"`
 	// Sides are the ways of reaching the backend, the static Envoy first.
 	Sides []PeerSide `json:"sides"`
+	// Cold is the cold-start overhead of thaw and of the KEDA interceptor.
+	Cold []PeerCold `json:"cold,omitempty"`
 	// Errors lists what failed (a peer that did not build or start, a side
 	// that answered errors), one line each.
 	Errors []string `json:"errors,omitempty"`
@@ -115,4 +117,20 @@ func ReadPeers(path string) (*Peers, error) {
 		return nil, fmt.Errorf("decode peers %s: %w", path, err)
 	}
 	return &p, nil
+}
+
+// PeerCold is the cold-start overhead of one side of the peers scenario:
+// the time from the backend being ready to the response, so the backend's
+// own start is left out. Includes says what the figure covers on that side.
+type PeerCold struct {
+	Name     string `json:"name"`
+	Includes string `json:"includes"`
+	N        int    `json:"n"`
+	Errors   int    `json:"errors"`
+	// Overhead quantiles over the successful samples, in ms.
+	P50Ms float64 `json:"p50Ms"`
+	P90Ms float64 `json:"p90Ms"`
+	MaxMs float64 `json:"maxMs"`
+	// Fails holds up to 5 error messages.
+	Fails []string `json:"fails,omitempty"`
 }

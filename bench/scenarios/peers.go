@@ -55,7 +55,15 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1"}
 	serveRev := rev{name: "serve", autoscaling: with(one, "target-burst-capacity", "0")}
 	proxyRev := rev{name: "proxy", autoscaling: with(one, "target-burst-capacity", "-1")}
-	thawCfg := localConfig(e.workloadBin, serveRev, proxyRev)
+	nCold := 10
+	if e.quick {
+		nCold = 3
+	}
+	if pc.smoke {
+		nCold = 0
+	}
+	colds := coldRevs(nCold)
+	thawCfg := localConfig(e.workloadBin, append([]rev{serveRev, proxyRev}, colds...)...)
 	th, err := startThaw(e.ctx, e, dir, thawCfg)
 	if err != nil {
 		return res, err
@@ -108,9 +116,10 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	}
 	keda := results.Peer{Name: "KEDA HTTP add-on interceptor", Version: "github.com/kedacore/http-add-on " + binVersion(pc.kedaBin, "keda-interceptor")}
 	var kedaProc *process
+	var api *kedaAPI
 	if err := peerBinary(pc.kedaBin); err != nil {
 		keda.Error = err.Error()
-	} else if api, err := startKedaAPI(e.ctx, dir, ws.Port); err != nil {
+	} else if api, err = startKedaAPI(e.ctx, dir, ws.Port); err != nil {
 		keda.Error = err.Error()
 	} else {
 		defer func() {
@@ -198,6 +207,19 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	}
 	if !pc.smoke && len(live) > 1 {
 		measurePeers(e, res, live)
+	}
+	if nCold > 0 {
+		e.logf("peers: %d cold starts of thaw, then of the KEDA interceptor", nCold)
+		res.Cold = append(res.Cold, thawCold(e, th, colds))
+		if kedaProc != nil && sides[4].failed == "" {
+			res.Cold = append(res.Cold, kedaCold(e, api, frontURL, ws.Port, nCold))
+		}
+		for _, c := range res.Cold {
+			e.logf("peers: cold %s: overhead p50 %.1f ms p90 %.1f ms max %.1f ms, %d/%d errors %v", c.Name, c.P50Ms, c.P90Ms, c.MaxMs, c.Errors, c.N, c.Fails)
+			if c.Errors > 0 {
+				fail(fmt.Errorf("cold starts %s: %d/%d failed: %v", c.Name, c.Errors, c.N, c.Fails))
+			}
+		}
 	}
 	for _, sd := range sides {
 		out := findSide(res, sd.name)
