@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube test test-unit test-fuzz test-e2e bench bench-micro lint run clean generate verify-generate image
+.PHONY: all build tools tools-envoy tools-kube tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-micro lint run clean generate verify-generate image
 
 all: build
 
@@ -46,10 +46,15 @@ tools-envoy:
 tools-kube:
 	bash hack/build-kube-tools.sh
 
+## tools-peers: build the peers make bench compares thaw with (KEDA HTTP
+## add-on interceptor, Knative queue-proxy) from the Go module proxy.
+tools-peers:
+	bash hack/build-peers.sh
+
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a
 ## real Kubernetes control plane.
-test: tools verify-generate test-unit test-fuzz bench-micro image test-e2e
+test: tools verify-generate test-unit test-fuzz bench-micro image test-e2e test-peers
 
 ## generate: deepcopy code and the Revision CRD from the Go types in api/
 ## (controller-gen, pinned; `go run` builds it once into the Go cache).
@@ -80,9 +85,19 @@ test-fuzz:
 test-e2e: build
 	THAW_BIN=$(CURDIR)/bin/thaw $(GO) test $(GOTEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/...
 
+## test-peers: the peers of the benchmark built and started once, one
+## request through each (Envoy → peer → backend), so the comparison cannot rot.
+test-peers: tools-envoy tools-kube tools-peers build
+	bash hack/bench-peers.sh --smoke
+
 ## bench: micro-benchmarks and scenario benchmarks; writes docs/BENCHMARKS.md.
-bench: tools-envoy build
+bench: tools-envoy tools-kube tools-peers build
 	bash hack/bench.sh
+
+## bench-peers: only the peers comparison; rewrites its section of
+## docs/BENCHMARKS.md.
+bench-peers: tools-envoy tools-kube tools-peers build
+	bash hack/bench-peers.sh
 
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,16 @@ func checkConnectedNodes(t *testing.T, adminURL string, want int) {
 	line := fmt.Sprintf("thaw_xds_connected_nodes %d\n", want)
 	if !strings.Contains(string(b), line) {
 		t.Errorf("/metrics lacks %q:\n%s", strings.TrimSpace(line), grepLines(string(b), "thaw_xds_connected_nodes"))
+	}
+	// The refused intruders are counted (two clients, gRPC may retry).
+	var failures float64
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "thaw_grpc_tls_handshake_failures_total "); ok {
+			failures, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if failures < 2 {
+		t.Errorf("thaw_grpc_tls_handshake_failures_total = %v after two refused clients:\n%s", failures,
+			grepLines(string(b), "thaw_grpc_tls"))
 	}
 }

@@ -36,6 +36,9 @@ type revisionYAML struct {
 	Protocol string
 	// Env adds variables to the workload's environment.
 	Env map[string]string
+	// Traffic, when set, is the revision's traffic map as YAML
+	// ("{percent: 90, tag: canary}").
+	Traffic string
 }
 
 func localConfig(t testing.TB, revs ...revisionYAML) string {
@@ -55,6 +58,9 @@ func localConfig(t testing.TB, revs ...revisionYAML) string {
 			b.WriteString("    readiness:\n      tcp: true\n      period: 200ms\n    stopTimeout: 5s\n")
 		} else {
 			b.WriteString("    readiness:\n      path: /healthz\n      period: 1s\n    stopTimeout: 5s\n")
+		}
+		if r.Traffic != "" {
+			fmt.Fprintf(&b, "    traffic: %s\n", r.Traffic)
 		}
 		if len(r.Autoscaling) > 0 {
 			b.WriteString("    autoscaling:\n")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,18 +127,20 @@ func activatorHealth(clusters, cluster string) string {
 	return ""
 }
 
-// waitActivatorTraffic waits until thaw's /status shows requests in flight
-// through the activator for rev.
+// waitActivatorTraffic waits until th's activator answers requests (its
+// thaw_extproc_responses_total grows over 300 ms) and returns when it did.
+// The activator's in-flight count is no signal: with container concurrency
+// 0 a routed request is not tracked after its answer.
 func waitActivatorTraffic(t *testing.T, th *harness.Thaw, rev string, timeout time.Duration) time.Time {
 	t.Helper()
-	var once sync.Once
-	var at time.Time
-	waitStatus(t, th, rev, timeout, "requests in flight through the activator", func(r map[string]any) bool {
-		if num(r, "inFlight") > 0 || num(r, "held") > 0 {
-			once.Do(func() { at = time.Now() })
-			return true
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		before := extprocAnswers(t, th)
+		time.Sleep(300 * time.Millisecond)
+		if extprocAnswers(t, th) > before {
+			return time.Now()
 		}
-		return false
-	})
-	return at
+	}
+	t.Fatalf("revision %s: no request answered by the activator within %s", rev, timeout)
+	return time.Time{}
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make bench: the Go micro-benchmarks, the xDS benchmark at 10k revisions
 # with a real Envoy, and the scenario benchmarks (bench/scenarios: `thaw
-# local` with its real Envoy, a plain Envoy as baseline, vegeta as load);
+# local` with its real Envoy, a plain Envoy as baseline, vegeta as load),
+# the peers scenario (thaw beside the KEDA HTTP add-on and Knative's
+# queue-proxy);
 # then bench/report writes docs/BENCHMARKS.md. The scenarios draw
 # docs/burst.png. Raw outputs go to bench/out/.
 #
@@ -76,6 +78,12 @@ run xds-envoy-10k go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime "$(b
 scen=(go run ./bench/scenarios -out "$out/scenarios.json" -png docs/burst.png)
 if [ "$quick" = 1 ]; then scen+=(-quick); fi
 run scenarios "${scen[@]}"
+
+# The peers (KEDA HTTP add-on interceptor, Knative queue-proxy) in a
+# network namespace of their own; a peer that fails is named in the report.
+peers=(go run ./bench/scenarios -only peers -out "$out/peers.json")
+if [ "$quick" = 1 ]; then peers+=(-quick); fi
+run peers "${peers[@]}"
 
 cp /proc/loadavg "$out/load-end"
 go run ./bench/report -dir "$out" -o docs/BENCHMARKS.md

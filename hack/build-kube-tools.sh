@@ -24,13 +24,11 @@ KUBE_VERSION="v1.37.1"
 ETCD_VERSION="v3.6.16"
 KWOK_VERSION="v0.8.0"
 
-mkdir -p "$THAW_CACHE" "$KUBE_BIN_DIR"
-
-# One build at a time per cache directory (two clones may share it).
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$THAW_CACHE/.kube-tools.lock"
-	flock 9
-fi
+# shellcheck source=lib/cache.sh
+source "$ROOT/hack/lib/cache.sh"
+CACHE_LINK_DIR="$KUBE_BIN_DIR"
+CACHE_LABEL="kube tools"
+cache_lock kube-tools
 
 # Kubernetes reads its version from these variables; without them the
 # binaries report v0.0.0 and version-skew checks get confused.
@@ -46,32 +44,6 @@ kube_ldflags() {
 		flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 	done
 	echo "$flags"
-}
-
-# build NAME VERSION FUNC: unless $THAW_CACHE/NAME-VERSION/NAME exists, runs
-# FUNC OUTDIR (which must write the binary OUTDIR/NAME) and moves the result
-# into the cache; then links it into $KUBE_BIN_DIR.
-build() {
-	local name="$1" version="$2" fn="$3"
-	local dest="$THAW_CACHE/$name-$version"
-	if [[ -x "$dest/$name" ]]; then
-		echo "kube tools: $name $version cached in $dest"
-	else
-		local start=$SECONDS out
-		out="$(mktemp -d "$THAW_CACHE/.build-$name.XXXXXX")"
-		echo "kube tools: building $name $version (a cold build takes minutes)"
-		"$fn" "$out" "$name"
-		if [[ ! -x "$out/$name" ]]; then
-			echo "kube tools: build of $name produced no binary" >&2
-			exit 1
-		fi
-		rm -rf "$dest"
-		mkdir -p "$dest"
-		mv "$out/$name" "$dest/$name"
-		rm -rf "$out"
-		echo "kube tools: built $name $version in $((SECONDS - start))s"
-	fi
-	ln -sfn "$dest/$name" "$KUBE_BIN_DIR/$name"
 }
 
 build_etcd() {
@@ -90,10 +62,10 @@ build_kwok() {
 total_start=$SECONDS
 KUBE_LDFLAGS="$(kube_ldflags)"
 
-build etcd "$ETCD_VERSION" build_etcd
+cache_build etcd "$ETCD_VERSION" build_etcd
 for bin in kube-apiserver kube-controller-manager kube-scheduler; do
-	build "$bin" "$KUBE_VERSION" build_kube
+	cache_build "$bin" "$KUBE_VERSION" build_kube
 done
-build kwok "$KWOK_VERSION" build_kwok
+cache_build kwok "$KWOK_VERSION" build_kwok
 
 echo "kube tools: ready in $KUBE_BIN_DIR ($((SECONDS - total_start))s)"

@@ -2,7 +2,8 @@
 // revision state.
 //
 // A revision is one scalable workload version: a scale target, its routing
-// (hosts and port) and an autoscaling Spec. Platforms (platform/kube,
+// (hosts, port, and optionally a traffic percent and tag for hosts it
+// shares with other revisions) and an autoscaling Spec. Platforms (platform/kube,
 // platform/local) parse configuration into Specs with ParseSettings and feed
 // backends into the Registry; the xds, activator and autoscaler packages read
 // immutable Snapshots from it and wait on its change channel. Spec defaults

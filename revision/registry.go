@@ -136,6 +136,10 @@ func (r *Registry) Upsert(key Key, spec Spec) {
 		}
 		s := spec
 		s.Hosts = slices.Clone(spec.Hosts)
+		if p := spec.TrafficPercent; p != nil {
+			v := *p // a copy: the caller may reuse its variable
+			s.TrafficPercent = &v
+		}
 		e.spec, e.invalid = &s, nil
 		return true
 	})

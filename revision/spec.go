@@ -132,6 +132,17 @@ type Spec struct {
 	// IdleTimeout closes a request or connection with no bytes in either
 	// direction for this long (0..24h; 0, the default, = no idle limit).
 	IdleTimeout time.Duration
+	// TrafficPercent is the share of each of its hosts' requests this
+	// revision receives when other revisions list the same host (a traffic
+	// split): 0..100 percent. nil (the default): no split; a host another
+	// revision also lists is then a host collision. The revisions sharing
+	// a host must all set it, with a sum of 100 (see docs/traffic-splitting.md).
+	TrafficPercent *int32
+	// Tag, when set, gives the revision one more host that routes only to
+	// it, whatever the split: TagHost ("<tag>-<first host>"). A DNS label
+	// (lower case letters, digits and '-', at most 63 characters); "" = no
+	// tag host.
+	Tag string
 }
 
 // DefaultSpec returns a Spec with every autoscaling setting at its default

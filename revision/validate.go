@@ -138,6 +138,7 @@ func (s *Spec) ValidateWithin(lim Limits) error {
 	if s.QueueDepth < 1 || s.QueueDepth > 1_000_000 {
 		bad(KeyQueueDepth, s.QueueDepth, "1..1000000")
 	}
+	s.validateTraffic(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -12,7 +12,12 @@
 // mode: the internal listener thaw_activator), the internal listener
 // thaw_activator (ext_proc, then a route to thaw_activator_dst) and the
 // ORIGINAL_DST cluster thaw_activator_dst that takes its destination only
-// from dynamic metadata written by ext_proc. Golden files: testdata/.
+// from dynamic metadata written by ext_proc. Hosts that revisions share by
+// traffic percent get a virtual host of weighted clusters, one per
+// revision cluster, each setting its own x-thaw-revision
+// (SplitVirtualHost); plan.go decides which revision serves which host
+// and leaves out host collisions and invalid splits. Golden files:
+// testdata/.
 //
 // Serving (Server): one goroutine (Run) follows the registry. It never
 // answers a stream before the first Synced snapshot is in the caches

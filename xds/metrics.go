@@ -23,7 +23,8 @@ type metrics struct {
 	// applySeconds observes seconds to translate and apply one registry
 	// snapshot (including make-before-break waits).
 	applySeconds prometheus.Histogram
-	// skipped is the number of revisions left out of the last translation.
+	// skipped is the number of revisions left out of the last translation
+	// (host collisions, invalid traffic splits).
 	skipped prometheus.Gauge
 }
 
@@ -57,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		skipped: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "skipped_revisions",
-			Help: "Revisions left out of the last translation (host collisions).",
+			Help: "Revisions left out of the last translation (host collisions, invalid traffic splits).",
 		}),
 	}
 	if reg != nil {

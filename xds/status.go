@@ -39,7 +39,7 @@ type RevisionStatus struct {
 	// Confirmed is ConfirmedEverywhere at Generation.
 	Confirmed bool
 	// Skipped is why the revision was left out of the translation (host
-	// collision), or nil.
+	// collision, invalid traffic split), or nil.
 	Skipped error
 	// NACKs are rejections by connected nodes naming the revision's cluster
 	// or endpoints, or the shared route configuration thaw_http.
@@ -120,4 +120,13 @@ func (s *Server) Status(key revision.Key) RevisionStatus {
 		return cmp.Compare(a.Node, b.Node)
 	})
 	return st
+}
+
+// SkipReason returns why the last translation left the revision out (a
+// *HostCollisionError, a *SplitError), or nil when it is routed or
+// unknown. Cheap: one map read under a read lock.
+func (s *Server) SkipReason(key revision.Key) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.skipped[key]
 }

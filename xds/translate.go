@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -49,7 +51,8 @@ type Resources struct {
 	Clusters  []*clusterv3.Cluster
 	Endpoints []*endpointv3.ClusterLoadAssignment
 	// Skipped holds the revisions left out of this translation and why
-	// (host collisions, resources Envoy would reject). Never nil.
+	// (host collisions, invalid traffic splits, resources Envoy would
+	// reject). Never nil.
 	Skipped map[revision.Key]error
 }
 
@@ -79,7 +82,9 @@ func (r *Resources) ByType() map[string]map[string]types.Resource {
 
 // Translate turns a registry snapshot into Envoy resources: listener
 // thaw_http with route configuration thaw_http (one virtual host per
-// revision plus a 404 catch-all), one EDS cluster and one
+// revision with hosts of its own, one per group of hosts that revisions
+// split by percent (SplitVirtualHost), plus a 404 catch-all), one EDS
+// cluster and one
 // ClusterLoadAssignment per revision (serve mode: its ready backends; proxy
 // mode, or serve mode without a ready backend: the thaw_activator internal
 // listener, so requests are held rather than failed, with the ready
@@ -88,7 +93,8 @@ func (r *Resources) ByType() map[string]map[string]types.Resource {
 // thaw_activator and cluster thaw_activator_dst. It does no I/O.
 //
 // An invalid cfg returns (nil, error wrapping ErrInvalidConfig). A revision
-// that cannot be translated (host collision, see HostCollisionError) is
+// that cannot be translated (host collision, see HostCollisionError;
+// invalid traffic split, see SplitError; planRoutes has the rules) is
 // left out: Translate still returns the resources of all other revisions,
 // plus an error joining one error per problem; Resources.Skipped lists the
 // skipped revisions.
@@ -116,6 +122,9 @@ type translator struct {
 	parts  *parts
 	shared sharedResources
 	memo   map[revision.Key]*memoEntry
+	// splitMemo holds the split hosts' virtual hosts by their inputs'
+	// signature (see splitVirtualHost).
+	splitMemo map[string]*routev3.VirtualHost
 	// prevVhosts and prevRoute are the last route configuration and the
 	// virtual hosts it was built from.
 	prevVhosts []*routev3.VirtualHost
@@ -169,37 +178,43 @@ type revisionResources struct {
 
 func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 	revs := snap.Sorted()
-	out := &Resources{Skipped: map[revision.Key]error{},
-		Clusters:  make([]*clusterv3.Cluster, 0, len(revs)+1),
-		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(revs))}
+	var failed map[revision.Key]error
+	var plan *routePlan
+	var b *built
+	for {
+		// A revision whose resources fail to build is left out and the
+		// routes planned again: it may have been a member of a split.
+		// Each round leaves out at least one more revision.
+		plan = planRoutes(revs, failed)
+		var fails map[revision.Key]error
+		b, fails = t.build(revs, plan)
+		if len(fails) == 0 {
+			break
+		}
+		if failed == nil {
+			failed = map[revision.Key]error{}
+		}
+		maps.Copy(failed, fails)
+	}
+	t.memo, t.splitMemo = b.memo, b.splitMemo
+	out := &Resources{Skipped: plan.skipped,
+		Clusters:  make([]*clusterv3.Cluster, 0, len(b.memo)+1),
+		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(b.memo))}
 	var errs []error
-	owner := make(map[string]revision.Key, len(revs))
-	vhosts := make([]*routev3.VirtualHost, 0, len(revs))
-	memo := make(map[revision.Key]*memoEntry, len(revs))
+	reported := map[error]bool{}
 	for _, rev := range revs {
-		domains, err := claimHosts(owner, rev)
-		if err != nil {
-			out.Skipped[rev.Key] = err
-			errs = append(errs, err)
+		if err := plan.skipped[rev.Key]; err != nil {
+			if !reported[err] { // the members of a split share one error
+				reported[err] = true
+				errs = append(errs, err)
+			}
 			continue
 		}
-		m, err := t.revision(rev, domains)
-		if err != nil {
-			err = fmt.Errorf("revision %s: %w", rev.Key, err)
-			out.Skipped[rev.Key] = err
-			errs = append(errs, err)
-			continue
-		}
-		memo[rev.Key] = m
-		for _, d := range domains {
-			owner[d] = rev.Key
-		}
-		vhosts = append(vhosts, m.res.vhost)
+		m := b.memo[rev.Key]
 		out.Clusters = append(out.Clusters, m.res.cluster)
 		out.Endpoints = append(out.Endpoints, m.res.cla)
 	}
-	t.memo = memo
-	rc, err := t.routeConfiguration(vhosts)
+	rc, err := t.routeConfiguration(b.vhosts)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +229,75 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 	return out, errors.Join(errs...)
 }
 
+// built is the per-revision and per-split part of one translation.
+type built struct {
+	memo      map[revision.Key]*memoEntry
+	splitMemo map[string]*routev3.VirtualHost
+	// vhosts are the revisions' own virtual hosts in key order, then the
+	// split hosts' in plan order.
+	vhosts []*routev3.VirtualHost
+}
+
+// build makes the resources of every revision plan routes and the
+// virtual hosts of its splits. fails names the revisions whose resources
+// could not be built (for a split, all its members), and why.
+func (t *translator) build(revs []*revision.Revision, plan *routePlan) (*built, map[revision.Key]error) {
+	b := &built{memo: make(map[revision.Key]*memoEntry, len(revs)), splitMemo: map[string]*routev3.VirtualHost{},
+		vhosts: make([]*routev3.VirtualHost, 0, len(revs)+len(plan.splits))}
+	fails := map[revision.Key]error{}
+	for i, rev := range revs {
+		if plan.skipped[rev.Key] != nil {
+			continue
+		}
+		m, err := t.revision(rev, plan.domains[i])
+		if err != nil {
+			fails[rev.Key] = fmt.Errorf("revision %s: %w", rev.Key, err)
+			continue
+		}
+		b.memo[rev.Key] = m
+		if m.res.vhost != nil {
+			b.vhosts = append(b.vhosts, m.res.vhost)
+		}
+	}
+	for _, g := range plan.splits {
+		vh, sig, err := t.splitVirtualHost(g, b.memo)
+		if err != nil {
+			for _, m := range g.members {
+				fails[m.Key] = fmt.Errorf("split host %q: %w", g.domains[0], err)
+			}
+			continue
+		}
+		b.splitMemo[sig] = vh
+		b.vhosts = append(b.vhosts, vh)
+	}
+	return b, fails
+}
+
+// splitVirtualHost returns a split group's virtual host, the previous one
+// when its inputs (hosts, members, percents, timeouts) are unchanged, and
+// the signature it is memoised under.
+func (t *translator) splitVirtualHost(g splitGroup, memo map[revision.Key]*memoEntry) (*routev3.VirtualHost, string, error) {
+	ts := make([]RouteTimeouts, 0, len(g.members))
+	for _, m := range g.members {
+		e := memo[m.Key]
+		if e == nil {
+			return nil, "", fmt.Errorf("member %s has no resources", m.Key)
+		}
+		ts = append(ts, e.timeouts)
+	}
+	timeouts := MaxTimeouts(ts)
+	sig := fmt.Sprintf("%s|%s|%v", strings.Join(g.domains, ","), membersSignature(g.members), timeouts)
+	if vh := t.splitMemo[sig]; vh != nil {
+		return vh, sig, nil
+	}
+	vh := SplitVirtualHost(SplitVirtualHostParams{Domains: g.domains, Members: g.members, Timeouts: timeouts,
+		Config: t.cfg, parts: t.parts})
+	if err := vh.ValidateAll(); err != nil {
+		return nil, "", fmt.Errorf("virtual host: %w", err)
+	}
+	return vh, sig, nil
+}
+
 // routeConfiguration returns the previous route configuration when the
 // virtual hosts are the same (pointer for pointer), else a new one.
 func (t *translator) routeConfiguration(vhosts []*routev3.VirtualHost) (*routev3.RouteConfiguration, error) {
@@ -226,26 +310,6 @@ func (t *translator) routeConfiguration(vhosts []*routev3.VirtualHost) (*routev3
 	}
 	t.prevVhosts, t.prevRoute = vhosts, rc
 	return rc, nil
-}
-
-// claimHosts returns rev's hosts in normal form (revision.NormalizeHost,
-// the form validation compared), or a joined
-// *HostCollisionError for each host another revision already owns.
-func claimHosts(owner map[string]revision.Key, rev *revision.Revision) ([]string, error) {
-	domains := make([]string, 0, len(rev.Spec.Hosts))
-	var errs []error
-	for _, h := range rev.Spec.Hosts {
-		d := revision.NormalizeHost(h)
-		if k, taken := owner[d]; taken {
-			errs = append(errs, &HostCollisionError{Host: d, Kept: k, Skipped: rev.Key})
-			continue
-		}
-		domains = append(domains, d)
-	}
-	if len(domains) == 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("revision %s has no hosts", rev.Key))
-	}
-	return domains, errors.Join(errs...)
 }
 
 // revision returns one revision's virtual host, cluster and endpoints,
@@ -264,9 +328,13 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		name = revision.ClusterName(rev.Key)
 	}
 	res := &revisionResources{}
-	if m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts {
+	switch {
+	case len(domains) == 0:
+		// No host of its own (every host split: the split virtual hosts
+		// route to it; or no host at all): cluster and endpoints only.
+	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts:
 		res.vhost = m.res.vhost
-	} else {
+	default:
 		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name, Timeouts: timeouts})
 		if err := res.vhost.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
@@ -291,11 +359,12 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 }
 
 // endpointChanges is the fast path for the common update: the same
-// revisions with the same hosts, only modes, backends or other settings
-// changed (a mode flip, a pod becoming ready). It returns the revisions
-// whose pointer changed, with their memo entries updated; ok is false when
-// the change needs a full translation (revisions added or removed, hosts
-// changed, a revision skipped before).
+// revisions with the same routing (sameRouting: hosts, traffic percent,
+// tag, timeouts, protocol), only modes, backends or settings that do not
+// reach Envoy changed (a mode flip, a pod becoming ready). It returns the
+// revisions whose pointer changed, with their memo entries updated; ok is
+// false when the change needs a full translation (revisions added or
+// removed, routing changed, a revision skipped before).
 func (t *translator) endpointChanges(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, ok bool, err error) {
 	if prev == nil || len(prev.Revisions) != len(snap.Revisions) {
 		return nil, false, nil
@@ -308,7 +377,7 @@ func (t *translator) endpointChanges(prev, snap *revision.Snapshot, skipped map[
 		if p == r {
 			continue
 		}
-		if _, bad := skipped[k]; bad || t.memo[k] == nil || !slices.Equal(p.Spec.Hosts, r.Spec.Hosts) {
+		if _, bad := skipped[k]; bad || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
 			return nil, false, nil
 		}
 		changed = append(changed, r)
@@ -321,6 +390,18 @@ func (t *translator) endpointChanges(prev, snap *revision.Snapshot, skipped map[
 		t.memo[r.Key] = m
 	}
 	return changed, true, nil
+}
+
+// sameRouting reports whether two specs of one revision give the same
+// routes and cluster: only then can a change skip the full translation
+// (the fast path sends nothing but ClusterLoadAssignments).
+func sameRouting(a, b *revision.Spec) bool {
+	return slices.Equal(a.Hosts, b.Hosts) && a.Tag == b.Tag && equalPercent(a.TrafficPercent, b.TrafficPercent) &&
+		TimeoutsOf(a) == TimeoutsOf(b) && a.Protocol == b.Protocol
+}
+
+func equalPercent(a, b *int32) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func (t *translator) loadAssignment(rev *revision.Revision, name string) (*endpointv3.ClusterLoadAssignment, error) {

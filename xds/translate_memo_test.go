@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/google/go-cmp/cmp"
@@ -15,8 +16,9 @@ import (
 )
 
 // TestMemoisedTranslationMatchesTranslate replays random registry histories
-// (mode flips, backends appearing, turning ready and leaving, port and host
-// changes, host collisions, revisions added and removed) through the
+// (mode flips, backends appearing, turning ready and leaving, port, host
+// and timeout changes, host collisions, traffic splits valid and invalid,
+// tags, revisions added and removed) through the
 // translator the server keeps (the endpointChanges fast path when it
 // applies, else the memoised full translation), applying the results the
 // way Server.apply does, and checks after every step that the resources
@@ -33,7 +35,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			var held map[string]map[string]types.Resource
 			var prev *revision.Snapshot
 			var skipped map[revision.Key]error
-			fast := 0
+			fast, splits := 0, 0
 			for step := range 120 {
 				snap := h.next()
 				changed, ok, err := tr.endpointChanges(prev, snap, skipped)
@@ -58,6 +60,9 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 				if want == nil {
 					t.Fatalf("step %d (%s): Translate failed", step, h.last)
 				}
+				if hasSplit(want) {
+					splits++
+				}
 				if wantBy := want.ByType(); !sameResources(wantBy, held) {
 					t.Fatalf("step %d (%s): memoised resources differ from Translate (-want +got):\n%s", step, h.last,
 						cmp.Diff(wantBy, held, protocmp.Transform()))
@@ -65,6 +70,9 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			}
 			if fast == 0 {
 				t.Errorf("the fast path never ran: the history does not test it")
+			}
+			if splits == 0 {
+				t.Errorf("no step had a valid traffic split: the history does not test them")
 			}
 		})
 	}
@@ -122,7 +130,7 @@ func (h *history) next() *revision.Snapshot {
 			continue
 		}
 		r := *old
-		switch op := h.rng.IntN(10); op {
+		switch op := h.rng.IntN(14); op {
 		case 0, 1, 2:
 			r.Mode = 1 - r.Mode
 			h.last += fmt.Sprintf("flip %s to %s; ", k, r.Mode)
@@ -154,10 +162,35 @@ func (h *history) next() *revision.Snapshot {
 			h.revs[k] = &r
 			h.last += fmt.Sprintf("desired scale of %s; ", k)
 			continue
-		default:
+		case 9:
 			delete(h.revs, k)
 			h.last += fmt.Sprintf("delete %s; ", k)
 			continue
+		case 10:
+			r.Spec.TrafficPercent = []*int32{nil, pct(0), pct(10), pct(50), pct(90), pct(100)}[h.rng.IntN(6)]
+			h.last += fmt.Sprintf("traffic percent of %s: %v; ", k, pctString(r.Spec.TrafficPercent))
+		case 11:
+			// A valid split: another revision joins r's first host, the
+			// two percents summing to 100.
+			q := h.other(k)
+			if q == nil {
+				continue
+			}
+			p := int32(h.rng.IntN(101))
+			r.Spec.TrafficPercent = pct(p)
+			qc := *q
+			qc.Spec.Hosts = []string{r.Spec.Hosts[0]}
+			qc.Spec.TrafficPercent = pct(100 - p)
+			h.gen++
+			qc.Generation = h.gen
+			h.revs[q.Key] = &qc
+			h.last += fmt.Sprintf("split %s %d%% / %s %d%% on %s; ", k, p, q.Key, 100-p, r.Spec.Hosts[0])
+		case 12:
+			r.Spec.Tag = []string{"", "t", "canary"}[h.rng.IntN(3)]
+			h.last += fmt.Sprintf("tag of %s: %q; ", k, r.Spec.Tag)
+		default:
+			r.Spec.RequestTimeout = time.Duration(1+h.rng.IntN(3)) * time.Minute
+			h.last += fmt.Sprintf("request timeout of %s: %s; ", k, r.Spec.RequestTimeout)
 		}
 		h.gen++
 		r.Generation = h.gen
@@ -170,6 +203,35 @@ func (h *history) next() *revision.Snapshot {
 		snap.Revisions[k] = r
 	}
 	return snap
+}
+
+// hasSplit reports whether r routes a split host (weighted clusters).
+func hasSplit(r *Resources) bool {
+	for _, vh := range r.Routes[0].GetVirtualHosts() {
+		if vh.GetRoutes()[0].GetRoute().GetWeightedClusters() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// other returns a revision other than k, or nil.
+func (h *history) other(k revision.Key) *revision.Revision {
+	for range 5 {
+		if q := h.revs[h.key(h.rng.IntN(26))]; q != nil && q.Key != k {
+			return q
+		}
+	}
+	return nil
+}
+
+func pct(p int32) *int32 { return &p }
+
+func pctString(p *int32) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }
 
 // uniqueSorted sorts backends by address and port (as the registry does)

@@ -39,6 +39,9 @@ func rev(ns, name string, mode revision.Mode, hosts []string, backends ...revisi
 		Backends: backends, DesiredScale: -1, Generation: 1}
 }
 
+// percent returns a traffic percent.
+func percent(p int32) *int32 { return &p }
+
 // withSpec applies edit to r's spec and returns r.
 func withSpec(r *revision.Revision, edit func(*revision.Spec)) *revision.Revision {
 	edit(&r.Spec)
@@ -81,6 +84,25 @@ func TestTranslateGolden(t *testing.T) {
 		)},
 		{name: "no_backends", snap: snapshotOf(rev("default", "cold", revision.ModeServe, []string{"cold.example.com"},
 			revision.Backend{Address: "10.0.0.9", Port: 8080, Ready: false}))},
+		{name: "split", snap: snapshotOf(
+			withSpec(rev("shop", "v1", revision.ModeServe, []string{"shop.example.com", "www.shop.example.com"}, ready("10.0.0.1", 8080)),
+				func(s *revision.Spec) { s.TrafficPercent = percent(90) }),
+			withSpec(rev("shop", "v2", revision.ModeProxy, []string{"shop.example.com", "www.shop.example.com"}),
+				func(s *revision.Spec) {
+					s.TrafficPercent, s.Tag = percent(10), "canary"
+					s.RequestTimeout, s.IdleTimeout = 10*time.Minute, time.Minute
+				}),
+			withSpec(rev("shop", "v3", revision.ModeProxy, []string{"shop.example.com", "www.shop.example.com"}),
+				func(s *revision.Spec) { s.TrafficPercent, s.Tag = percent(0), "next" }),
+			rev("other", "solo", revision.ModeServe, []string{"solo.example.com"}, ready("10.0.0.9", 80)),
+		)},
+		{name: "split_invalid", wantErr: ErrInvalidSplit, snap: snapshotOf(
+			withSpec(rev("shop", "v1", revision.ModeServe, []string{"shop.example.com"}, ready("10.0.0.1", 8080)),
+				func(s *revision.Spec) { s.TrafficPercent = percent(80) }),
+			withSpec(rev("shop", "v2", revision.ModeProxy, []string{"shop.example.com"}),
+				func(s *revision.Spec) { s.TrafficPercent = percent(10) }),
+			rev("other", "solo", revision.ModeServe, []string{"solo.example.com"}, ready("10.0.0.9", 80)),
+		)},
 		{name: "host_collision", wantErr: ErrHostCollision, snap: snapshotOf(
 			rev("b", "second", revision.ModeServe, []string{"dup.example.com", "only-b.example.com"}, ready("10.0.0.2", 80)),
 			rev("a", "first", revision.ModeServe, []string{"DUP.example.com"}, ready("10.0.0.1", 80)),

@@ -10,7 +10,6 @@ import (
 
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/service/metrics/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
@@ -143,9 +142,10 @@ func (r *collectorRecorder) Record(s autoscaler.Sample) {
 }
 
 // BenchmarkIngestGRPC sends the same flushes through a real gRPC stream on
-// 127.0.0.1 (client and server in this process, so the CPU figure includes
-// the client's sending) into the real autoscaler Collector, as thaw wires
-// them: the figure is what stats cost thaw end to end.
+// 127.0.0.1 into the real autoscaler Collector, as thaw wires them. The
+// sender is another process (this test binary, see sender_test.go), so
+// samples/cpu-s is what receiving, decoding and recording cost thaw, not
+// the load generator.
 func BenchmarkIngestGRPC(b *testing.B) {
 	clk := clocktesting.NewFakeClock(t0)
 	rec := &collectorRecorder{c: autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})}
@@ -158,34 +158,6 @@ func BenchmarkIngestGRPC(b *testing.B) {
 	}
 	go gs.Serve(ln)
 	defer gs.Stop()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(MaxRecvMsgSize)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	clusters := benchClusters()
-	bodies := make([][]byte, benchFlushes)
-	for f := range benchFlushes {
-		if bodies[f], err = proto.Marshal(benchFlush(f, clusters)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	streams := make([]metricsStream, benchNodes)
-	for n := range benchNodes {
-		st, err := metricsv3.NewMetricsServiceClient(conn).StreamMetrics(b.Context(), grpc.ForceCodec(rawCodec{}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		head, err := proto.Marshal(envoyMsg(nodeName(n), 0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := st.SendMsg(append(head, bodies[0]...)); err != nil {
-			b.Fatal(err)
-		}
-		streams[n] = st
-	}
 	waitSamples := func(want int64) {
 		for range 600000 {
 			if rec.n.Load() >= want {
@@ -195,18 +167,18 @@ func BenchmarkIngestGRPC(b *testing.B) {
 		}
 		b.Fatalf("timed out: %d of %d samples", rec.n.Load(), want)
 	}
+	snd := startSender(b, ln.Addr().String())
 	waitSamples(benchNodes * benchRevisions)
+	body, err := proto.Marshal(benchFlush(1, benchClusters()))
+	if err != nil {
+		b.Fatal(err)
+	}
 	rec.n.Store(0)
-	b.SetBytes(int64(len(bodies[1])))
+	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
-	for i := range b.N {
-		n := i % benchNodes
-		if err := streams[n].SendMsg(bodies[1+(i/benchNodes)%(benchFlushes-1)]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	snd.send(b, b.N)
 	waitSamples(int64(b.N) * benchRevisions)
 	b.StopTimer()
 	cpu := (cpuTime(b) - cpu0).Seconds()

@@ -5,10 +5,12 @@
 //	<name>.txt          each command's output (`go test -bench` text for the micro
 //	                    and xDS benchmarks)
 //	scenarios.json      bench/scenarios' figures
+//	peers.json          bench/scenarios -only peers' figures
 //	load-start, load-end  copies of /proc/loadavg around the run
 //
 // The document is a template (BENCHMARKS.md.tmpl); never edit the output by
-// hand, rerun `make bench`.
+// hand, rerun `make bench`. With -peers-only it rewrites just the peers
+// section of an existing document (`make bench-peers`).
 package main
 
 import (
@@ -50,7 +52,9 @@ type doc struct {
 	PathRounds   []pathRound
 	Cold         []results.Cold
 	Burst        *results.Burst
+	BurstLarge   *burstLargeView
 	Protocols    *protocolsView
+	Peers        *peersView
 	Micro        []microLine
 	Scenarios    *results.Scenarios
 	Picture      string
@@ -62,7 +66,15 @@ func main() {
 	dir := flag.String("dir", "bench/out", "directory hack/bench.sh wrote")
 	out := flag.String("o", "docs/BENCHMARKS.md", "where to write the document")
 	envoyBin := flag.String("envoy", os.Getenv("ENVOY_BIN"), "Envoy binary (for its version)")
+	peersOnly := flag.Bool("peers-only", false, "rewrite only the peers section of -o from <dir>/peers.json")
 	flag.Parse()
+	if *peersOnly {
+		if err := rewritePeers(*dir, *out); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("wrote the peers section of %s", *out)
+		return
+	}
 	d, err := build(*dir, *envoyBin, *out)
 	if err != nil {
 		log.Fatal(err)
@@ -78,7 +90,14 @@ func main() {
 }
 
 // render executes the document template.
-func render(d *doc) ([]byte, error) {
+func render(d *doc) ([]byte, error) { return renderNamed(d, "doc") }
+
+// renderNamed executes the template name ("doc": the whole document,
+// "peersSection": the peers section with its markers).
+func renderNamed(d *doc, name string) ([]byte, error) {
+	if d.Peers == nil {
+		d.Peers = newPeersView(nil)
+	}
 	t, err := template.New("doc").Funcs(template.FuncMap{
 		"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 		"f3":  func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
@@ -86,6 +105,9 @@ func render(d *doc) ([]byte, error) {
 		"ms":  fmtMs,
 		"sec": fmtSeconds,
 		"add": func(a, b int) int { return a + b },
+		"indent": func(s string) string {
+			return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+		},
 		"sides": func(p *results.Paths) []results.Side {
 			return []results.Side{p.Static, p.Serve, p.ServeWithProxy, p.Proxy}
 		},
@@ -93,11 +115,14 @@ func render(d *doc) ([]byte, error) {
 	if err == nil {
 		_, err = t.Parse(protocolsTemplate)
 	}
+	if err == nil {
+		_, err = t.Parse(peersTemplate)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, d); err != nil {
+	if err := t.ExecuteTemplate(&buf, name, d); err != nil {
 		return nil, fmt.Errorf("template: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -159,9 +184,14 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.Summary = append(d.Summary, coldRows(d.Cold)...)
 	d.Summary = append(d.Summary, protocolRows(in.Scenarios.Protocols)...)
 	d.Summary = append(d.Summary, burstRows(d.Burst)...)
+	d.Summary = append(d.Summary, burstLargeRows(in.Scenarios.BurstLarge)...)
+	d.Summary = append(d.Summary, failoverRows(in.Scenarios.Failover)...)
+	d.BurstLarge = newBurstLargeView(in.Scenarios.BurstLarge)
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)
 	d.Summary = append(d.Summary, abuseRows(in.Scenarios.Abuse)...)
+	d.Peers = newPeersView(readPeers(dir))
+	d.Summary = append(d.Summary, d.Peers.Judged...)
 	d.Micro = microTable(append(append([]results.GoBench{}, in.Micro...), in.XDS...))
 	return d, nil
 }
@@ -184,4 +214,50 @@ func readCommands(path string) ([]command, error) {
 		cmds = append(cmds, command{Name: parts[0], Command: parts[1], Exit: exit, Seconds: secs})
 	}
 	return cmds, sc.Err()
+}
+
+// readPeers loads <dir>/peers.json, nil (logged) when there is none.
+func readPeers(dir string) *results.Peers {
+	p, err := results.ReadPeers(filepath.Join(dir, "peers.json"))
+	if err != nil {
+		log.Printf("no peers figures: %v", err)
+		return nil
+	}
+	return p
+}
+
+// rewritePeers renders the peers section from <dir>/peers.json into the
+// document at out, between peersBegin and peersEnd (when the document has
+// no such section yet: before the micro-benchmarks, as the template places
+// it, else at the end); the rest is kept.
+func rewritePeers(dir, out string) error {
+	p, err := results.ReadPeers(filepath.Join(dir, "peers.json"))
+	if err != nil {
+		return err
+	}
+	d := &doc{Peers: newPeersView(p)}
+	buf, err := renderNamed(d, "peersSection")
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(out)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	text := string(old)
+	section := strings.TrimRight(string(buf), "\n")
+	b, e := strings.Index(text, peersBegin), strings.Index(text, peersEnd)
+	switch {
+	case b >= 0 && e > b:
+		text = text[:b] + section + text[e+len(peersEnd):]
+	case b >= 0 || e >= 0:
+		return fmt.Errorf("%s: peers markers out of order: regenerate it with make bench", out)
+	case strings.Contains(text, "\n## Micro-benchmarks"):
+		// Where the template puts it.
+		i := strings.Index(text, "\n## Micro-benchmarks") + 1
+		text = text[:i] + section + "\n\n" + text[i:]
+	default:
+		text = strings.TrimRight(text, "\n") + "\n\n" + section + "\n"
+	}
+	return os.WriteFile(out, []byte(text), 0o644)
 }

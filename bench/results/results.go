@@ -26,6 +26,10 @@ type Scenarios struct {
 	Paths      *Paths  `json:"paths,omitempty"`
 	Cold       []Cold  `json:"cold,omitempty"`
 	Burst      *Burst  `json:"burst,omitempty"`
+	// Failover is thaw killed under proxy-mode load and restarted.
+	Failover *Failover `json:"failover,omitempty"`
+	// BurstLarge are the repeated 10,000-request bursts at zero.
+	BurstLarge []Burst `json:"burstLarge,omitempty"`
 	Scale      *Scale  `json:"scale,omitempty"`
 	// Protocols is the gRPC and WebSocket scenario (protocols.go).
 	Protocols *Protocols `json:"protocols,omitempty"`
@@ -156,6 +160,53 @@ type Burst struct {
 	EnvoyStats map[string]int64 `json:"envoyStats,omitempty"`
 	// Picture is the path of the timeline picture, relative to the repo.
 	Picture string `json:"picture,omitempty"`
+	// Memory is the resident memory of thaw and Envoy before the burst and
+	// at its peak.
+	Memory BurstMemory `json:"memory"`
+}
+
+// Failover is the thaw-crash scenario: a constant load on a proxy-mode
+// revision with ready backends, thaw killed (SIGKILL) and restarted.
+// Times are milliseconds; -1 means never seen.
+type Failover struct {
+	Settings     string   `json:"settings"`
+	RateRPS      int      `json:"rateRPS"`
+	Requests     int      `json:"requests"`
+	Errors       int      `json:"errors"`
+	ErrorSamples []string `json:"errorSamples,omitempty"`
+	// KillAtMs and RestartAtMs are from the start of the load.
+	KillAtMs    float64 `json:"killAtMs"`
+	RestartAtMs float64 `json:"restartAtMs"`
+	// EjectedAfterMs is from the kill until Envoy's outlier detection
+	// ejected the activator endpoint (requests go straight to the
+	// backends); BackAfterMs from the restart until the new thaw's
+	// activator routed a request again.
+	EjectedAfterMs float64 `json:"ejectedAfterMs"`
+	BackAfterMs    float64 `json:"backAfterMs"`
+	// Before, Down and After are the requests sent before the kill, while
+	// thaw was down, and after the restart.
+	Before Latency `json:"before"`
+	Down   Latency `json:"down"`
+	After  Latency `json:"after"`
+}
+
+// BurstMemory is resident memory (VmRSS, MiB) of thaw and its Envoy just
+// before a burst and the highest sampled while it was served.
+type BurstMemory struct {
+	ThawBeforeMiB  float64 `json:"thawBeforeMiB"`
+	ThawPeakMiB    float64 `json:"thawPeakMiB"`
+	EnvoyBeforeMiB float64 `json:"envoyBeforeMiB"`
+	EnvoyPeakMiB   float64 `json:"envoyPeakMiB"`
+}
+
+// PerHeldKiB returns the memory growth of thaw and Envoy during the burst
+// per request held at the busiest moment (KiB; 0 when nothing was held).
+func (b *Burst) PerHeldKiB() (thaw, envoy float64) {
+	if b.MaxHeld <= 0 {
+		return 0, 0
+	}
+	per := func(before, peak float64) float64 { return max(0, peak-before) * 1024 / float64(b.MaxHeld) }
+	return per(b.Memory.ThawBeforeMiB, b.Memory.ThawPeakMiB), per(b.Memory.EnvoyBeforeMiB, b.Memory.EnvoyPeakMiB)
 }
 
 // BurstSample is one /status poll during the burst; TMs is milliseconds

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -35,8 +34,8 @@ func localConfig(workloadBin string, revs ...rev) string {
 // staticEnvoyBootstrap is the baseline: a plain Envoy whose only listener
 // routes every request to one backend, with the same circuit-breaker
 // limits thaw's clusters get. No xDS, no ext_proc, no stats sink.
-func staticEnvoyBootstrap(listenPort, adminPort, backendPort int) string {
-	return staticBootstrap("static_http", listenPort, adminPort, backendPort, false)
+func staticEnvoyBootstrap(backendPort int) string {
+	return staticBootstrap("static_http", backendPort, false)
 }
 
 // h2cClusterOptions makes a static cluster speak HTTP/2 with prior
@@ -49,25 +48,25 @@ const h2cClusterOptions = `    typed_extension_protocol_options:
 `
 
 // staticBootstrap is a plain Envoy bootstrap: listener name on listenPort
-// routing everything to one backend cluster (HTTP/1.1, or h2c when h2c),
-// admin on adminPort.
-func staticBootstrap(name string, listenPort, adminPort, backendPort int, h2c bool) string {
+// routing everything to one backend cluster (HTTP/1.1, or h2c when h2c);
+// Envoy picks the listener's and admin's ports (startEnvoy reads them).
+func staticBootstrap(name string, backendPort int, h2c bool) string {
 	opts := ""
 	if h2c {
 		opts = h2cClusterOptions
 	}
 	return fmt.Sprintf(`admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
+  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
 static_resources:
   listeners:
-  - name: %[4]s
-    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
+  - name: %[2]s
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
     filter_chains:
     - filters:
       - name: envoy.filters.network.http_connection_manager
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: %[4]s
+          stat_prefix: %[2]s
           route_config:
             name: static
             virtual_hosts:
@@ -84,15 +83,15 @@ static_resources:
   - name: backend
     type: STATIC
     connect_timeout: 1s
-%[5]s    circuit_breakers:
+%[3]s    circuit_breakers:
       thresholds:
       - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
     load_assignment:
       cluster_name: backend
       endpoints:
       - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[3]d}}}
-`, adminPort, listenPort, backendPort, name, opts)
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}}
+`, backendPort, name, opts)
 }
 
 // staticEnvoy is the running baseline Envoy.
@@ -104,25 +103,11 @@ type staticEnvoy struct {
 // startStaticEnvoy runs the baseline Envoy with the same worker count as
 // thaw's and waits for its admin /ready.
 func startStaticEnvoy(e *env, dir string, backendPort int) (*staticEnvoy, error) {
-	ports, err := pickPorts(2)
+	ev, err := startEnvoy(e, dir, "static envoy", "static-envoy", staticEnvoyBootstrap(backendPort))
 	if err != nil {
 		return nil, err
 	}
-	cfg := filepath.Join(dir, "static-envoy.yaml")
-	if err := writeFile(cfg, staticEnvoyBootstrap(ports[0], ports[1], backendPort)); err != nil {
-		return nil, err
-	}
-	p, err := startProcess("static envoy", filepath.Join(dir, "static-envoy.log"), e.envoyBin,
-		"-c", cfg, "--disable-hot-restart", "--log-level", "warn", "--concurrency", fmt.Sprint(e.envoyWorkers))
-	if err != nil {
-		return nil, err
-	}
-	se := &staticEnvoy{process: p, httpURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
-	if err := waitHTTP(e.ctx, p, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]), 30*time.Second); err != nil {
-		_ = p.stop(5 * time.Second)
-		return nil, fmt.Errorf("static envoy: %w\n%s", err, p.logTail(20))
-	}
-	return se, nil
+	return &staticEnvoy{process: ev.process, httpURL: ev.url("static_http")}, nil
 }
 
 // writeAutoscaling appends a revision's autoscaling map to a local config,

@@ -57,28 +57,16 @@ func runDesign(e *env, outDir string) error {
 	if err != nil {
 		return err
 	}
-	ports, err := pickPorts(2)
+	bootstrap, err := designBootstrap(ws.Port, th.grpcPort, "local/"+proxyRev.name)
 	if err != nil {
 		return err
 	}
-	bootstrap, err := designBootstrap(ports[0], ports[1], ws.Port, th.grpcPort, "local/"+proxyRev.name)
+	ev, err := startEnvoy(e, dir, "design envoy", "design-envoy", bootstrap)
 	if err != nil {
 		return err
 	}
-	cfg := filepath.Join(dir, "design-envoy.yaml")
-	if err := writeFile(cfg, bootstrap); err != nil {
-		return err
-	}
-	ev, err := startProcess("design envoy", filepath.Join(dir, "design-envoy.log"), e.envoyBin,
-		"-c", cfg, "--disable-hot-restart", "--log-level", "warn", "--concurrency", fmt.Sprint(e.envoyWorkers))
-	if err != nil {
-		return err
-	}
-	defer e.stopLogged(ev)
-	if err := waitHTTP(e.ctx, ev, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]), 30*time.Second); err != nil {
-		return fmt.Errorf("design envoy: %w\n%s", err, ev.logTail(20))
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	defer e.stopLogged(ev.process)
+	base := ev.url("design_http")
 	names := []string{"direct", "hdr", "il", "rt"}
 	type side struct {
 		t        *target
@@ -152,7 +140,7 @@ func runDesign(e *env, outDir string) error {
 // designBootstrap is the static Envoy of runDesign; the ext_proc filter is
 // thaw's own (xds.ExtProcFilter), disabled on the outer HCM except on the
 // rt route.
-func designBootstrap(port, adminPort, backendPort, extprocPort int, revision string) (string, error) {
+func designBootstrap(backendPort, extprocPort int, revision string) (string, error) {
 	f, err := xds.ExtProcFilter(&xds.Config{ExtProcMessageTimeout: xds.DefaultExtProcMessageTimeout, HoldBudget: xds.DefaultHoldBudget})
 	if err != nil {
 		return "", err
@@ -169,14 +157,14 @@ func designBootstrap(port, adminPort, backendPort, extprocPort int, revision str
 	}
 	budget := fmt.Sprintf("%.0fs", xds.DefaultHoldBudget.Seconds())
 	return fmt.Sprintf(`admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
+  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
 bootstrap_extensions:
 - name: envoy.bootstrap.internal_listener
   typed_config: {"@type": type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener}
 static_resources:
   listeners:
   - name: design_http
-    address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
     filter_chains:
     - filters:
       - name: envoy.filters.network.http_connection_manager
@@ -197,7 +185,7 @@ static_resources:
                 route: {cluster: backend}
                 request_headers_to_remove: [x-thaw-revision]
                 request_headers_to_add:
-                - header: {key: x-thaw-revision, value: %[5]s}
+                - header: {key: x-thaw-revision, value: %[3]s}
                   append_action: OVERWRITE_IF_EXISTS_OR_ADD
             - name: il
               domains: ["il.bench"]
@@ -206,16 +194,16 @@ static_resources:
                 route: {cluster: rev_il, timeout: 0s}
                 request_headers_to_remove: [x-thaw-revision]
                 request_headers_to_add:
-                - header: {key: x-thaw-revision, value: %[5]s}
+                - header: {key: x-thaw-revision, value: %[3]s}
                   append_action: OVERWRITE_IF_EXISTS_OR_ADD
             - name: rt
               domains: ["rt.bench"]
               routes:
               - match: {prefix: "/"}
-                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[8]s}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[6]s}
                 request_headers_to_remove: [x-thaw-revision]
                 request_headers_to_add:
-                - header: {key: x-thaw-revision, value: %[5]s}
+                - header: {key: x-thaw-revision, value: %[3]s}
                   append_action: OVERWRITE_IF_EXISTS_OR_ADD
                 typed_per_filter_config:
                   envoy.filters.http.ext_proc:
@@ -223,9 +211,9 @@ static_resources:
                     config:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                       overrides:
-                        grpc_initial_metadata: [{key: x-thaw-revision, value: %[5]s}]
+                        grpc_initial_metadata: [{key: x-thaw-revision, value: %[3]s}]
           http_filters:
-          - %[7]s
+          - %[5]s
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   - name: thaw_activator
@@ -242,9 +230,9 @@ static_resources:
               domains: ["*"]
               routes:
               - match: {prefix: "/"}
-                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[8]s}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[6]s}
           http_filters:
-          - %[6]s
+          - %[4]s
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:
@@ -254,7 +242,7 @@ static_resources:
     circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
     load_assignment:
       cluster_name: backend
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[3]d}}}}]}]
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}}}]}]
   - name: rev_il
     type: STATIC
     connect_timeout: 1s
@@ -287,6 +275,6 @@ static_resources:
     circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
     load_assignment:
       cluster_name: thaw_extproc
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[4]d}}}}]}]
-`, port, adminPort, backendPort, extprocPort, revision, inner, outer, budget), nil
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}}}]}]
+`, backendPort, extprocPort, revision, inner, outer, budget), nil
 }

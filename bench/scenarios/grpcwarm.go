@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,30 +205,16 @@ send:
 // listener (HTTP/1.1 and HTTP/2 clients alike), its cluster speaking
 // HTTP/2 with prior knowledge to one backend. No xDS, no ext_proc, no
 // stats sink.
-func staticEnvoyH2CBootstrap(listenPort, adminPort, backendPort int) string {
-	return staticBootstrap("static_grpc", listenPort, adminPort, backendPort, true)
+func staticEnvoyH2CBootstrap(backendPort int) string {
+	return staticBootstrap("static_grpc", backendPort, true)
 }
 
 // startStaticEnvoyH2C runs the gRPC baseline Envoy with the same worker
 // count as thaw's and waits for its admin /ready.
 func startStaticEnvoyH2C(e *env, dir string, backendPort int) (*staticEnvoy, error) {
-	ports, err := pickPorts(2)
+	ev, err := startEnvoy(e, dir, "static envoy (h2c)", "static-envoy-h2c", staticEnvoyH2CBootstrap(backendPort))
 	if err != nil {
 		return nil, err
 	}
-	cfg := filepath.Join(dir, "static-envoy-h2c.yaml")
-	if err := writeFile(cfg, staticEnvoyH2CBootstrap(ports[0], ports[1], backendPort)); err != nil {
-		return nil, err
-	}
-	p, err := startProcess("static envoy (h2c)", filepath.Join(dir, "static-envoy-h2c.log"), e.envoyBin,
-		"-c", cfg, "--disable-hot-restart", "--log-level", "warn", "--concurrency", strconv.Itoa(e.envoyWorkers))
-	if err != nil {
-		return nil, err
-	}
-	se := &staticEnvoy{process: p, httpURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
-	if err := waitHTTP(e.ctx, p, fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1]), 30*time.Second); err != nil {
-		_ = p.stop(5 * time.Second)
-		return nil, fmt.Errorf("static envoy (h2c): %w\n%s", err, p.logTail(20))
-	}
-	return se, nil
+	return &staticEnvoy{process: ev.process, httpURL: ev.url("static_grpc")}, nil
 }

@@ -11,12 +11,21 @@
 //	          (proxy mode with a warm backend vs serve mode)
 //	cold      cold-start overhead over 30 cold starts per startup delay
 //	burst     1000 requests at once to a revision at zero; timeline picture
+//	burst10k  10,000 requests at once to a revision at zero, 5 runs (each
+//	          with a fresh thaw): errors by kind, time to all served, memory
+//	          of thaw and Envoy per held request
+//	failover  thaw killed (SIGKILL) under proxy-mode load and restarted:
+//	          failed requests, latency per phase, failover time
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
 //	design    (only when asked) the activator through the internal listener
 //	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
 //	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
 //	          the default set
+//	peers     (only alone: -only peers) thaw beside the KEDA HTTP add-on
+//	          interceptor and Knative's queue-proxy, in a network namespace
+//	          of its own; -out gets the peers figures; -smoke sends one
+//	          request through each side and measures nothing (CI)
 //
 // It writes the figures as JSON (-out; bench/report renders them into
 // docs/BENCHMARKS.md) and the burst timeline as PNG (-png). `make bench`
@@ -51,6 +60,28 @@ type env struct {
 	quick        bool
 	workDir      string
 	keep         bool
+	// root is the repository (the working directory).
+	root string
+}
+
+// redact makes s fit for the report: the work directory becomes $WORK and
+// the repository ".", so no path of this machine is published.
+func (e *env) redact(s string) string {
+	if e.workDir != "" {
+		s = strings.ReplaceAll(s, e.workDir, "$WORK")
+	}
+	if e.root != "" {
+		s = strings.ReplaceAll(s, e.root+string(filepath.Separator), "./")
+	}
+	return s
+}
+
+// size returns full, or quick for a shortened run (-quick).
+func (e *env) size(full, quick int) int {
+	if e.quick {
+		return quick
+	}
+	return full
 }
 
 func (e *env) logf(format string, args ...any) { log.Printf(format, args...) }
@@ -82,10 +113,10 @@ func main() {
 	if envoyDefault == "" {
 		envoyDefault = filepath.Join(root, ".tools", "bin", "envoy")
 	}
-	e := &env{}
+	e := &env{root: root}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,scale,protocols,abuse", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,burst10k,failover,scale,protocols,abuse", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -93,6 +124,10 @@ func main() {
 	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")
+	var pc peersConfig
+	flag.StringVar(&pc.kedaBin, "keda", filepath.Join(root, ".tools", "bin", "keda-interceptor"), "KEDA HTTP add-on interceptor binary (make tools-peers)")
+	flag.StringVar(&pc.queueBin, "queue-proxy", filepath.Join(root, ".tools", "bin", "queue-proxy"), "Knative queue-proxy binary (make tools-peers)")
+	flag.BoolVar(&pc.smoke, "smoke", false, "peers: one request through each side, no measurement")
 	replot := flag.String("replot", "", "only redraw -png from the burst figures of this JSON file, run nothing")
 	timeout := flag.Duration("timeout", 12*time.Minute, "give up after this long")
 	flag.Parse()
@@ -106,6 +141,17 @@ func main() {
 		}
 		if err != nil {
 			log.Fatal(err)
+		}
+		return
+	}
+	peersOnly := strings.TrimSpace(*only) == "peers"
+	if !peersOnly && strings.Contains(*only, "peers") {
+		log.Fatal("-only peers runs alone (it needs a network namespace of its own)")
+	}
+	if peersOnly && !inPeersNetns() {
+		if err := reexecInNetns(); err != nil {
+			log.Printf("FAILED: %v", err)
+			os.Exit(1)
 		}
 		return
 	}
@@ -129,7 +175,11 @@ func main() {
 		log.Fatal(err)
 	}
 	e.workDir = dir
-	if err := run(e, *only, *out, *png); err != nil {
+	run := func() error { return run(e, *only, *out, *png) }
+	if peersOnly {
+		run = func() error { return runPeersMain(e, pc, *out) }
+	}
+	if err := run(); err != nil {
 		log.Printf("FAILED: %v (work directory kept: %s)", err, dir)
 		os.Exit(1)
 	}
@@ -165,7 +215,7 @@ func run(e *env, only, out, png string) error {
 		note("cold", err)
 	}
 	if want["burst"] {
-		b, err := runBurst(e)
+		b, err := runBurst(e, 1000, "burst")
 		if err == nil && png != "" {
 			if err = plotBurst(b, png); err == nil {
 				b.Picture = png
@@ -174,6 +224,16 @@ func run(e *env, only, out, png string) error {
 		}
 		res.Burst = b
 		note("burst", err)
+	}
+	if want["burst10k"] {
+		bl, err := runBurstLarge(e, e.size(10000, 2000))
+		res.BurstLarge = bl
+		note("burst10k", err)
+	}
+	if want["failover"] {
+		f, err := runFailover(e)
+		res.Failover = f
+		note("failover", err)
 	}
 	if want["design"] {
 		note("design", runDesign(e, filepath.Dir(out)))
@@ -184,11 +244,7 @@ func run(e *env, only, out, png string) error {
 		note("abuse", err)
 	}
 	if want["scale"] {
-		n := 10000
-		if e.quick {
-			n = 1000
-		}
-		sc, err := runScale(e, n)
+		sc, err := runScale(e, e.size(10000, 1000))
 		res.Scale = sc
 		note("scale", err)
 	}
@@ -206,6 +262,37 @@ func run(e *env, only, out, png string) error {
 	}
 	e.logf("figures written to %s", out)
 	return errors.Join(failed...)
+}
+
+// runPeersMain runs the peers scenario (in the namespaces reexecInNetns
+// made) and writes its figures to out, even when a peer failed.
+func runPeersMain(e *env, pc peersConfig, out string) error {
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	res, err := runPeers(e, pc)
+	if err != nil {
+		res.Errors = append(res.Errors, err.Error())
+		res.Finished, res.Load1End = time.Now(), load1()
+	}
+	for i := range res.Peers {
+		pr := &res.Peers[i]
+		pr.Command, pr.Config, pr.Error = e.redact(pr.Command), e.redact(pr.Config), e.redact(pr.Error)
+	}
+	for i := range res.Sides {
+		res.Sides[i].Failed = e.redact(res.Sides[i].Failed)
+	}
+	for i := range res.Errors {
+		res.Errors[i] = e.redact(res.Errors[i])
+	}
+	if err := res.Write(out); err != nil {
+		return err
+	}
+	e.logf("peers: figures written to %s", out)
+	if len(res.Errors) > 0 {
+		return errors.New(strings.Join(res.Errors, "; "))
+	}
+	return nil
 }
 
 // load1 returns the 1-minute load average (0 when unknown).

@@ -49,12 +49,21 @@ type process struct {
 }
 
 func startProcess(name, logPath string, bin string, args ...string) (*process, error) {
+	return startProcessEnv(name, logPath, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with env added to the scenario's own
+// environment.
+func startProcessEnv(name, logPath string, env []string, bin string, args ...string) (*process, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	p := &process{name: name, logPath: logPath, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
@@ -115,12 +124,26 @@ type thaw struct {
 
 // startThaw writes config into dir and runs `thaw local` on free loopback
 // ports; it returns once thaw's /readyz answers (Envoy ACKed the first
-// configuration), within 60 s.
+// configuration), within 60 s. thaw and its Envoy take ports chosen here;
+// when another process took one in between (the log says "address already
+// in use"), thaw is started again on fresh ports, at most 4 times.
 func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error) {
 	cfgPath := filepath.Join(dir, "thaw.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
+	for attempt := 1; ; attempt++ {
+		th, err := startThawOnce(ctx, env, dir, cfgPath)
+		if err == nil || !th.lostPort() || attempt == 4 {
+			return th, err
+		}
+		env.logf("thaw: a port was taken before thaw or its Envoy bound it; starting again on fresh ports")
+	}
+}
+
+// startThawOnce is one attempt of startThaw; on error it returns the
+// stopped thaw, for its log.
+func startThawOnce(ctx context.Context, env *env, dir, cfgPath string) (*thaw, error) {
 	ports, err := pickPorts(4)
 	if err != nil {
 		return nil, err
@@ -145,9 +168,20 @@ func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error)
 		grpcAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
 	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", 60*time.Second); err != nil {
 		_ = th.stop(30 * time.Second)
-		return nil, fmt.Errorf("thaw not ready: %w\n%s", err, p.logTail(30))
+		return th, fmt.Errorf("thaw not ready: %w\n%s", err, p.logTail(30))
 	}
 	return th, nil
+}
+
+// lostPort reports whether thaw (or its Envoy) failed because a listen
+// address was in use.
+func (th *thaw) lostPort() bool {
+	if th == nil {
+		return false
+	}
+	b, _ := os.ReadFile(th.logPath)
+	s := string(b)
+	return strings.Contains(s, "address already in use") || strings.Contains(s, "Address already in use")
 }
 
 // waitHTTP polls url every 50 ms until it answers 200, p exits or timeout.

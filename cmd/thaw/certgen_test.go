@@ -29,13 +29,13 @@ func TestCertgenFilesAndTLSBootstrap(t *testing.T) {
 	srv := filepath.Join(dir, "thaw-server-tls")
 	files := tlsreload.Files{CertFile: filepath.Join(srv, "tls.crt"), KeyFile: filepath.Join(srv, "tls.key"),
 		ClientCAFile: filepath.Join(srv, "ca.crt")}
-	if opts, err := grpcTLS(zap.NewNop(), "127.0.0.1:0", files); err != nil || len(opts) != 1 {
-		t.Fatalf("grpcTLS with certgen's files: %d options, %v", len(opts), err)
+	if opts, cs, err := grpcTLS(zap.NewNop(), "127.0.0.1:0", files); err != nil || len(opts) != 1 || len(cs) != 2 {
+		t.Fatalf("grpcTLS with certgen's files: %d options, %d collectors, %v", len(opts), len(cs), err)
 	}
-	if _, err := grpcTLS(zap.NewNop(), "127.0.0.1:0", tlsreload.Files{CertFile: files.CertFile}); !errors.Is(err, tlsreload.ErrInvalidFiles) {
+	if _, _, err := grpcTLS(zap.NewNop(), "127.0.0.1:0", tlsreload.Files{CertFile: files.CertFile}); !errors.Is(err, tlsreload.ErrInvalidFiles) {
 		t.Errorf("grpcTLS with only a certificate: %v, want ErrInvalidFiles", err)
 	}
-	if opts, err := grpcTLS(zap.NewNop(), "127.0.0.1:0", tlsreload.Files{}); err != nil || len(opts) != 0 {
+	if opts, _, err := grpcTLS(zap.NewNop(), "127.0.0.1:0", tlsreload.Files{}); err != nil || len(opts) != 0 {
 		t.Errorf("grpcTLS without files: %d options, %v; want plaintext", len(opts), err)
 	}
 

@@ -206,7 +206,11 @@ func printWelcome(cmd *cobra.Command, f *localFlags, cfg *local.Config, a *app.A
 	fmt.Fprintf(out, "\nthaw is ready. Envoy listens on http://%s:%d\n", f.httpAddress, f.httpPort)
 	for _, rc := range cfg.Revisions {
 		if len(rc.Spec.Hosts) > 0 {
-			fmt.Fprintf(out, "  %-20s curl -H 'Host: %s' http://%s:%d/\n", rc.Key.String(), rc.Spec.Hosts[0], f.httpAddress, f.httpPort)
+			host := rc.Spec.Hosts[0]
+			if th := rc.Spec.TagHost(); th != "" {
+				host = th // the host that reaches only this revision
+			}
+			fmt.Fprintf(out, "  %-20s curl -H 'Host: %s' http://%s:%d/\n", rc.Key.String(), host, f.httpAddress, f.httpPort)
 		}
 	}
 	fmt.Fprintf(out, "Status: thaw status --admin-address %s   Metrics: http://%s/metrics\n\n", a.AdminAddress(), a.AdminAddress())

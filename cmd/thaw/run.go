@@ -110,7 +110,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	var elector *kube.Elector
-	gopts, err := grpcTLS(logger, f.grpcAddress, f.tls)
+	gopts, tlsMetrics, err := grpcTLS(logger, f.grpcAddress, f.tls)
 	if err != nil {
 		return err
 	}
@@ -150,6 +150,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 			return p, nil
 		},
 		GRPCServerOptions: gopts,
+		Collectors:        tlsMetrics,
 		GRPCAddress:       f.grpcAddress,
 		AdminAddress:      f.adminAddress,
 		Pprof:             f.pprof,

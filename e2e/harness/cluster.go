@@ -2,8 +2,6 @@ package harness
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,16 +97,37 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		return p
 	}
 
-	etcdPort, peerPort := FreePort(t), FreePort(t)
-	etcd := run("etcd", etcdArgs(filepath.Join(dir, "etcd"), etcdPort, peerPort))
-	if err := WaitForURL(ctx, etcd, http.DefaultClient, "http://"+LoopbackAddr(etcdPort)+"/health"); err != nil {
+	// A component whose port another process took between FreePort and its
+	// bind exits; it is started again on fresh ports, and the dead process
+	// is dropped from c.procs so that Process returns the live one.
+	retry := func(start func() (*Process, error)) error {
+		return startOnFreePorts(func() error {
+			p, err := start()
+			if errors.Is(err, errPortTaken) {
+				c.procs = c.procs[:len(c.procs)-1]
+				t.Logf("e2e cluster: %s lost its port; starting it again", p.Name())
+			}
+			return err
+		})
+	}
+	var etcdPort int
+	if err := retry(func() (*Process, error) {
+		var peerPort int
+		etcdPort, peerPort = FreePort(t), FreePort(t)
+		_ = os.RemoveAll(filepath.Join(dir, "etcd"))
+		etcd := run("etcd", etcdArgs(filepath.Join(dir, "etcd"), etcdPort, peerPort))
+		return etcd, waitStarted(ctx, etcd, http.DefaultClient, "http://"+LoopbackAddr(etcdPort)+"/health")
+	}); err != nil {
 		t.Fatalf("e2e cluster: etcd not healthy: %v", err)
 	}
 
-	apiPort := FreePort(t)
-	apiserver := run("kube-apiserver", apiserverArgs(pki, etcdPort, apiPort))
-	server := "https://" + LoopbackAddr(apiPort)
-	if err := WaitForURL(ctx, apiserver, c.adminHTTPClient(t), server+"/readyz"); err != nil {
+	var server string
+	if err := retry(func() (*Process, error) {
+		apiPort := FreePort(t)
+		apiserver := run("kube-apiserver", apiserverArgs(pki, etcdPort, apiPort))
+		server = "https://" + LoopbackAddr(apiPort)
+		return apiserver, waitStarted(ctx, apiserver, c.adminHTTPClient(t), server+"/readyz")
+	}); err != nil {
 		t.Fatalf("e2e cluster: kube-apiserver not ready: %v", err)
 	}
 
@@ -202,18 +221,13 @@ func (o ClusterOptions) withDefaults(t testing.TB) ClusterOptions {
 // before a clientset exists.
 func (c *Cluster) adminHTTPClient(t testing.TB) *http.Client {
 	t.Helper()
-	cert, err := tls.X509KeyPair(c.pki.adminCertPEM, c.pki.adminKeyPEM)
+	client, err := adminClient(c.pki)
 	if err != nil {
-		t.Fatalf("e2e cluster: admin key pair: %v", err)
+		t.Fatalf("e2e cluster: %v", err)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(c.pki.caPEM)
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
-	}}}
+	return client
 }
 
-// createNode registers a fake node that kwok manages.
 func (c *Cluster) createNode(ctx context.Context, name, podCIDR string) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{

@@ -80,17 +80,19 @@ func StartEnvoy(t testing.TB, opts EnvoyOptions) *Envoy {
 	if err := os.WriteFile(cfg, []byte(opts.Bootstrap), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	admin := PickPort(t)
 	if opts.LogLevel == "" {
 		opts.LogLevel = "info"
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 2
 	}
-	e := &Envoy{AdminPort: admin, AdminURL: fmt.Sprintf("http://127.0.0.1:%d", admin),
-		LogPath: filepath.Join(dir, "envoy.log"), done: make(chan struct{}), t: t}
+	e := &Envoy{LogPath: filepath.Join(dir, "envoy.log"), done: make(chan struct{}), t: t}
+	// Envoy binds admin to a port of its own choosing and writes the
+	// address to a file: no free-port race with other loopback traffic.
+	adminFile := filepath.Join(dir, "admin-address")
 	args := []string{"-c", cfg,
-		"--config-yaml", fmt.Sprintf(`{"admin":{"address":{"socket_address":{"address":"127.0.0.1","port_value":%d}}}}`, admin),
+		"--config-yaml", `{"admin":{"address":{"socket_address":{"address":"127.0.0.1","port_value":0}}}}`,
+		"--admin-address-path", adminFile,
 		"--disable-hot-restart", "--log-level", opts.LogLevel, "--log-path", e.LogPath,
 		"--concurrency", strconv.Itoa(opts.Concurrency)}
 	if opts.ComponentLogLevel != "" {
@@ -113,14 +115,44 @@ func StartEnvoy(t testing.TB, opts EnvoyOptions) *Envoy {
 			t.Logf("envoy log tail (%s):\n%s\n%s", e.LogPath, tail(e.LogPath, 60), tail(out.Name(), 20))
 		}
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	port, err := ReadAdminAddress(ctx, adminFile, e.done)
+	if err != nil {
+		t.Fatalf("envoy admin address: %v\n%s\n%s", err, tail(e.LogPath, 40), tail(out.Name(), 20))
+	}
+	e.AdminPort, e.AdminURL = port, fmt.Sprintf("http://127.0.0.1:%d", port)
 	if !opts.SkipWaitReady {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		if err := e.WaitReady(ctx); err != nil {
 			t.Fatalf("envoy not ready: %v\n%s\n%s", err, tail(e.LogPath, 40), tail(out.Name(), 20))
 		}
 	}
 	return e
+}
+
+// ReadAdminAddress waits (every 20 ms) until Envoy has written its admin
+// address ("127.0.0.1:<port>") to path (--admin-address-path) and returns
+// the port; it fails when exited is closed first or ctx ends.
+func ReadAdminAddress(ctx context.Context, path string, exited <-chan struct{}) (int, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			addr := strings.TrimSpace(string(b))
+			port, err := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+			if err != nil {
+				return 0, fmt.Errorf("admin address %q: %w", addr, err)
+			}
+			return port, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("no admin address in %s: %w", path, ctx.Err())
+		case <-exited:
+			return 0, fmt.Errorf("envoy exited before writing %s", path)
+		case <-tick.C:
+		}
+	}
 }
 
 // Pid returns the Envoy process id.

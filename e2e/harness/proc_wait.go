@@ -23,12 +23,21 @@ var ErrExited = errors.New("process exited")
 // between; callers that start a server on it treat a bind failure as fatal.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// freeLoopbackPort is FreePort for callers without a test.
+func freeLoopbackPort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		return 0, fmt.Errorf("free port: %w", err)
 	}
 	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // LoopbackAddr returns "127.0.0.1:<port>".

@@ -79,6 +79,33 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 			t.Fatal(err)
 		}
 	}
+	// Ports left 0 are picked here; thaw and its Envoy bind them a moment
+	// later. When another process took one in between (the log says
+	// "address already in use"), thaw is started again on fresh ports.
+	for attempt := 1; ; attempt++ {
+		th := launchThaw(t, opts, dir, cfg)
+		if opts.NoWaitReady {
+			return th
+		}
+		err := th.WaitReady(60 * time.Second)
+		if err == nil {
+			return th
+		}
+		picked := opts.HTTPPort == 0 && opts.GRPCPort == 0 && opts.AdminPort == 0 && opts.EnvoyAdminPort == 0
+		if picked && attempt < bindAttempts && strings.Contains(strings.ToLower(tail(th.LogPath, 200)), "address already in use") {
+			t.Logf("thaw: a port was taken before it was bound; starting again on fresh ports")
+			th.stopQuietly()
+			killLeftoverEnvoy(t, th.StateDir)
+			continue
+		}
+		t.Fatalf("thaw not ready: %v\n%s", err, tail(th.LogPath, 60))
+	}
+}
+
+// launchThaw starts one thaw (ports left 0 in opts picked now) and
+// registers its cleanup; it does not wait for readiness.
+func launchThaw(t testing.TB, opts ThawOptions, dir, cfg string) *Thaw {
+	t.Helper()
 	pick := func(p int) int {
 		if p == 0 {
 			return PickPort(t)
@@ -89,6 +116,10 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	opts.AdminPort, opts.EnvoyAdminPort = pick(opts.AdminPort), pick(opts.EnvoyAdminPort)
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(dir, "state")
+	}
+	// A previous attempt's log is kept beside the new one.
+	if _, err := os.Stat(filepath.Join(dir, "thaw.log")); err == nil {
+		_ = os.Rename(filepath.Join(dir, "thaw.log"), filepath.Join(dir, fmt.Sprintf("thaw-%d.log", time.Now().UnixNano())))
 	}
 	th := &Thaw{
 		HTTPURL:        fmt.Sprintf("http://127.0.0.1:%d", opts.HTTPPort),
@@ -130,12 +161,19 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 			t.Logf("thaw log tail (%s):\n%s", th.LogPath, tail(th.LogPath, 80))
 		}
 	})
-	if !opts.NoWaitReady {
-		if err := th.WaitReady(60 * time.Second); err != nil {
-			t.Fatalf("thaw not ready: %v\n%s", err, tail(th.LogPath, 60))
-		}
-	}
 	return th
+}
+
+// stopQuietly stops a thaw that failed to start (SIGTERM, then its process
+// group after 30 s) without judging its exit.
+func (th *Thaw) stopQuietly() {
+	_ = th.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-th.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-th.cmd.Process.Pid, syscall.SIGKILL)
+		<-th.done
+	}
 }
 
 // WaitReady polls admin /readyz until 200, the process exits, or timeout.

@@ -39,6 +39,9 @@ type Options struct {
 	// GRPCServerOptions are added to the shared gRPC server's options (for
 	// example the Kubernetes platform's leader stream gate).
 	GRPCServerOptions []grpc.ServerOption
+	// Collectors are registered on thaw's /metrics registry (for example
+	// the gRPC port's TLS handshake counters).
+	Collectors []prometheus.Collector
 	// Elector, when set, runs the autoscaler only while leading.
 	Elector Elector
 	// GRPCAddress serves xDS, ext_proc and the stats sink (default
@@ -127,6 +130,9 @@ func New(opts Options) (*App, error) {
 	}
 	a := &App{opts: opts, log: opts.Logger, metrics: prometheus.NewRegistry()}
 	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := registerAll(a.metrics, opts.Collectors); err != nil {
+		return nil, err
+	}
 	clk := clock.RealClock{}
 
 	// Windows and per-node stats state only for revisions the registry
@@ -338,10 +344,23 @@ func (a *App) Status() []RevisionStatus {
 		if re, ok := a.platform.(revisionErrorer); ok {
 			row.Error = re.RevisionError(rev.Key)
 		}
+		if err := a.xds.SkipReason(rev.Key); err != nil && row.Error == "" {
+			row.Error = "not routed: " + err.Error()
+		}
 		rows = append(rows, row)
 	}
 	for key, err := range snap.Invalid {
 		rows = append(rows, RevisionStatus{Revision: key.String(), Mode: "invalid", Desired: -1, Error: err.Error()})
 	}
 	return rows
+}
+
+// registerAll registers cs on reg.
+func registerAll(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }

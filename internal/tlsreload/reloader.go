@@ -60,8 +60,9 @@ type Reloader struct {
 	lastCheck time.Time
 	loaded    [3][]byte // contents behind cur: cert, key, client CA
 
-	cur     atomic.Pointer[tls.Config]
-	reloads atomic.Uint64
+	cur      atomic.Pointer[tls.Config]
+	reloads  atomic.Uint64
+	failures atomic.Uint64
 }
 
 // New reads and checks the files once and returns a Reloader serving them.

@@ -53,7 +53,7 @@ func startServer(t *testing.T, r *Reloader) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer(grpc.Creds(credentials.NewTLS(r.ServerConfig())))
+	s := grpc.NewServer(grpc.Creds(r.Credentials()))
 	statsink.New(statsink.Options{Recorder: autoscaler.NewCollector(autoscaler.CollectorOptions{})}).Register(s)
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(s.Stop)
@@ -118,12 +118,44 @@ func TestMutualTLS(t *testing.T) {
 		"client certificate of another CA": other.Envoy,
 		"server certificate as a client":   s.Server, // serverAuth only
 	} {
+		before := r.HandshakeFailures()
 		if _, err := sendStats(t, addr, kp, s.Envoy.CA); err == nil {
 			t.Errorf("%s: stats call accepted, want the handshake refused", name)
 		} else {
 			t.Logf("%s: refused: %v", name, err)
 		}
+		if !waitFailures(r, before) {
+			t.Errorf("%s: refused handshake not counted (%d)", name, r.HandshakeFailures())
+		}
 	}
+	// A plaintext client is refused and counted too.
+	before := r.HandshakeFailures()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = conn.Read(make([]byte, 64))
+	conn.Close()
+	if !waitFailures(r, before) {
+		t.Errorf("plaintext client: not counted (%d)", r.HandshakeFailures())
+	}
+	if got := r.HandshakeFailures(); got < 4 {
+		t.Errorf("HandshakeFailures = %d after four refused clients", got)
+	}
+}
+
+// waitFailures waits up to 5 s for r's handshake failures to exceed
+// before (the server counts after the client has seen the refusal).
+func waitFailures(r *Reloader, before uint64) bool {
+	for range 500 {
+		if r.HandshakeFailures() > before {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 func TestRotation(t *testing.T) {

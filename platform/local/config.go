@@ -126,6 +126,14 @@ type revisionFile struct {
 	Readiness   *probeFile     `json:"readiness"`
 	StopTimeout any            `json:"stopTimeout"`
 	Autoscaling map[string]any `json:"autoscaling"`
+	Traffic     *trafficFile   `json:"traffic"`
+}
+
+// trafficFile is a revision's place in a traffic split (see
+// docs/traffic-splitting.md).
+type trafficFile struct {
+	Percent any    `json:"percent"`
+	Tag     string `json:"tag"`
 }
 
 type probeFile struct {
@@ -180,7 +188,7 @@ func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 	}
 	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
 	seen := map[revision.Key]bool{}
-	hostOwner := map[string]revision.Key{}
+	hostOwner := map[string]hostUser{}
 	for i, raw := range f.Revisions {
 		rc, key, errs := parseRevision(raw, baseDir, defaults, lim)
 		label := fmt.Sprintf("#%d", i+1)
@@ -198,9 +206,13 @@ func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 		}
 		if len(errs) == 0 {
 			for _, h := range rc.Spec.Hosts {
-				if owner, taken := hostOwner[h]; taken {
+				// A host shared by revisions with a traffic percent is a
+				// split: the xds translation checks it as a whole (every
+				// member with a percent, summing to 100) and reports it.
+				owner, taken := hostOwner[h]
+				if taken && owner.percent == nil && rc.Spec.TrafficPercent == nil {
 					errs = append(errs, &revision.FieldError{Field: "hosts", Value: h,
-						Allowed: "a host no other revision uses (" + owner.String() + " has it)"})
+						Allowed: "a host no other revision uses (" + owner.key.String() + " has it; revisions splitting a host set traffic.percent)"})
 				}
 			}
 		}
@@ -213,11 +225,19 @@ func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 			continue
 		}
 		for _, h := range rc.Spec.Hosts {
-			hostOwner[h] = key
+			if _, taken := hostOwner[h]; !taken {
+				hostOwner[h] = hostUser{key: key, percent: rc.Spec.TrafficPercent}
+			}
 		}
 		cfg.Revisions = append(cfg.Revisions, rc)
 	}
 	return cfg, nil
+}
+
+// hostUser is the first revision of a file that lists a host.
+type hostUser struct {
+	key     revision.Key
+	percent *int32
 }
 
 // parseRevision returns the revision, its key (Name empty when it has none)
@@ -275,6 +295,9 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, 
 			bad("protocol", rf.Protocol, "set once: either protocol or autoscaling.protocol")
 		}
 		settings[revision.KeyProtocol] = rf.Protocol
+	}
+	if rf.Traffic != nil {
+		base.TrafficPercent, base.Tag = parseTraffic(rf.Traffic, bad)
 	}
 	spec, err := revision.ParseSettingsWithin(base, settings, lim)
 	if err != nil {

@@ -47,8 +47,8 @@ func durationField(errs *[]error, field string, v any, def, lo time.Duration) ti
 }
 
 // specErrors flattens ParseSettings' joined errors and names each field by
-// its path in the file: hosts stay "hosts", settings become
-// "autoscaling.<key>".
+// its path in the file: hosts, port, protocol and traffic.* stay as they
+// are, settings become "autoscaling.<key>".
 func specErrors(err error) []error {
 	var out []error
 	var walk func(error)
@@ -62,7 +62,8 @@ func specErrors(err error) []error {
 		var fe *revision.FieldError
 		if errors.As(e, &fe) {
 			cp := *fe
-			if cp.Field != "hosts" && cp.Field != "port" && cp.Field != revision.KeyProtocol {
+			if cp.Field != "hosts" && cp.Field != "port" && cp.Field != revision.KeyProtocol &&
+				cp.Field != revision.FieldTrafficPercent && cp.Field != revision.FieldTag {
 				cp.Field = "autoscaling." + cp.Field
 			}
 			out = append(out, &cp)
@@ -97,4 +98,22 @@ func yamlType(goType string) string {
 	default:
 		return goType
 	}
+}
+
+// parseTraffic returns a revision's traffic percent (nil when not given)
+// and tag. A percent that is not an integer 0..100 is reported through bad
+// (the tag is checked with the rest of the spec).
+func parseTraffic(tf *trafficFile, bad func(field, value, allowed string)) (*int32, string) {
+	if tf.Percent == nil {
+		return nil, tf.Tag
+	}
+	s, err := scalar(tf.Percent)
+	if err == nil {
+		var p int32
+		if p, err = revision.ParseTrafficPercent(s); err == nil {
+			return &p, tf.Tag
+		}
+	}
+	bad(revision.FieldTrafficPercent, fmt.Sprint(tf.Percent), "an integer 0..100")
+	return nil, tf.Tag
 }

@@ -116,6 +116,12 @@ func TestParseInvalidFields(t *testing.T) {
 		{"unknown setting", `{name: a, hosts: [a.localhost], command: [x], autoscaling: {targit: 1}}`, "local/a", []string{"autoscaling.targit"}},
 		{"setting range", `{name: a, hosts: [a.localhost], command: [x], autoscaling: {target-utilization-percentage: 101}}`, "local/a", []string{"autoscaling.target-utilization-percentage"}},
 		{"setting map", `{name: a, hosts: [a.localhost], command: [x], autoscaling: {target: {x: 1}}}`, "local/a", []string{"autoscaling.target"}},
+		{"traffic percent range", `{name: a, hosts: [a.localhost], command: [x], traffic: {percent: 101}}`, "local/a", []string{"traffic.percent"}},
+		{"traffic percent fraction", `{name: a, hosts: [a.localhost], command: [x], traffic: {percent: 10.5}}`, "local/a", []string{"traffic.percent"}},
+		{"traffic percent text", `{name: a, hosts: [a.localhost], command: [x], traffic: {percent: ten}}`, "local/a", []string{"traffic.percent"}},
+		{"traffic unknown key", `{name: a, hosts: [a.localhost], command: [x], traffic: {percnt: 10}}`, "local/a", []string{"percnt"}},
+		{"traffic tag", `{name: a, hosts: [a.localhost], command: [x], traffic: {tag: Bad_Tag}}`, "local/a", []string{"traffic.tag"}},
+		{"traffic as percent in autoscaling", `{name: a, hosts: [a.localhost], command: [x], autoscaling: {traffic-percent: 10}}`, "local/a", []string{"autoscaling.traffic-percent"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,6 +180,42 @@ func TestParseConflicts(t *testing.T) {
 	}
 	if _, ok := cfg.Invalid[revision.Key{Namespace: "local", Name: "c"}]; !ok {
 		t.Errorf("Invalid lacks local/c: %v", cfg.Invalid)
+	}
+}
+
+// TestParseTrafficSplit: revisions with a traffic percent may share a host
+// (the xds translation checks the split as a whole); two without one still
+// conflict.
+func TestParseTrafficSplit(t *testing.T) {
+	doc := `revisions:
+- {name: v1, hosts: [shop.localhost], command: [x], traffic: {percent: 90}}
+- {name: v2, hosts: [shop.localhost], command: [x], traffic: {percent: "10", tag: canary}}
+- {name: v3, hosts: [shop.localhost], command: [x]}
+- {name: p, hosts: [plain.localhost], command: [x], traffic: {}}
+- {name: q, hosts: [plain.localhost], command: [x]}
+`
+	cfg, err := Parse("f.yaml", t.TempDir(), []byte(doc), revision.DefaultSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keys(cfg.Revisions), []string{"local/v1", "local/v2", "local/v3", "local/p"}; !slices.Equal(got, want) {
+		t.Fatalf("valid = %q, want %q (errors %v)", got, want, cfg.Errors)
+	}
+	v1, v2, v3 := cfg.Revisions[0].Spec, cfg.Revisions[1].Spec, cfg.Revisions[2].Spec
+	if v1.TrafficPercent == nil || *v1.TrafficPercent != 90 || v1.Tag != "" {
+		t.Errorf("v1 traffic = %v %q, want 90 and no tag", v1.TrafficPercent, v1.Tag)
+	}
+	if v2.TrafficPercent == nil || *v2.TrafficPercent != 10 || v2.Tag != "canary" || v2.TagHost() != "canary-shop.localhost" {
+		t.Errorf("v2 traffic = %v %q, want 10 and tag canary", v2.TrafficPercent, v2.Tag)
+	}
+	if v3.TrafficPercent != nil {
+		t.Errorf("v3 percent = %v, want none", *v3.TrafficPercent)
+	}
+	if len(cfg.Errors) != 1 || !slices.Equal(fields(cfg.Errors[0]), []string{"hosts"}) {
+		t.Fatalf("errors = %v, want one host conflict (local/q)", cfg.Errors)
+	}
+	if _, ok := cfg.Invalid[revision.Key{Namespace: "local", Name: "q"}]; !ok {
+		t.Errorf("Invalid lacks local/q: %v", cfg.Invalid)
 	}
 }
 

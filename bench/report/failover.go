@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// failoverRows judges the thaw-crash scenario: no request fails while thaw
+// is down and backends are ready (issue: no single point of failure on the
+// request path); the failover time is for information.
+func failoverRows(f *results.Failover) []row {
+	if f == nil {
+		return []row{{What: "thaw killed under proxy-mode load", Measured: "not run", Result: missing}}
+	}
+	return []row{
+		{What: "thaw killed (SIGKILL) under proxy-mode load and restarted: failed requests",
+			Measured: fmt.Sprintf("%d of %d", f.Errors, f.Requests), Target: "0", Result: atMost(f.Requests > 0, float64(f.Errors), 0),
+			Means: "while thaw is down, Envoy sends the revision's traffic straight to its ready backends"},
+		{What: "failover time: kill to the activator endpoint ejected",
+			Measured: fmtMs(f.EjectedAfterMs), Target: "", Result: info,
+			Means: fmt.Sprintf("requests in flight meanwhile are retried on the backends (p99 while down %s, before %s)",
+				fmtMs(f.Down.P99Ms), fmtMs(f.Before.P99Ms))},
+		{What: "failback time: restart to the first request routed by the new activator",
+			Measured: fmtMs(f.BackAfterMs), Target: "", Result: info,
+			Means: "includes thaw's own start and the rest of the outlier ejection time"},
+	}
+}

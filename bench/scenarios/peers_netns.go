@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"golang.org/x/sys/unix"
+)
+
+// peersNetnsEnv marks the scenario process that runs inside the peers'
+// namespaces.
+const peersNetnsEnv = "THAW_BENCH_PEERS_NETNS"
+
+// inPeersNetns reports whether this process is the one reexecInNetns
+// started.
+func inPeersNetns() bool { return os.Getenv(peersNetnsEnv) == "1" }
+
+// reexecInNetns runs this program again, with the same arguments, in a new
+// user, network and mount namespace (`unshare --user --map-root-user --net
+// --mount`, unprivileged): a loopback of its own, so the peers' fixed ports
+// (queue-proxy's admin and metrics servers, the interceptor's) and every
+// other port of the scenario are private to it, and a hosts file can be
+// bind-mounted for one process without touching the machine's. The child
+// stays in this process's process group and session (one scheduler group
+// for every process of the benchmark). It returns the child's exit error.
+func reexecInNetns() error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("peers: own executable: %w", err)
+	}
+	args := append([]string{"--user", "--map-root-user", "--net", "--mount", "--", self}, os.Args[1:]...)
+	cmd := exec.Command("unshare", args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), peersNetnsEnv+"=1")
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return fmt.Errorf("peers: unshare (unprivileged user namespaces needed): %w", err)
+		}
+		return fmt.Errorf("peers: %w", err)
+	}
+	return nil
+}
+
+// loopbackUp brings up the loopback interface of a fresh network namespace
+// (down at creation).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}

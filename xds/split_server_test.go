@@ -1,0 +1,53 @@
+package xds
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// TestServerReportsInvalidSplit: a split whose percents sum to 90 leaves
+// both members out (SkipReason, Status, the skipped gauge) while another
+// revision stays routed; fixing the percent routes the split host.
+func TestServerReportsInvalidSplit(t *testing.T) {
+	f := startFixture(t, componentConfig())
+	upsertSplit := func(k revision.Key, p int32) {
+		spec := revision.DefaultSpec()
+		spec.Hosts, spec.Port, spec.TrafficPercent = []string{"shop.example.com"}, 8000, &p
+		f.reg.Upsert(k, spec)
+	}
+	f.upsert(keyC, revision.ModeServe, []string{"c.example.com"}, ready("10.0.0.3", 80))
+	upsertSplit(keyA, 80)
+	upsertSplit(keyB, 10)
+	f.reg.SetSynced()
+	waitFor(t, "both split members skipped", func() bool {
+		return f.srv.SkipReason(keyA) != nil && f.srv.SkipReason(keyB) != nil
+	})
+	for _, k := range []revision.Key{keyA, keyB} {
+		if err := f.srv.SkipReason(k); !errors.Is(err, ErrInvalidSplit) {
+			t.Errorf("SkipReason(%s) = %v, want ErrInvalidSplit", k, err)
+		}
+		if st := f.srv.Status(k); !errors.Is(st.Skipped, ErrInvalidSplit) || st.Applied {
+			t.Errorf("Status(%s) = %+v, want skipped and not applied", k, st)
+		}
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.skipped); got != 2 {
+		t.Errorf("skipped gauge = %v, want 2", got)
+	}
+	if f.srv.SkipReason(keyC) != nil || !routeHasHost(t, f, "c.example.com") || routeHasHost(t, f, "shop.example.com") {
+		t.Fatalf("c routed = %v, shop routed = %v: want c routed, the broken split host not",
+			routeHasHost(t, f, "c.example.com"), routeHasHost(t, f, "shop.example.com"))
+	}
+
+	upsertSplit(keyA, 90)
+	waitFor(t, "the fixed split routed", func() bool { return routeHasHost(t, f, "shop.example.com") })
+	if f.srv.SkipReason(keyA) != nil || f.srv.SkipReason(keyB) != nil {
+		t.Errorf("skip reasons after the fix: %v, %v", f.srv.SkipReason(keyA), f.srv.SkipReason(keyB))
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.skipped); got != 0 {
+		t.Errorf("skipped gauge after the fix = %v, want 0", got)
+	}
+}
