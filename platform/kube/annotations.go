@@ -61,6 +61,9 @@ func parseSpec(defaults revision.Spec, lim revision.Limits, annotations map[stri
 	if proto := portProtocol(template, port); proto != "" {
 		base.Protocol = proto // the protocol setting, when given, wins
 	}
+	if err := revision.ParseTrafficAnnotations(&base, annotations); err != nil {
+		errs = append(errs, err)
+	}
 
 	settings := make(map[string]string, len(annotations))
 	for k, v := range annotations {

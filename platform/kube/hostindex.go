@@ -35,6 +35,9 @@ type hostClaim struct {
 	key     revision.Key
 	created time.Time
 	hosts   []string
+	// split: the revision has a traffic percent, so it may share its hosts
+	// with others (the xds translation checks the split as a whole).
+	split bool
 }
 
 func newHostIndex() *hostIndex {
@@ -65,16 +68,16 @@ func claimBefore(a, b hostClaim) int {
 // returns the other revisions whose ownership may have changed: the other
 // claimants of every host added or removed. It returns nil when the claim
 // is unchanged, so re-reconciling those revisions never loops.
-func (x *hostIndex) set(key revision.Key, created time.Time, hosts []string) []revision.Key {
+func (x *hostIndex) set(key revision.Key, created time.Time, hosts []string, split bool) []revision.Key {
 	hosts = slices.Clone(hosts)
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
 	old, had := x.byKey[key]
-	if had && old.created.Equal(created) && slices.Equal(old.hosts, hosts) {
+	if had && old.created.Equal(created) && slices.Equal(old.hosts, hosts) && old.split == split {
 		return nil
 	}
 	affected := x.remove(key)
-	c := hostClaim{key: key, created: created, hosts: hosts}
+	c := hostClaim{key: key, created: created, hosts: hosts, split: split}
 	x.byKey[key] = c
 	for _, h := range hosts {
 		cs := x.claims[h]
@@ -111,11 +114,21 @@ func (x *hostIndex) remove(key revision.Key) []revision.Key {
 
 // conflicts returns one *revision.FieldError (field thaw.dev/hosts) per
 // host of key that another revision owns, joined; nil when key owns all
-// its hosts.
+// its hosts. Revisions with a traffic percent share hosts by design and
+// never conflict here: the xds translation checks each split as a whole
+// (percents summing to 100, every member with a percent). Among the
+// others the first created owns the host.
 func (x *hostIndex) conflicts(key revision.Key) error {
+	if x.byKey[key].split {
+		return nil
+	}
 	var errs []error
 	for _, h := range x.byKey[key].hosts {
-		if owner := x.claims[h][0].key; owner != key {
+		owner := key
+		if i := slices.IndexFunc(x.claims[h], func(c hostClaim) bool { return !c.split }); i >= 0 {
+			owner = x.claims[h][i].key
+		}
+		if owner != key {
 			errs = append(errs, &revision.FieldError{Field: AnnotationHosts, Value: h,
 				Allowed: fmt.Sprintf("a host no other revision uses (revision %s has it and was created first)", owner)})
 		}

@@ -18,11 +18,11 @@ func TestHostIndex(t *testing.T) {
 	a, b, c := key("a"), key("b"), key("c")
 	owns := func(k revision.Key) bool { return x.conflicts(k) == nil }
 
-	if got := x.set(b, t0, []string{"dup.localhost", "b.localhost"}); got != nil {
+	if got := x.set(b, t0, []string{"dup.localhost", "b.localhost"}, false); got != nil {
 		t.Errorf("first claim affected %v", got)
 	}
 	// c is newer: b keeps the host.
-	if got := x.set(c, t0.Add(time.Second), []string{"dup.localhost"}); !slices.Equal(got, []revision.Key{b}) {
+	if got := x.set(c, t0.Add(time.Second), []string{"dup.localhost"}, false); !slices.Equal(got, []revision.Key{b}) {
 		t.Errorf("c's claim affected %v, want [b]", got)
 	}
 	if !owns(b) || owns(c) {
@@ -34,12 +34,12 @@ func TestHostIndex(t *testing.T) {
 		t.Errorf("conflicts(c) = %v", err)
 	}
 	// a has the same creation time as b and a lower key: it wins.
-	x.set(a, t0, []string{"dup.localhost"})
+	x.set(a, t0, []string{"dup.localhost"}, false)
 	if !owns(a) || owns(b) || owns(c) {
 		t.Errorf("after a: owns a=%v b=%v c=%v, want a only", owns(a), owns(b), owns(c))
 	}
 	// Re-setting an unchanged claim affects nobody (no reconcile loop).
-	if got := x.set(b, t0, []string{"b.localhost", "dup.localhost"}); got != nil {
+	if got := x.set(b, t0, []string{"b.localhost", "dup.localhost"}, false); got != nil {
 		t.Errorf("unchanged claim affected %v", got)
 	}
 	// a lets go: b, then c, are told.
@@ -49,7 +49,7 @@ func TestHostIndex(t *testing.T) {
 	if !owns(b) || owns(c) {
 		t.Errorf("after remove(a): b owns %v, c owns %v", owns(b), owns(c))
 	}
-	x.set(b, t0, []string{"b.localhost"})
+	x.set(b, t0, []string{"b.localhost"}, false)
 	if !owns(c) {
 		t.Errorf("c does not own dup.localhost after b dropped it")
 	}
@@ -99,5 +99,39 @@ func TestHostClaimedTwiceIsInvalid(t *testing.T) {
 	}
 	if len(snap.Invalid) != 0 {
 		t.Errorf("invalid = %v", snap.Invalid)
+	}
+}
+
+// TestHostIndexSplit: revisions with a traffic percent share a host (the
+// xds translation checks the split); two without one still conflict.
+func TestHostIndexSplit(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newHostIndex()
+	v1, v2, other := key("v1"), key("v2"), key("other")
+	x.set(v1, t0, []string{"shop.example.com"}, true)
+	x.set(v2, t0.Add(time.Second), []string{"shop.example.com"}, true)
+	if err := x.conflicts(v1); err != nil {
+		t.Errorf("v1 (90%%): %v", err)
+	}
+	if err := x.conflicts(v2); err != nil {
+		t.Errorf("v2 (10%%): %v", err)
+	}
+	// Without a percent, the first created without one owns the host.
+	x.set(other, t0.Add(2*time.Second), []string{"shop.example.com"}, false)
+	if err := x.conflicts(other); err != nil {
+		t.Errorf("the only revision without a percent on the host: %v", err)
+	}
+	late := key("late")
+	x.set(late, t0.Add(3*time.Second), []string{"shop.example.com"}, false)
+	if err := x.conflicts(late); err == nil || !strings.Contains(err.Error(), "apps/other") {
+		t.Errorf("second revision without a percent: %v, want a conflict with apps/other", err)
+	}
+	// v2 loses its percent: it now conflicts with other, created first.
+	x.set(v2, t0.Add(time.Second), []string{"shop.example.com"}, false)
+	if err := x.conflicts(v2); err != nil {
+		t.Errorf("v2 without a percent, created before other: %v", err)
+	}
+	if err := x.conflicts(other); err == nil {
+		t.Error("other: no conflict with v2 (now without a percent, created first)")
 	}
 }

@@ -154,7 +154,7 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 	// Only a valid revision claims its hosts; losing one makes it invalid.
 	var affected []revision.Key
 	if perr == nil {
-		affected = p.hosts.set(key, w.created.Time, spec.Hosts)
+		affected = p.hosts.set(key, w.created.Time, spec.Hosts, spec.TrafficPercent != nil)
 		perr = p.hosts.conflicts(key)
 	} else {
 		affected = p.hosts.remove(key)

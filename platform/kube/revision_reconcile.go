@@ -117,7 +117,7 @@ func (p *Platform) reconcileRevision(ctx context.Context, key revision.Key, r *v
 	// Only a valid revision claims its hosts; losing one makes it invalid.
 	var affected []revision.Key
 	if perr == nil {
-		affected = p.hosts.set(key, r.CreationTimestamp.Time, spec.Hosts)
+		affected = p.hosts.set(key, r.CreationTimestamp.Time, spec.Hosts, spec.TrafficPercent != nil)
 		perr = p.hosts.conflicts(key)
 	} else {
 		affected = p.hosts.remove(key)

@@ -73,9 +73,11 @@ var settingFields = []settingField{
 // to the Revision field a user wrote.
 var revisionFieldPaths = func() map[string]string {
 	m := map[string]string{
-		"hosts":              "spec.hosts",
-		"port":               "spec.port",
-		revision.KeyProtocol: "spec.protocol",
+		"hosts":                      "spec.hosts",
+		"port":                       "spec.port",
+		revision.KeyProtocol:         "spec.protocol",
+		revision.FieldTrafficPercent: "spec.traffic.percent",
+		revision.FieldTag:            "spec.traffic.tag",
 	}
 	for _, f := range settingFields {
 		m[f.key] = "spec.autoscaling." + f.json
@@ -91,12 +93,19 @@ var revisionFieldPaths = func() map[string]string {
 // check is what protects thaw from objects stored before a schema change
 // or written with validation off. The error joins every problem; each is
 // a *revision.FieldError naming the Revision field ("spec.autoscaling.target")
-// and wraps revision.ErrInvalidSpec. Traffic (percent, tag) is not read
-// here.
+// and wraps revision.ErrInvalidSpec. spec.traffic sets the revision's
+// share of a shared host and its tag (docs/traffic-splitting.md).
 func specFromRevision(defaults revision.Spec, lim revision.Limits, r *v1alpha1.Revision) (revision.Spec, error) {
 	base := defaults
 	base.Hosts = append([]string(nil), r.Spec.Hosts...)
 	base.Port = r.Spec.Port
+	if t := r.Spec.Traffic; t != nil {
+		if t.Percent != nil {
+			p := *t.Percent
+			base.TrafficPercent = &p
+		}
+		base.Tag = t.Tag
+	}
 	settings := make(map[string]string, len(settingFields)+1)
 	if r.Spec.Protocol != "" {
 		settings[revision.KeyProtocol] = string(r.Spec.Protocol)

@@ -79,6 +79,7 @@ func TestSpecFromRevisionMatchesAnnotations(t *testing.T) {
 			ActivationTimeout: sec(2 * time.Minute), HoldTimeout: sec(20 * time.Second), QueueDepth: ptr.To[int32](50),
 			RequestTimeout: sec(time.Hour), IdleTimeout: sec(5 * time.Minute),
 		}
+		r.Spec.Traffic = &v1alpha1.Traffic{Percent: ptr.To[int32](10), Tag: "canary"}
 	})
 	ann := map[string]string{
 		AnnotationHosts: "Hello.example.com", AnnotationPort: "8080",
@@ -105,6 +106,8 @@ func TestSpecFromRevisionMatchesAnnotations(t *testing.T) {
 		"autoscaling.thaw.dev/queue-depth":                        "50",
 		"autoscaling.thaw.dev/request-timeout":                    "1h",
 		"autoscaling.thaw.dev/idle-timeout":                       "5m",
+		revision.AnnotationTrafficPercent:                         "10",
+		revision.AnnotationTag:                                    "canary",
 	}
 	for name, lim := range map[string]revision.Limits{"no limits": {}, "hold budget 30s": {HoldBudget: 30 * time.Second}} {
 		t.Run(name, func(t *testing.T) {
@@ -119,7 +122,8 @@ func TestSpecFromRevisionMatchesAnnotations(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("Revision spec differs from the annotation spec (-annotations +revision):\n%s", d)
 			}
-			if got.Hosts[0] != "hello.example.com" || got.Protocol != revision.ProtocolH2C || got.Target != 12.5 {
+			if got.Hosts[0] != "hello.example.com" || got.Protocol != revision.ProtocolH2C || got.Target != 12.5 ||
+				got.TrafficPercent == nil || *got.TrafficPercent != 10 || got.TagHost() != "canary-hello.example.com" {
 				t.Errorf("spec %+v", got)
 			}
 		})
