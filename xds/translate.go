@@ -194,7 +194,9 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 		for _, d := range domains {
 			owner[d] = rev.Key
 		}
-		vhosts = append(vhosts, m.res.vhost)
+		if m.res.vhost != nil {
+			vhosts = append(vhosts, m.res.vhost)
+		}
 		out.Clusters = append(out.Clusters, m.res.cluster)
 		out.Endpoints = append(out.Endpoints, m.res.cla)
 	}
@@ -242,9 +244,6 @@ func claimHosts(owner map[string]revision.Key, rev *revision.Revision) ([]string
 		}
 		domains = append(domains, d)
 	}
-	if len(domains) == 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("revision %s has no hosts", rev.Key))
-	}
 	return domains, errors.Join(errs...)
 }
 
@@ -264,9 +263,13 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		name = revision.ClusterName(rev.Key)
 	}
 	res := &revisionResources{}
-	if m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts {
+	// A revision without hosts (an Envoy Gateway backend: EG routes to it)
+	// gets its cluster and endpoints but no virtual host in thaw_http.
+	switch {
+	case len(domains) == 0:
+	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts:
 		res.vhost = m.res.vhost
-	} else {
+	default:
 		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name, Timeouts: timeouts})
 		if err := res.vhost.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
