@@ -20,9 +20,6 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
-// egVersion is the Envoy Gateway release hack/build-envoy-gateway.sh builds.
-const egVersion = "v1.9.1"
-
 // egEnvoyVersion is the Envoy EG's launcher (func-e) runs: our cached
 // Envoy, linked into func-e's data home so nothing is downloaded.
 const egEnvoyVersion = "1.40.0"
