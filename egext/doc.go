@@ -21,7 +21,9 @@
 // never stalls EG's translation). Every result is validated (ValidateAll)
 // before it is returned: a malformed result becomes a gRPC error to EG
 // (which, with failOpen false, keeps its last good configuration), never a
-// CDS update Envoy would reject whole.
+// CDS update Envoy would reject whole. Bad input (an invalid Revision, two
+// Revisions in one rule) is not a hook error, which would make EG v1.9
+// skip its whole translation: the route answers 500 with the reason.
 //
 // A mode flip is then one ClusterLoadAssignment from thaw on that
 // cluster's EDS stream: no EG re-translation, no Kubernetes write.

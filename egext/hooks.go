@@ -149,3 +149,20 @@ func mergeRetryPolicy(eg, thaw *routev3.RetryPolicy) *routev3.RetryPolicy {
 	}
 	return out
 }
+
+// InvalidRoute returns in with its action replaced by a 500 direct
+// response whose body names reason: the answer for a route whose Revision
+// backends thaw cannot serve (ErrTooManyRevisions, ErrInvalidRevision).
+// Failing the hook instead would make EG (failOpen false) skip its whole
+// translation, freezing every route.
+func InvalidRoute(in *routev3.Route, reason error) (*routev3.Route, error) {
+	r := proto.Clone(in).(*routev3.Route)
+	r.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{
+		Status: 500,
+		Body:   &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "thaw: " + reason.Error() + "\n"}},
+	}}
+	if err := r.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("route %q: %w", in.GetName(), err)
+	}
+	return r, nil
+}

@@ -21,8 +21,8 @@ var ErrNoRevision = errors.New("egext: no thaw.dev Revision in the hook request"
 
 // ErrTooManyRevisions is returned when one cluster or route carries more
 // than one Revision: EG v1.9 puts every custom backendRef of a rule in one
-// cluster, which one EDS assignment cannot split. Give each Revision its
-// own rule (or its own HTTPRoute).
+// cluster, which one EDS assignment cannot split. The route then answers
+// 500 (InvalidRoute); give each Revision its own rule.
 var ErrTooManyRevisions = errors.New("egext: more than one Revision in one route rule; EG merges them into one cluster, which thaw cannot split")
 
 // ErrInvalidRevision wraps every problem with a Revision object.

@@ -42,16 +42,19 @@ func NewServer(log *zap.Logger, opts Options) (*Server, error) {
 func (s *Server) Register(g *grpc.Server) { egpb.RegisterEnvoyGatewayExtensionServer(g, s) }
 
 // PostClusterModify answers for clusters of Revision backends (see
-// Cluster). A cluster with no Revision comes back unchanged; a bad Revision
-// or more than one is InvalidArgument.
+// Cluster). A cluster with no Revision, a bad one or more than one comes
+// back unchanged (its route answers 500, see PostRouteModify).
 func (s *Server) PostClusterModify(_ context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, error) {
 	rev, err := onlyRevision(resources(req.GetPostClusterContext().GetBackendExtensionResources()))
 	if errors.Is(err, ErrNoRevision) {
 		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, nil
 	}
 	if err != nil {
-		s.log.Warn("EG cluster hook refused", zap.String("cluster", req.GetCluster().GetName()), zap.Error(err))
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		// Not an error to EG: with failOpen false EG v1.9 would skip the
+		// whole translation, freezing every route. The cluster stays EG's
+		// (no endpoints) and PostRouteModify answers the route with 500.
+		s.log.Warn("EG cluster left unchanged: its route answers 500", zap.String("cluster", req.GetCluster().GetName()), zap.Error(err))
+		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, nil
 	}
 	c, err := Cluster(req.GetCluster(), rev, s.opts)
 	if err != nil {
@@ -62,15 +65,21 @@ func (s *Server) PostClusterModify(_ context.Context, req *egpb.PostClusterModif
 }
 
 // PostRouteModify answers for routes of Revision backends (see Route). A
-// route with no Revision comes back unchanged.
+// route with no Revision comes back unchanged; one with a bad Revision or
+// more than one answers 500 with the reason (InvalidRoute), so only that
+// route fails and EG keeps translating the others.
 func (s *Server) PostRouteModify(_ context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, error) {
 	rev, err := onlyRevision(resources(req.GetPostRouteContext().GetExtensionResources()))
 	if errors.Is(err, ErrNoRevision) {
 		return &egpb.PostRouteModifyResponse{Route: req.GetRoute()}, nil
 	}
 	if err != nil {
-		s.log.Warn("EG route hook refused", zap.String("route", req.GetRoute().GetName()), zap.Error(err))
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		s.log.Warn("EG route answers 500: invalid Revision backend", zap.String("route", req.GetRoute().GetName()), zap.Error(err))
+		r, rerr := InvalidRoute(req.GetRoute(), err)
+		if rerr != nil {
+			return nil, status.Error(codes.Internal, rerr.Error())
+		}
+		return &egpb.PostRouteModifyResponse{Route: r}, nil
 	}
 	r, err := Route(req.GetRoute(), rev)
 	if err != nil {

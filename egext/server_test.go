@@ -3,6 +3,7 @@ package egext
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,13 +67,20 @@ func TestServerHooks(t *testing.T) {
 	if err != nil || !proto.Equal(plain.GetCluster(), egCluster()) {
 		t.Errorf("cluster without Revision: %v, %v; want it unchanged", plain.GetCluster(), err)
 	}
-	// Two Revisions in one cluster: InvalidArgument, EG keeps its last
-	// good configuration.
+	// Two Revisions in one rule (EG merges them into one cluster): the
+	// cluster stays EG's and the route answers 500, never a hook error
+	// (EG would then skip its whole translation).
 	two := []*egpb.ExtensionResource{rev, {UnstructuredBytes: revisionJSON(t, "default", "app-v2", "")}}
-	_, err = c.PostClusterModify(ctx, &egpb.PostClusterModifyRequest{Cluster: egCluster(),
+	cl2, err := c.PostClusterModify(ctx, &egpb.PostClusterModifyRequest{Cluster: egCluster(),
 		PostClusterContext: &egpb.PostClusterExtensionContext{BackendExtensionResources: two}})
-	if status.Code(err) != codes.InvalidArgument {
-		t.Errorf("two Revisions: %v, want InvalidArgument", err)
+	if err != nil || !proto.Equal(cl2.GetCluster(), egCluster()) {
+		t.Errorf("two Revisions: cluster %v, %v; want EG's unchanged", cl2.GetCluster(), err)
+	}
+	rt2, err := c.PostRouteModify(ctx, &egpb.PostRouteModifyRequest{Route: egRoute(nil, nil),
+		PostRouteContext: &egpb.PostRouteExtensionContext{ExtensionResources: two}})
+	if err != nil || rt2.GetRoute().GetDirectResponse().GetStatus() != 500 ||
+		!strings.Contains(rt2.GetRoute().GetDirectResponse().GetBody().GetInlineString(), "more than one Revision") {
+		t.Errorf("two Revisions: route %v, %v; want a 500 naming the reason", rt2.GetRoute(), err)
 	}
 	// A hook thaw does not implement.
 	if _, err := c.PostTranslateModify(ctx, &egpb.PostTranslateModifyRequest{}); status.Code(err) != codes.Unimplemented {
