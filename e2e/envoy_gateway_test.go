@@ -50,6 +50,13 @@ type egEnv struct {
 // --eg-extension and envoy-gateway server.
 func startEG(t *testing.T, autoscaling map[string]string) *egEnv {
 	t.Helper()
+	return startEGWith(t, "", revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Autoscaling: autoscaling})
+}
+
+// startEGWith is startEG with more local revisions (the first is hello)
+// and extra resources appended to EG's file.
+func startEGWith(t *testing.T, extra string, revs ...revisionYAML) *egEnv {
+	t.Helper()
 	// EG standalone binds fixed ports: its xDS server (18000) and metrics
 	// (19001). Another EG on them would serve this test's Envoy instead.
 	for _, p := range []int{18000, 19001} {
@@ -58,8 +65,7 @@ func startEG(t *testing.T, autoscaling map[string]string) *egEnv {
 			t.Fatalf("127.0.0.1:%d is in use: Envoy Gateway standalone needs it", p)
 		}
 	}
-	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--eg-extension"},
-		Config: localConfig(t, revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Autoscaling: autoscaling})})
+	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--eg-extension"}, Config: localConfig(t, revs...)})
 	dir := t.TempDir()
 	for _, d := range []string{"res", "cfg", "state", "run", filepath.Join("data", "envoy-versions", egEnvoyVersion, "bin")} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -84,7 +90,7 @@ func startEG(t *testing.T, autoscaling map[string]string) *egEnv {
 	port := harness.PickPort(t)
 	writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(egConfig, filepath.Join(dir, "res"), filepath.Join(dir, "cfg"),
 		filepath.Join(dir, "data"), filepath.Join(dir, "state"), filepath.Join(dir, "run"), th.GRPCPort))
-	writeFile(t, filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(egResources, egEnvoyVersion, indent(string(merge), "      "), port))
+	writeFile(t, filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(egResources, egEnvoyVersion, indent(string(merge), "      "), port)+extra)
 	eg := harness.StartProcess(t, harness.ProcessConfig{Name: "envoy-gateway", Path: egBin,
 		Args: []string{"server", "-c", filepath.Join(dir, "config.yaml")}})
 	env := &egEnv{thaw: th, eg: eg, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin}
@@ -180,6 +186,50 @@ func TestEnvoyGatewayOneHop(t *testing.T) {
 	}
 }
 
+// TestEnvoyGatewaySplitRule: EG v1.9 merges the custom backendRefs of one
+// rule into one cluster, which per-revision EDS cannot split. A rule with
+// two Revisions weighted 90/10 answers 500 naming the reason, while EG
+// keeps translating and serving every other route (a failed hook would
+// make EG skip its whole translation). docs/envoy-gateway.md.
+func TestEnvoyGatewaySplitRule(t *testing.T) {
+	env := startEGWith(t, egSplitRoute,
+		revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond},
+		revisionYAML{Name: "canary", Host: "canary.localhost", StartupDelay: 200 * time.Millisecond})
+	c := client(60 * time.Second)
+	if body := waitGateway(t, c, env, 120*time.Second); !strings.Contains(body, "hello from hello") {
+		t.Fatalf("other route: body %q, want the workload's", body)
+	}
+	code, body, _, err := egGet(c, env.gateway+"/", "split.localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 500 || !strings.Contains(body, "more than one Revision") {
+		t.Fatalf("split rule answered %d %q, want 500 naming the reason", code, body)
+	}
+}
+
+// egSplitRoute is an HTTPRoute for host split.localhost with one rule
+// weighting Revisions hello and canary 90/10.
+const egSplitRoute = `---
+apiVersion: thaw.dev/v1alpha1
+kind: Revision
+metadata: {name: canary, namespace: local}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: canary}
+  port: 8080
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: split, namespace: local}
+spec:
+  parentRefs: [{name: eg}]
+  hostnames: [split.localhost]
+  rules:
+  - backendRefs:
+    - {group: thaw.dev, kind: Revision, name: hello, weight: 90}
+    - {group: thaw.dev, kind: Revision, name: canary, weight: 10}
+`
+
 // waitGateway retries until EG's Envoy listens and answers 200 (EG
 // translates, calls thaw's hooks and starts Envoy first), bounded by
 // timeout and a request count.
@@ -193,7 +243,7 @@ func waitGateway(t *testing.T, c *http.Client, env *egEnv, timeout time.Duration
 			t.Fatalf("envoy-gateway exited: %v", env.eg.ExitErr())
 		default:
 		}
-		code, body, _, err := egGet(c, env.gateway+"/")
+		code, body, _, err := egGet(c, env.gateway+"/", "")
 		if err == nil && code == 200 {
 			return body
 		}
@@ -206,19 +256,22 @@ func waitGateway(t *testing.T, c *http.Client, env *egEnv, timeout time.Duration
 
 func getGateway(t *testing.T, c *http.Client, env *egEnv) (int, string) {
 	t.Helper()
-	code, body, _, err := egGet(c, env.gateway+"/")
+	code, body, _, err := egGet(c, env.gateway+"/", "")
 	if err != nil {
 		t.Fatalf("GET through EG: %v", err)
 	}
 	return code, body
 }
 
-func egGet(c *http.Client, url string) (int, string, http.Header, error) {
+func egGet(c *http.Client, url, host string) (int, string, http.Header, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", nil, err
+	}
+	if host != "" {
+		req.Host = host
 	}
 	resp, err := c.Do(req)
 	if err != nil {
