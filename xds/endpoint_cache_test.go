@@ -46,7 +46,7 @@ func (s *edsStream) take() *discoveryv3.DeltaDiscoveryResponse {
 	s.t.Helper()
 	select {
 	case r := <-s.ch:
-		s.sub.SetReturnedResources(r.GetNextVersionMap())
+		s.sub.SetReturnedResources(r.GetReturnedResources())
 		out, err := r.GetDeltaDiscoveryResponse()
 		if err != nil {
 			s.t.Fatal(err)

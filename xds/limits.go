@@ -7,6 +7,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -22,6 +23,14 @@ const (
 	// DefaultMaxStreamsPerNode is how many xDS streams one node id may hold:
 	// Envoy opens one ADS stream; a reconnect may overlap the old one.
 	DefaultMaxStreamsPerNode = 4
+	// DefaultMaxEDSStreamsPerNode is how many non-ADS EDS streams one node
+	// id may hold: an Envoy whose clusters name thaw_xds as their EDS
+	// config source (Envoy Gateway with thaw's extension) opens one stream
+	// per revision cluster.
+	DefaultMaxEDSStreamsPerNode = 10000
+	// DefaultMaxEDSStreams bounds the non-ADS EDS streams of all nodes
+	// together (each costs thaw a few goroutines and ~20 KB).
+	DefaultMaxEDSStreams = 20000
 	// DefaultAckTimeout is how long a stream may leave a response
 	// unanswered (neither ACK nor NACK), or stay open without a first
 	// request, before thaw closes it. Envoy answers in milliseconds; even a
@@ -36,8 +45,14 @@ type Limits struct {
 	// node id beyond it is refused (ResourceExhausted). Streams that have
 	// not named their node yet count against MaxNodes*MaxStreamsPerNode.
 	MaxNodes int
-	// MaxStreamsPerNode bounds the streams of one node id; more are refused.
+	// MaxStreamsPerNode bounds the ADS streams of one node id; more are
+	// refused.
 	MaxStreamsPerNode int
+	// MaxEDSStreamsPerNode bounds the non-ADS EDS streams of one node id
+	// (one per revision cluster); more are refused.
+	MaxEDSStreamsPerNode int
+	// MaxEDSStreams bounds the non-ADS EDS streams of all nodes.
+	MaxEDSStreams int
 	// AckTimeout is how long a response may stay unanswered before thaw
 	// closes the stream (see excludeStalled for why that is safe).
 	AckTimeout time.Duration
@@ -49,6 +64,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxStreamsPerNode <= 0 {
 		l.MaxStreamsPerNode = DefaultMaxStreamsPerNode
+	}
+	if l.MaxEDSStreamsPerNode <= 0 {
+		l.MaxEDSStreamsPerNode = DefaultMaxEDSStreamsPerNode
+	}
+	if l.MaxEDSStreams <= 0 {
+		l.MaxEDSStreams = DefaultMaxEDSStreams
 	}
 	if l.AckTimeout <= 0 {
 		l.AckTimeout = DefaultAckTimeout
@@ -103,10 +124,13 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 // stream-open callback.
 type streamCloserKey struct{}
 
-// adsMethods are the ADS methods whose streams TapHandle makes closable.
+// adsMethods are the xDS methods whose streams TapHandle makes closable:
+// ADS and the non-ADS EDS streams.
 var adsMethods = map[string]bool{
 	"/" + discoveryv3.AggregatedDiscoveryService_ServiceDesc.ServiceName + "/StreamAggregatedResources": true,
 	"/" + discoveryv3.AggregatedDiscoveryService_ServiceDesc.ServiceName + "/DeltaAggregatedResources":  true,
+	"/" + endpointservice.EndpointDiscoveryService_ServiceDesc.ServiceName + "/StreamEndpoints":         true,
+	"/" + endpointservice.EndpointDiscoveryService_ServiceDesc.ServiceName + "/DeltaEndpoints":          true,
 }
 
 // TapHandle returns the grpc.InTapHandle that makes ADS streams closable
@@ -133,10 +157,19 @@ func closerOf(ctx context.Context) context.CancelCauseFunc {
 	return c
 }
 
-// admitStream refuses a new stream when MaxNodes*MaxStreamsPerNode streams
-// are open. Called from the stream-open callbacks.
-func (s *Server) admitStream() error {
-	if s.tracker.count() >= s.lim.MaxNodes*s.lim.MaxStreamsPerNode {
+// admitStream refuses a new ADS stream when MaxNodes*MaxStreamsPerNode
+// ADS streams are open, a new non-ADS EDS stream (eds) when MaxEDSStreams
+// are. Called from the stream-open callbacks.
+func (s *Server) admitStream(eds bool) error {
+	ads, edsOpen := s.tracker.counts()
+	if eds {
+		if edsOpen >= s.lim.MaxEDSStreams {
+			s.limMetrics.refused.WithLabelValues(refusedTooManyStreams).Inc()
+			return status.Errorf(codes.ResourceExhausted, "xds: too many EDS streams (limit %d)", s.lim.MaxEDSStreams)
+		}
+		return nil
+	}
+	if ads >= s.lim.MaxNodes*s.lim.MaxStreamsPerNode {
 		s.limMetrics.refused.WithLabelValues(refusedTooManyStreams).Inc()
 		return status.Errorf(codes.ResourceExhausted, "xds: too many streams (limit %d)",
 			s.lim.MaxNodes*s.lim.MaxStreamsPerNode)
@@ -148,15 +181,19 @@ func (s *Server) admitStream() error {
 // refuses the stream (go-control-plane then closes it) for a node id
 // beyond MaxNodes or a stream beyond MaxStreamsPerNode.
 func (s *Server) admitNode(k streamKey, id, cluster string) error {
-	streams, nodes, ok := s.tracker.claimNode(k, id, cluster, s.lim.MaxNodes, s.lim.MaxStreamsPerNode)
+	streams, nodes, ok := s.tracker.claimNode(k, id, cluster, s.lim.MaxNodes, s.lim.MaxStreamsPerNode, s.lim.MaxEDSStreamsPerNode)
+	limit := s.lim.MaxStreamsPerNode
+	if s.tracker.isEDS(k) {
+		limit = s.lim.MaxEDSStreamsPerNode
+	}
 	switch {
 	case ok:
 		return nil
-	case streams >= s.lim.MaxStreamsPerNode:
+	case streams >= limit:
 		s.limMetrics.refused.WithLabelValues(refusedNodeStreams).Inc()
 		s.log.Warn("xDS stream refused: too many streams for one node id", zap.String("node", id),
-			zap.Int("limit", s.lim.MaxStreamsPerNode))
-		return status.Errorf(codes.ResourceExhausted, "xds: node %q has %d streams (limit %d)", id, streams, s.lim.MaxStreamsPerNode)
+			zap.Bool("eds", limit == s.lim.MaxEDSStreamsPerNode), zap.Int("limit", limit))
+		return status.Errorf(codes.ResourceExhausted, "xds: node %q has %d streams (limit %d)", id, streams, limit)
 	default:
 		s.limMetrics.refused.WithLabelValues(refusedTooManyNodes).Inc()
 		s.log.Warn("xDS stream refused: too many nodes", zap.String("node", id), zap.Int("nodes", nodes),

@@ -8,21 +8,48 @@ import (
 )
 
 // claimNode names the node of stream k unless that would exceed maxNodes
-// distinct node ids or maxPerNode streams of id. It returns the node's
-// stream count and the number of node ids before the claim, and whether
-// the claim was made.
-func (t *tracker) claimNode(k streamKey, id, cluster string, maxNodes, maxPerNode int) (streams, nodes int, ok bool) {
+// distinct node ids, or maxPerNode ADS streams (maxEDSPerNode non-ADS EDS
+// streams, for an EDS stream) of id. It returns the node's stream count of
+// the stream's kind and the number of node ids before the claim, and
+// whether the claim was made.
+func (t *tracker) claimNode(k streamKey, id, cluster string, maxNodes, maxPerNode, maxEDSPerNode int) (streams, nodes int, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	streams, nodes = t.nodes[id], len(t.nodes)
-	if streams >= maxPerNode || (streams == 0 && nodes >= maxNodes) {
+	s := t.streams[k]
+	n := t.nodes[id]
+	streams, nodes, limit := n.ads, len(t.nodes), maxPerNode
+	if s != nil && s.eds {
+		streams, limit = n.eds, maxEDSPerNode
+	}
+	known := n.ads+n.eds > 0
+	if streams >= limit || (!known && nodes >= maxNodes) {
 		return streams, nodes, false
 	}
-	if s := t.streams[k]; s != nil && s.nodeID == "" {
+	if s != nil && s.nodeID == "" {
 		s.nodeID, s.cluster = id, cluster
-		t.nodes[id]++
+		if s.eds {
+			n.eds++
+		} else {
+			n.ads++
+		}
+		t.nodes[id] = n
 	}
 	return streams, nodes, true
+}
+
+// isEDS reports whether stream k is a non-ADS EDS stream.
+func (t *tracker) isEDS(k streamKey) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.streams[k]
+	return s != nil && s.eds
+}
+
+// counts returns the number of open ADS and non-ADS EDS streams.
+func (t *tracker) counts() (ads, eds int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.streams) - t.edsStreams, t.edsStreams
 }
 
 // stalledStream is a stream excludeStalled closes.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -157,9 +158,15 @@ func NewServer(opts ServerOptions) *Server {
 	return s
 }
 
-// Register adds the ADS service (delta and state of the world) to g.
+// Register adds the ADS service (delta and state of the world) and the
+// EndpointDiscoveryService to g. The latter serves Envoys whose EDS
+// clusters name thaw as a non-ADS config source (api_config_source with
+// the static cluster thaw_xds, as thaw's Envoy Gateway extension writes
+// them): one stream per cluster, answered from the same endpoint cache,
+// tracked per stream like ADS, so ConfirmedEverywhere covers them.
 func (s *Server) Register(g *grpc.Server) {
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s.xds)
+	endpointservice.RegisterEndpointDiscoveryServiceServer(g, s.xds)
 }
 
 // Run follows reg until ctx ends: it waits for the first Synced snapshot,

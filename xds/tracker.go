@@ -34,9 +34,13 @@ type NACK struct {
 
 // streamState is what one stream has been sent and has acknowledged.
 type streamState struct {
-	key         streamKey
-	nodeID      string
-	cluster     string
+	key     streamKey
+	nodeID  string
+	cluster string
+	// eds: a non-ADS EndpointDiscoveryService stream (one per EDS cluster
+	// whose config source is thaw_xds, e.g. Envoy Gateway's Envoy); it
+	// carries only ClusterLoadAssignments and has its own limits.
+	eds         bool
 	connectedAt time.Time
 	// sent maps a response nonce to what it carried, until ACK or NACK.
 	sent map[string]*sentResponse
@@ -71,34 +75,103 @@ type tracker struct {
 	mu      sync.RWMutex
 	streams map[streamKey]*streamState
 	// nodes counts the streams of each node id that named itself.
-	nodes map[string]int
+	nodes map[string]nodeStreams
+	// edsStreams counts the open non-ADS EDS streams.
+	edsStreams int
+	// holders indexes, per type URL and resource name, the streams that
+	// hold the resource (streamState.holds), so ackedEverywhere costs
+	// O(holders) instead of O(streams): with one EDS stream per revision
+	// an Envoy Gateway Envoy holds thousands of streams.
+	holders map[string]map[string]map[streamKey]*streamState
 }
+
+// nodeStreams counts one node id's streams by kind.
+type nodeStreams struct{ ads, eds int }
 
 func newTracker() *tracker {
-	return &tracker{streams: map[streamKey]*streamState{}, nodes: map[string]int{}}
+	return &tracker{streams: map[streamKey]*streamState{}, nodes: map[string]nodeStreams{},
+		holders: map[string]map[string]map[streamKey]*streamState{}}
 }
 
-// open records a new stream; closer (may be nil) ends it.
-func (t *tracker) open(k streamKey, now time.Time, closer context.CancelCauseFunc) {
+// open records a new stream (eds: a non-ADS EDS stream); closer (may be
+// nil) ends it.
+func (t *tracker) open(k streamKey, eds bool, now time.Time, closer context.CancelCauseFunc) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.streams[k] = &streamState{key: k, connectedAt: now, sent: map[string]*sentResponse{},
+	t.streams[k] = &streamState{key: k, eds: eds, connectedAt: now, sent: map[string]*sentResponse{},
 		acked: map[string]map[string]string{}, pending: map[string]map[string]int{}, nacks: map[string][]*NACK{},
 		close: closer}
+	if eds {
+		t.edsStreams++
+	}
 }
 
 // close forgets a stream: a disconnected node no longer counts.
 func (t *tracker) close(k streamKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.streams[k]; s != nil && s.nodeID != "" {
-		if t.nodes[s.nodeID] <= 1 {
+	s := t.streams[k]
+	if s == nil {
+		return
+	}
+	if s.nodeID != "" {
+		n := t.nodes[s.nodeID]
+		if s.eds {
+			n.eds--
+		} else {
+			n.ads--
+		}
+		if n.ads <= 0 && n.eds <= 0 {
 			delete(t.nodes, s.nodeID)
 		} else {
-			t.nodes[s.nodeID]--
+			t.nodes[s.nodeID] = n
+		}
+	}
+	if s.eds {
+		t.edsStreams--
+	}
+	for typ, names := range s.acked {
+		for n := range names {
+			t.unindex(typ, n, k)
+		}
+	}
+	for typ, names := range s.pending {
+		for n := range names {
+			t.unindex(typ, n, k)
 		}
 	}
 	delete(t.streams, k)
+}
+
+// reindex updates holders for one name of stream s after its acked or
+// pending state changed. Callers hold t.mu for writing.
+func (t *tracker) reindex(s *streamState, typeURL, name string) {
+	if !s.holds(typeURL, name) {
+		t.unindex(typeURL, name, s.key)
+		return
+	}
+	byName := t.holders[typeURL]
+	if byName == nil {
+		byName = map[string]map[streamKey]*streamState{}
+		t.holders[typeURL] = byName
+	}
+	set := byName[name]
+	if set == nil {
+		set = map[streamKey]*streamState{}
+		byName[name] = set
+	}
+	set[s.key] = s
+}
+
+func (t *tracker) unindex(typeURL, name string, k streamKey) {
+	set := t.holders[typeURL][name]
+	if set == nil {
+		return
+	}
+	delete(set, k)
+	if len(set) == 0 {
+		delete(t.holders[typeURL], name)
+	}
 }
 
 func (t *tracker) nodeID(k streamKey) string {
@@ -126,9 +199,21 @@ func (t *tracker) sent(k streamKey, nonce string, r *sentResponse) {
 	}
 	for _, n := range r.names {
 		p[n]++
+		t.reindex(s, r.typeURL, n)
 	}
 	for _, n := range r.removed {
 		p[n]++
+		t.reindex(s, r.typeURL, n)
+	}
+}
+
+// reindexResponse updates holders for every name r carried.
+func (t *tracker) reindexResponse(s *streamState, r *sentResponse) {
+	for _, n := range r.names {
+		t.reindex(s, r.typeURL, n)
+	}
+	for _, n := range r.removed {
+		t.reindex(s, r.typeURL, n)
 	}
 }
 
@@ -181,6 +266,7 @@ func (t *tracker) ack(k streamKey, nonce string) *sentResponse {
 	for _, n := range r.removed {
 		delete(a, n)
 	}
+	t.reindexResponse(s, r)
 	s.clearNACKs(r)
 	return r
 }
@@ -203,6 +289,7 @@ func (t *tracker) assumeAcked(k streamKey, typeURL string, versions map[string]s
 	for n, v := range versions {
 		if _, ok := a[n]; !ok {
 			a[n] = v
+			t.reindex(s, typeURL, n)
 		}
 	}
 }
@@ -249,6 +336,7 @@ func (t *tracker) nack(k streamKey, nonce, message string, now time.Time) *NACK 
 	if r == nil {
 		return nil
 	}
+	t.reindexResponse(s, r)
 	names := make([]string, 0, len(r.names)+len(r.removed))
 	names = append(append(names, r.names...), r.removed...)
 	sort.Strings(names)
@@ -271,8 +359,8 @@ func (t *tracker) ackedEverywhere(typeURL, name, version string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	counted := 0
-	for _, s := range t.streams {
-		if s.excluded || !s.holds(typeURL, name) {
+	for _, s := range t.holders[typeURL][name] {
+		if s.excluded {
 			continue
 		}
 		if !s.ackedCurrent(typeURL, name, version) {

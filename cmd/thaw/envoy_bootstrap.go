@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/xds"
 )
 
 // newEnvoyBootstrapCmd returns `thaw envoy-bootstrap`: it prints the Envoy
@@ -16,6 +17,7 @@ func newEnvoyBootstrapCmd() *cobra.Command {
 	var p envoy.BootstrapParams
 	var adminPort uint16
 	var tlsc envoy.ClientTLS
+	var eg bool
 	cmd := &cobra.Command{
 		Use:   "envoy-bootstrap",
 		Short: "Print the Envoy bootstrap YAML that connects one Envoy to thaw",
@@ -39,7 +41,16 @@ moved into the certificate directory.`,
 				}
 				p.TLS = &tlsc
 			}
-			out, err := envoy.RenderBootstrap(p)
+			render := envoy.RenderBootstrap
+			if eg {
+				render = func(p envoy.BootstrapParams) ([]byte, error) {
+					return envoy.RenderEnvoyGatewayMerge(p, xds.DefaultConfig())
+				}
+				if p.NodeID == "" {
+					p.NodeID = "envoy-gateway" // EG names its Envoys
+				}
+			}
+			out, err := render(p)
 			if err != nil {
 				return err
 			}
@@ -48,7 +59,7 @@ moved into the certificate directory.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&p.NodeID, "node-id", "", "Envoy node id, unique per Envoy (required)")
+	f.StringVar(&p.NodeID, "node-id", "", "Envoy node id, unique per Envoy (required unless --envoy-gateway)")
 	f.StringVar(&p.Cluster, "cluster", "thaw", "Envoy node cluster")
 	f.StringVar(&p.XDSAddress, "xds-address", "", "thaw's gRPC address host:port for xDS (required)")
 	f.StringVar(&p.ExtProcAddress, "extproc-address", "", "ext_proc (activator) gRPC address host:port (default: --xds-address)")
@@ -57,7 +68,7 @@ moved into the certificate directory.`,
 	f.StringVar(&tlsc.CertDir, "tls-cert-dir", "", "mutual TLS to thaw: directory with Envoy's tls.crt, tls.key and ca.crt (empty: plaintext)")
 	f.StringVar(&tlsc.SDSDir, "tls-sds-dir", "", "where the SDS files for --tls-cert-dir are written (default: --tls-cert-dir)")
 	f.StringVar(&tlsc.ServerName, "tls-server-name", "thaw-grpc.thaw-system.svc", "SNI sent to thaw and DNS name required in thaw's certificate")
-	_ = cmd.MarkFlagRequired("node-id")
+	f.BoolVar(&eg, "envoy-gateway", false, "print the fragment for Envoy Gateway's EnvoyProxy spec.bootstrap (type Merge) instead: thaw's static clusters, thaw_activator_dst, the internal listener thaw_activator and the stats sink, without node, ADS or admin (docs/envoy-gateway.md); --node-id is then not needed")
 	_ = cmd.MarkFlagRequired("xds-address")
 	return cmd
 }

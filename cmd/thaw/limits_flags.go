@@ -15,6 +15,10 @@ func addLimitFlags(fl *pflag.FlagSet, l *app.Limits) {
 		"most Envoy node ids with an xDS stream; more are refused")
 	fl.IntVar(&l.XDS.MaxStreamsPerNode, "xds-max-streams-per-node", xds.DefaultMaxStreamsPerNode,
 		"most xDS streams per node id; more are refused")
+	fl.IntVar(&l.XDS.MaxEDSStreamsPerNode, "xds-max-eds-streams-per-node", xds.DefaultMaxEDSStreamsPerNode,
+		"most non-ADS EDS streams per node id (Envoy Gateway's Envoy opens one per Revision); more are refused")
+	fl.IntVar(&l.XDS.MaxEDSStreams, "xds-max-eds-streams", xds.DefaultMaxEDSStreams,
+		"most non-ADS EDS streams of all nodes together; more are refused")
 	fl.DurationVar(&l.XDS.AckTimeout, "xds-ack-timeout", xds.DefaultAckTimeout,
 		"an xDS stream that leaves a response unanswered (or sends nothing) this long is closed and no longer counts for scale-to-zero confirmation")
 	fl.IntVar(&l.StatSink.MaxNodes, "stats-max-nodes", statsink.DefaultMaxNodes,

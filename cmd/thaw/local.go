@@ -40,6 +40,7 @@ type localFlags struct {
 	accessLog      string
 	dev            bool
 	limits         app.Limits
+	eg             egFlags
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -79,15 +80,19 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
 	fl.StringVar(&f.accessLog, "access-log", "", "Envoy JSON access log file for listener thaw_http (default: off; with --dev, access.log in the state dir)")
+	f.eg.add(fl)
 	addLimitFlags(fl, &f.limits)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
 
 func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra.Command) error {
-	bin, err := findEnvoy(f.envoyBin)
-	if err != nil {
-		return err
+	var bin string
+	var err error
+	if !f.eg.enabled {
+		if bin, err = findEnvoy(f.envoyBin); err != nil {
+			return err
+		}
 	}
 	defaults := revision.DefaultSpec()
 	cfg, err := local.LoadWithin(f.file, defaults, revision.Limits{HoldBudget: f.holdBudget})
@@ -120,8 +125,11 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		Registry: reg,
 		NewPlatform: func(act *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
 			// Envoy's own refusals (4xx/5xx it answered itself) on /metrics.
-			if err := metrics.Register(envoy.RefusalCollector(fmt.Sprintf("http://127.0.0.1:%d", f.envoyAdminPort))); err != nil {
-				return nil, fmt.Errorf("envoy refusal metrics: %w", err)
+			// Not in EG mode: EG's Envoy answers those, on its own admin port.
+			if !f.eg.enabled {
+				if err := metrics.Register(envoy.RefusalCollector(fmt.Sprintf("http://127.0.0.1:%d", f.envoyAdminPort))); err != nil {
+					return nil, fmt.Errorf("envoy refusal metrics: %w", err)
+				}
 			}
 			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
 				Drainer: drainer{act}, StateDir: stateDir,
@@ -134,12 +142,22 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		TickInterval:    f.tick,
 		RevisionMetrics: f.revMetrics,
 		DrainTimeout:    f.drainTimeout,
-		ReadyWhenAcked:  true,
+		ReadyWhenAcked:  !f.eg.enabled,
 		Limits:          f.limits,
 		Pprof:           app.IsLoopbackAddress(f.adminAddress),
+
+		EGExtension:           f.eg.enabled,
+		EGInitialFetchTimeout: f.eg.initialFetch,
 	})
 	if err != nil {
 		return err
+	}
+	if f.eg.enabled {
+		// Envoy Gateway's Envoy is the data plane: it fetches the
+		// revisions' endpoints from thaw (non-ADS EDS); no Envoy of our own.
+		logger.Info("Envoy Gateway extension mode: no Envoy started; EG's Envoy reaches thaw at the gRPC address",
+			zap.String("grpc", a.GRPCAddress()))
+		return a.Run(ctx)
 	}
 	grpcAddr := a.GRPCAddress()
 	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{

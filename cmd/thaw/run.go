@@ -47,6 +47,7 @@ type runFlags struct {
 	limits           app.Limits
 	tls              tlsreload.Files
 	pprof            bool
+	eg               egFlags
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -96,6 +97,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.tls.CertFile, "tls-cert-file", "", "serve gRPC with mutual TLS: thaw's certificate (PEM; reloaded when it changes). Needs --tls-key-file and --tls-client-ca-file; empty: plaintext")
 	fl.StringVar(&f.tls.KeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
 	fl.StringVar(&f.tls.ClientCAFile, "tls-client-ca-file", "", "CA bundle (PEM) that signs the Envoy fleet's client certificates; other clients are refused at the handshake")
+	f.eg.add(fl)
 	fl.BoolVar(&f.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on --admin-address (off: the admin port is reachable from the pod network)")
 	return cmd
 }
@@ -149,16 +151,18 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 			}
 			return p, nil
 		},
-		GRPCServerOptions: gopts,
-		Collectors:        tlsMetrics,
-		GRPCAddress:       f.grpcAddress,
-		AdminAddress:      f.adminAddress,
-		Pprof:             f.pprof,
-		XDS:               xcfg,
-		TickInterval:      f.tick,
-		RevisionMetrics:   f.revMetrics,
-		DrainTimeout:      f.drainTimeout,
-		Limits:            f.limits,
+		GRPCServerOptions:     gopts,
+		Collectors:            tlsMetrics,
+		GRPCAddress:           f.grpcAddress,
+		AdminAddress:          f.adminAddress,
+		Pprof:                 f.pprof,
+		EGExtension:           f.eg.enabled,
+		EGInitialFetchTimeout: f.eg.initialFetch,
+		XDS:                   xcfg,
+		TickInterval:          f.tick,
+		RevisionMetrics:       f.revMetrics,
+		DrainTimeout:          f.drainTimeout,
+		Limits:                f.limits,
 	}
 	if elector != nil {
 		opts.Elector = elector

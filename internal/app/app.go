@@ -22,6 +22,7 @@ import (
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/autoscaler/statsink"
 	"github.com/thaw-dev/thaw/control"
+	"github.com/thaw-dev/thaw/egext"
 	"github.com/thaw-dev/thaw/extproc"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
@@ -68,6 +69,13 @@ type Options struct {
 	ReadyWhenAcked bool
 	// Limits bound client-keyed state on the gRPC port (limits.go).
 	Limits Limits
+	// EGExtension serves Envoy Gateway's EnvoyGatewayExtension hooks
+	// (package egext) on the gRPC address, with its TLS, on every replica
+	// (never gated by leader election).
+	EGExtension bool
+	// EGInitialFetchTimeout is the initial_fetch_timeout the EG hooks put
+	// on revision clusters (0: egext.DefaultInitialFetchTimeout).
+	EGInitialFetchTimeout time.Duration
 	// OnNodeExcluded, when set, is told about each xDS stream thaw closed
 	// because it stalled (node id, reason), e.g. to record an Event.
 	OnNodeExcluded func(node, reason string)
@@ -191,6 +199,13 @@ func New(opts Options) (*App, error) {
 	a.xds.Register(a.grpc)
 	a.ext.Register(a.grpc)
 	a.sink.Register(a.grpc)
+	if opts.EGExtension {
+		eg, err := egext.NewServer(a.log.Named("egext"), egext.Options{XDS: opts.XDS, InitialFetchTimeout: opts.EGInitialFetchTimeout})
+		if err != nil {
+			return nil, err
+		}
+		eg.Register(a.grpc)
+	}
 
 	if a.grpcLn, err = net.Listen("tcp", opts.GRPCAddress); err != nil {
 		return nil, fmt.Errorf("grpc listener %s: %w", opts.GRPCAddress, err)

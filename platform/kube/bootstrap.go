@@ -15,6 +15,7 @@ import (
 
 	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/extproc"
+	"github.com/thaw-dev/thaw/xds"
 )
 
 // LeaderHealthService is the grpc.health.v1 service name the Envoy fleet
@@ -71,6 +72,25 @@ func FleetBootstrap(params envoy.BootstrapParams) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return withLeaderHealthChecks(raw)
+}
+
+// EnvoyGatewayBootstrap renders the fragment for Envoy Gateway's EnvoyProxy
+// spec.bootstrap (type Merge): envoy.RenderEnvoyGatewayMerge with the same
+// health checks on thaw's clusters as FleetBootstrap, so EG's Envoy keeps
+// its per-revision EDS streams and stats on the leader (StreamGate gates
+// them) and spreads ext_proc over every ready replica.
+func EnvoyGatewayBootstrap(params envoy.BootstrapParams, cfg xds.Config) ([]byte, error) {
+	raw, err := envoy.RenderEnvoyGatewayMerge(params, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return withLeaderHealthChecks(raw)
+}
+
+// withLeaderHealthChecks adds the health checks FleetBootstrap describes to
+// thaw's static clusters in the bootstrap YAML raw.
+func withLeaderHealthChecks(raw []byte) ([]byte, error) {
 	j, err := yaml.YAMLToJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("kube: bootstrap YAML: %w", err)

@@ -18,6 +18,10 @@ const (
 	MethodPrefixADS     = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
 	MethodPrefixMetrics = "/envoy.service.metrics.v3.MetricsService/"
 	MethodPrefixExtProc = "/envoy.service.ext_proc.v3.ExternalProcessor/"
+	// MethodPrefixEDS is the non-ADS EDS service Envoy Gateway's Envoy
+	// uses (one stream per revision cluster); gated like ADS, since only
+	// the leader's tracker confirms scale to zero.
+	MethodPrefixEDS = "/envoy.service.endpoint.v3.EndpointDiscoveryService/"
 )
 
 // DefaultHandoverDelay is how long a replica that lost leadership keeps
@@ -32,7 +36,7 @@ const DefaultHandoverDelay = 2 * HealthCheckInterval
 // (close_connections_on_host_health_failure covers tcp_proxy only), so a
 // replica that loses leadership must end its long-lived streams itself:
 //
-//   - ADS (xDS) and MetricsService (stats) streams: refused with
+//   - ADS and EDS (xDS) and MetricsService (stats) streams: refused with
 //     UNAVAILABLE while not leading, and ended HandoverDelay after
 //     leadership is lost; Envoy reconnects to the new leader.
 //   - ext_proc streams (one per request on the activator path) are not
@@ -157,11 +161,12 @@ func (g *StreamGate) Open() bool {
 }
 
 // StreamInterceptor returns the grpc.StreamServerInterceptor that applies
-// the gate to ADS and MetricsService streams; other methods (ext_proc,
+// the gate to ADS, EDS and MetricsService streams; other methods (ext_proc,
 // health, reflection) pass through.
 func (g *StreamGate) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if !strings.HasPrefix(info.FullMethod, MethodPrefixADS) && !strings.HasPrefix(info.FullMethod, MethodPrefixMetrics) {
+		if !strings.HasPrefix(info.FullMethod, MethodPrefixADS) && !strings.HasPrefix(info.FullMethod, MethodPrefixMetrics) &&
+			!strings.HasPrefix(info.FullMethod, MethodPrefixEDS) {
 			return handler(srv, ss)
 		}
 		g.mu.Lock()

@@ -1,0 +1,409 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+)
+
+// egEnvoyVersion is the Envoy EG's launcher (func-e) runs: our cached
+// Envoy, linked into func-e's data home so nothing is downloaded.
+const egEnvoyVersion = "1.40.0"
+
+// egBinary returns the cached envoy-gateway binary (make tools-envoy-gateway).
+func egBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(harness.DefaultBinDir(), "envoy-gateway")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("envoy-gateway not found (%v): run `make tools-envoy-gateway`", err)
+	}
+	return bin
+}
+
+// egEnv is Envoy Gateway standalone (file provider, host infrastructure)
+// with thaw as its extension, both on loopback.
+type egEnv struct {
+	thaw     *harness.Thaw
+	eg       *harness.Process
+	gateway  string // EG's Envoy listener, http://127.0.0.1:<port>
+	runDir   string // func-e's runtime dir: one subdirectory per Envoy run
+	envoyBin string
+}
+
+// startEG writes EG's configuration and resources (a Gateway, a Revision
+// hello in namespace local, an HTTPRoute to it, an EnvoyProxy carrying
+// thaw's bootstrap merge and envoyVersion) and starts thaw local
+// --eg-extension and envoy-gateway server.
+func startEG(t *testing.T, autoscaling map[string]string) *egEnv {
+	t.Helper()
+	return startEGWith(t, "", revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Autoscaling: autoscaling})
+}
+
+// startEGWith is startEG with more local revisions (the first is hello)
+// and extra resources appended to EG's file.
+func startEGWith(t *testing.T, extra string, revs ...revisionYAML) *egEnv {
+	t.Helper()
+	// EG standalone binds fixed ports: its xDS server (18000) and metrics
+	// (19001). Another EG on them would serve this test's Envoy instead.
+	for _, p := range []int{18000, 19001} {
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
+			conn.Close()
+			t.Fatalf("127.0.0.1:%d is in use: Envoy Gateway standalone needs it", p)
+		}
+	}
+	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--eg-extension"}, Config: localConfig(t, revs...)})
+	dir := t.TempDir()
+	for _, d := range []string{"res", "cfg", "state", "run", filepath.Join("data", "envoy-versions", egEnvoyVersion, "bin")} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	envoyBin, err := filepath.EvalSymlinks(harness.EnvoyBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(envoyBin, filepath.Join(dir, "data", "envoy-versions", egEnvoyVersion, "bin", "envoy")); err != nil {
+		t.Fatal(err)
+	}
+	egBin := egBinary(t)
+	if out, err := exec.Command(egBin, "certgen", "--local", "--config-home", filepath.Join(dir, "cfg")).CombinedOutput(); err != nil {
+		t.Fatalf("envoy-gateway certgen: %v\n%s", err, out)
+	}
+	merge, err := exec.Command(harness.ThawBinary(t), "envoy-bootstrap", "--envoy-gateway", "--xds-address", th.GRPCAddress).Output()
+	if err != nil {
+		t.Fatalf("thaw envoy-bootstrap --envoy-gateway: %v", err)
+	}
+	port := harness.PickPort(t)
+	writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(egConfig, filepath.Join(dir, "res"), filepath.Join(dir, "cfg"),
+		filepath.Join(dir, "data"), filepath.Join(dir, "state"), filepath.Join(dir, "run"), th.GRPCPort))
+	writeFile(t, filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(egResources, egEnvoyVersion, indent(string(merge), "      "), port)+extra)
+	eg := harness.StartProcess(t, harness.ProcessConfig{Name: "envoy-gateway", Path: egBin,
+		Args: []string{"server", "-c", filepath.Join(dir, "config.yaml")}})
+	env := &egEnv{thaw: th, eg: eg, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin}
+	// EG's Envoy is its child; stop it by pid should EG leave it behind.
+	t.Cleanup(func() {
+		for _, pid := range env.envoyPids() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return env
+}
+
+// envoyPids returns the pids of Envoy processes EG started for this test
+// (their command line names this test's runtime dir).
+func (e *egEnv) envoyPids() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 0 && strings.HasSuffix(args[0], "/bin/envoy") && strings.Contains(string(b), e.runDir) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// egTranslations is EG's own count of xDS translations (the xds runner's
+// subscriptions to the xds-ir message), from its metrics on :19001.
+func egTranslations(t *testing.T) float64 {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:19001/metrics")
+	if err != nil {
+		t.Fatalf("EG metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, `watchable_subscribe_total{message="xds-ir",runner="xds",status="success"}`) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatal("EG metrics: no xds-ir translation counter")
+	return 0
+}
+
+// TestEnvoyGatewayOneHop: real Envoy Gateway (standalone, file provider)
+// starts the real Envoy with thaw's bootstrap merge; thaw answers EG's
+// hooks and serves the Revision's endpoints over EDS. A cold request
+// through EG's Envoy reaches the workload with exactly one Envoy process
+// on the host for this test (thaw in extension mode runs none); after a
+// scale to zero, a second cold start flips the revision's mode twice with
+// no EG re-translation.
+func TestEnvoyGatewayOneHop(t *testing.T) {
+	env := startEG(t, map[string]string{"window": "6s", "scale-to-zero-grace-period": "2s"})
+	c := client(60 * time.Second)
+	body := waitGateway(t, c, env, 120*time.Second)
+	if !strings.Contains(body, "hello from hello") {
+		t.Fatalf("body %q, want the workload's", body)
+	}
+	if pids := env.envoyPids(); len(pids) != 1 {
+		t.Fatalf("%d Envoy processes started by EG, want exactly 1", len(pids))
+	}
+	if _, err := os.Stat(filepath.Join(env.thaw.StateDir, "envoy.pid")); err == nil {
+		t.Fatal("thaw started an Envoy of its own in extension mode")
+	}
+
+	before := egTranslations(t)
+	waitStatus(t, env.thaw, "local/hello", 90*time.Second, "scale to zero", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") == 0
+	})
+	code, got := getGateway(t, c, env)
+	if code != 200 || !strings.Contains(got, "hello from hello") {
+		t.Fatalf("cold start after scale to zero: %d %q", code, got)
+	}
+	waitStatus(t, env.thaw, "local/hello", 30*time.Second, "serve mode", func(r map[string]any) bool { return r["mode"] == "serve" })
+	if after := egTranslations(t); after != before {
+		t.Fatalf("EG translated %v times during two mode flips, want 0 (flips are thaw's EDS only)", after-before)
+	}
+}
+
+// TestEnvoyGatewaySplitRule: EG v1.9 merges the custom backendRefs of one
+// rule into one cluster, which per-revision EDS cannot split. A rule with
+// two Revisions weighted 90/10 answers 500 naming the reason, while EG
+// keeps translating and serving every other route (a failed hook would
+// make EG skip its whole translation). docs/envoy-gateway.md.
+func TestEnvoyGatewaySplitRule(t *testing.T) {
+	env := startEGWith(t, egSplitRoute,
+		revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond},
+		revisionYAML{Name: "canary", Host: "canary.localhost", StartupDelay: 200 * time.Millisecond})
+	c := client(60 * time.Second)
+	if body := waitGateway(t, c, env, 120*time.Second); !strings.Contains(body, "hello from hello") {
+		t.Fatalf("other route: body %q, want the workload's", body)
+	}
+	code, body, _, err := egGet(c, env.gateway+"/", "split.localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 500 || !strings.Contains(body, "more than one Revision") {
+		t.Fatalf("split rule answered %d %q, want 500 naming the reason", code, body)
+	}
+}
+
+// egSplitRoute is an HTTPRoute for host split.localhost with one rule
+// weighting Revisions hello and canary 90/10.
+const egSplitRoute = `---
+apiVersion: thaw.dev/v1alpha1
+kind: Revision
+metadata: {name: canary, namespace: local}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: canary}
+  port: 8080
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: split, namespace: local}
+spec:
+  parentRefs: [{name: eg}]
+  hostnames: [split.localhost]
+  rules:
+  - backendRefs:
+    - {group: thaw.dev, kind: Revision, name: hello, weight: 90}
+    - {group: thaw.dev, kind: Revision, name: canary, weight: 10}
+`
+
+// waitGateway retries until EG's Envoy listens and answers 200 (EG
+// translates, calls thaw's hooks and starts Envoy first), bounded by
+// timeout and a request count.
+func waitGateway(t *testing.T, c *http.Client, env *egEnv, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		select {
+		case <-env.eg.Exited():
+			t.Fatalf("envoy-gateway exited: %v", env.eg.ExitErr())
+		default:
+		}
+		code, body, _, err := egGet(c, env.gateway+"/", "")
+		if err == nil && code == 200 {
+			return body
+		}
+		last = fmt.Sprintf("%d %q %v", code, body, err)
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("EG's Envoy never answered 200 within %s; last: %s", timeout, last)
+	return ""
+}
+
+func getGateway(t *testing.T, c *http.Client, env *egEnv) (int, string) {
+	t.Helper()
+	code, body, _, err := egGet(c, env.gateway+"/", "")
+	if err != nil {
+		t.Fatalf("GET through EG: %v", err)
+	}
+	return code, body
+}
+
+func egGet(c *http.Client, url, host string) (int, string, http.Header, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	return resp.StatusCode, b.String(), resp.Header, nil
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}
+
+// egConfig is EG's standalone configuration: file provider, host
+// infrastructure with every func-e directory in the test's temp dir, and
+// thaw as extension server (failOpen false).
+const egConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyGateway
+gateway:
+  controllerName: gateway.envoyproxy.io/gatewayclass-controller
+provider:
+  type: Custom
+  custom:
+    resource:
+      type: File
+      file:
+        paths: [%q]
+    infrastructure:
+      type: Host
+      host:
+        configHome: %q
+        dataHome: %q
+        stateHome: %q
+        runtimeDir: %q
+logging:
+  level:
+    default: info
+extensionManager:
+  backendResources:
+  - group: thaw.dev
+    version: v1alpha1
+    kind: Revision
+  hooks:
+    xdsTranslator:
+      post: [Route, Cluster]
+  failOpen: false
+  service:
+    fqdn:
+      hostname: 127.0.0.1
+      port: %d
+`
+
+// egResources: the EnvoyProxy (Envoy version, thaw's bootstrap merge), a
+// GatewayClass using it, a Gateway, the Revision local/hello (thaw local's
+// revision key) and an HTTPRoute to it.
+const egResources = `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyProxy
+metadata:
+  name: thaw
+  namespace: local
+spec:
+  provider:
+    type: Host
+    host:
+      envoyVersion: %s
+  bootstrap:
+    type: Merge
+    value: |
+%s
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: eg
+spec:
+  controllerName: gateway.envoyproxy.io/gatewayclass-controller
+  parametersRef:
+    group: gateway.envoyproxy.io
+    kind: EnvoyProxy
+    name: thaw
+    namespace: local
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: eg
+  namespace: local
+spec:
+  gatewayClassName: eg
+  listeners:
+  - name: http
+    protocol: HTTP
+    port: %d
+---
+apiVersion: thaw.dev/v1alpha1
+kind: Revision
+metadata:
+  name: hello
+  namespace: local
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hello}
+  port: 8080
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: hello
+  namespace: local
+spec:
+  parentRefs: [{name: eg}]
+  rules:
+  - backendRefs:
+    - group: thaw.dev
+      kind: Revision
+      name: hello
+`

@@ -1,0 +1,168 @@
+package egext
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
+)
+
+// DefaultInitialFetchTimeout is how long EG's Envoy waits for a revision's
+// first assignment from thaw before warming the cluster without endpoints
+// (requests then fail fast until thaw answers) instead of holding every
+// listener update back.
+const DefaultInitialFetchTimeout = 10 * time.Second
+
+// ErrInvalidOptions wraps problems with Options.
+var ErrInvalidOptions = errors.New("egext: invalid options")
+
+// Options configure the hooks; the same on every replica.
+type Options struct {
+	// XDS supplies the cluster settings of thaw's own revision clusters
+	// (connect timeout, circuit breakers).
+	XDS xds.Config
+	// InitialFetchTimeout (default DefaultInitialFetchTimeout) must be > 0.
+	InitialFetchTimeout time.Duration
+	// XDSCluster is the static cluster of EG's Envoy that reaches thaw's
+	// xDS port (default xds.XDSClusterName).
+	XDSCluster string
+}
+
+func (o Options) withDefaults() Options {
+	if o.InitialFetchTimeout == 0 {
+		o.InitialFetchTimeout = DefaultInitialFetchTimeout
+	}
+	if o.XDSCluster == "" {
+		o.XDSCluster = xds.XDSClusterName
+	}
+	return o
+}
+
+// Cluster is PostClusterModify as a pure function: EG's cluster for a
+// Revision backend becomes xds.ExternalRevisionCluster, keeping EG's name
+// and metadata. The result is validated; errors wrap ErrInvalidOptions or
+// the validation error.
+func Cluster(in *clusterv3.Cluster, rev Revision, o Options) (*clusterv3.Cluster, error) {
+	o = o.withDefaults()
+	src, err := xds.ExternalEDSConfigSource(o.XDSCluster, o.InitialFetchTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	c, err := xds.ExternalRevisionCluster(xds.ExternalRevisionClusterParams{
+		Name: in.GetName(), Key: rev.Key, Protocol: rev.Protocol, EDSConfig: src, Config: &o.XDS,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q for %s: %w", in.GetName(), rev.Key, err)
+	}
+	if in.GetMetadata() != nil {
+		c.Metadata = proto.Clone(in.GetMetadata()).(*corev3.Metadata)
+	}
+	if err := c.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("cluster %q for %s: %w", in.GetName(), rev.Key, err)
+	}
+	return c, nil
+}
+
+// Route is PostRouteModify as a pure function. For a route forwarding to a
+// cluster (EG's direct responses and redirects come back unchanged) it:
+//   - removes any client-sent x-thaw-revision and sets it to
+//     "<namespace>/<name>" (the activator reads it, as behind thaw_http);
+//   - sets thaw's revision retry policy when EG set none, else adds thaw's
+//     retry conditions, retriable headers and host predicate to EG's;
+//   - sets the route timeout to EG's (or revision.DefaultRequestTimeout
+//     when EG set none) plus revision.DefaultHoldTimeout, so a request
+//     held through a cold start is not cut by the request timeout.
+//
+// The result is validated.
+func Route(in *routev3.Route, rev Revision) (*routev3.Route, error) {
+	r := proto.Clone(in).(*routev3.Route)
+	ra := r.GetRoute()
+	if ra == nil {
+		return r, nil
+	}
+	if !slices.Contains(r.RequestHeadersToRemove, xds.RevisionHeader) {
+		r.RequestHeadersToRemove = append(r.RequestHeadersToRemove, xds.RevisionHeader)
+	}
+	r.RequestHeadersToAdd = slices.DeleteFunc(r.RequestHeadersToAdd, func(h *corev3.HeaderValueOption) bool {
+		return strings.EqualFold(h.GetHeader().GetKey(), xds.RevisionHeader)
+	})
+	r.RequestHeadersToAdd = append(r.RequestHeadersToAdd, &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: xds.RevisionHeader, Value: rev.Key.String()},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	})
+	thaw, err := xds.RevisionRetryPolicy()
+	if err != nil {
+		return nil, err
+	}
+	ra.RetryPolicy = mergeRetryPolicy(ra.GetRetryPolicy(), thaw)
+	req := revision.DefaultRequestTimeout
+	if ra.GetTimeout() != nil {
+		req = ra.GetTimeout().AsDuration()
+	}
+	if req > 0 { // 0 is "no timeout": keep it
+		ra.Timeout = durationpb.New(xds.RouteTimeouts{Request: req, Hold: revision.DefaultHoldTimeout}.RouteTimeout())
+	}
+	if err := r.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("route %q for %s: %w", in.GetName(), rev.Key, err)
+	}
+	return r, nil
+}
+
+// mergeRetryPolicy returns thaw's policy when eg is nil, else eg with
+// thaw's retry_on conditions, retriable headers, retry priority and host
+// predicates added where eg has none, and at least thaw's retry count.
+func mergeRetryPolicy(eg, thaw *routev3.RetryPolicy) *routev3.RetryPolicy {
+	if eg == nil {
+		return thaw
+	}
+	out := proto.Clone(eg).(*routev3.RetryPolicy)
+	on := strings.Split(out.GetRetryOn(), ",")
+	for _, c := range strings.Split(thaw.GetRetryOn(), ",") {
+		if c != "" && !slices.Contains(on, c) {
+			on = append(on, c)
+		}
+	}
+	out.RetryOn = strings.Trim(strings.Join(on, ","), ",")
+	out.RetriableHeaders = append(out.RetriableHeaders, thaw.GetRetriableHeaders()...)
+	if out.GetRetryPriority() == nil {
+		out.RetryPriority = thaw.GetRetryPriority()
+	}
+	if len(out.GetRetryHostPredicate()) == 0 {
+		out.RetryHostPredicate = thaw.GetRetryHostPredicate()
+		out.HostSelectionRetryMaxAttempts = thaw.GetHostSelectionRetryMaxAttempts()
+	}
+	if out.GetNumRetries().GetValue() < thaw.GetNumRetries().GetValue() {
+		out.NumRetries = thaw.GetNumRetries()
+	}
+	if out.GetRetryBackOff() == nil {
+		out.RetryBackOff = thaw.GetRetryBackOff()
+	}
+	return out
+}
+
+// InvalidRoute returns in with its action replaced by a 500 direct
+// response whose body names reason: the answer for a route whose Revision
+// backends thaw cannot serve (ErrTooManyRevisions, ErrInvalidRevision).
+// Failing the hook instead would make EG (failOpen false) skip its whole
+// translation, freezing every route.
+func InvalidRoute(in *routev3.Route, reason error) (*routev3.Route, error) {
+	r := proto.Clone(in).(*routev3.Route)
+	r.Action = &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{
+		Status: 500,
+		Body:   &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "thaw: " + reason.Error() + "\n"}},
+	}}
+	if err := r.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("route %q: %w", in.GetName(), err)
+	}
+	return r, nil
+}

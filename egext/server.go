@@ -1,0 +1,98 @@
+package egext
+
+import (
+	"context"
+	"errors"
+
+	egpb "github.com/envoyproxy/gateway/proto/extension"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Server answers EG's EnvoyGatewayExtension hooks. Hooks thaw does not
+// subscribe to (EG calls only those named in extensionManager.hooks) answer
+// Unimplemented.
+type Server struct {
+	egpb.UnimplementedEnvoyGatewayExtensionServer
+	log  *zap.Logger
+	opts Options
+}
+
+var _ egpb.EnvoyGatewayExtensionServer = (*Server)(nil)
+
+// NewServer returns a Server; opts are checked at once (an error wraps
+// ErrInvalidOptions) so a bad flag fails at startup, not per hook call.
+func NewServer(log *zap.Logger, opts Options) (*Server, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	opts = opts.withDefaults()
+	if opts.InitialFetchTimeout < 0 {
+		return nil, errors.Join(ErrInvalidOptions, errors.New("InitialFetchTimeout must be > 0"))
+	}
+	if err := opts.XDS.Validate(); err != nil {
+		return nil, errors.Join(ErrInvalidOptions, err)
+	}
+	return &Server{log: log, opts: opts}, nil
+}
+
+// Register adds the EnvoyGatewayExtension service to g.
+func (s *Server) Register(g *grpc.Server) { egpb.RegisterEnvoyGatewayExtensionServer(g, s) }
+
+// PostClusterModify answers for clusters of Revision backends (see
+// Cluster). A cluster with no Revision, a bad one or more than one comes
+// back unchanged (its route answers 500, see PostRouteModify).
+func (s *Server) PostClusterModify(_ context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, error) {
+	rev, err := onlyRevision(resources(req.GetPostClusterContext().GetBackendExtensionResources()))
+	if errors.Is(err, ErrNoRevision) {
+		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, nil
+	}
+	if err != nil {
+		// Not an error to EG: with failOpen false EG v1.9 would skip the
+		// whole translation, freezing every route. The cluster stays EG's
+		// (no endpoints) and PostRouteModify answers the route with 500.
+		s.log.Warn("EG cluster left unchanged: its route answers 500", zap.String("cluster", req.GetCluster().GetName()), zap.Error(err))
+		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, nil
+	}
+	c, err := Cluster(req.GetCluster(), rev, s.opts)
+	if err != nil {
+		s.log.Error("EG cluster hook failed", zap.String("revision", rev.Key.String()), zap.Error(err))
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &egpb.PostClusterModifyResponse{Cluster: c}, nil
+}
+
+// PostRouteModify answers for routes of Revision backends (see Route). A
+// route with no Revision comes back unchanged; one with a bad Revision or
+// more than one answers 500 with the reason (InvalidRoute), so only that
+// route fails and EG keeps translating the others.
+func (s *Server) PostRouteModify(_ context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, error) {
+	rev, err := onlyRevision(resources(req.GetPostRouteContext().GetExtensionResources()))
+	if errors.Is(err, ErrNoRevision) {
+		return &egpb.PostRouteModifyResponse{Route: req.GetRoute()}, nil
+	}
+	if err != nil {
+		s.log.Warn("EG route answers 500: invalid Revision backend", zap.String("route", req.GetRoute().GetName()), zap.Error(err))
+		r, rerr := InvalidRoute(req.GetRoute(), err)
+		if rerr != nil {
+			return nil, status.Error(codes.Internal, rerr.Error())
+		}
+		return &egpb.PostRouteModifyResponse{Route: r}, nil
+	}
+	r, err := Route(req.GetRoute(), rev)
+	if err != nil {
+		s.log.Error("EG route hook failed", zap.String("revision", rev.Key.String()), zap.Error(err))
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &egpb.PostRouteModifyResponse{Route: r}, nil
+}
+
+func resources(rs []*egpb.ExtensionResource) [][]byte {
+	out := make([][]byte, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.GetUnstructuredBytes())
+	}
+	return out
+}
