@@ -39,6 +39,10 @@ type Limits struct {
 	// Config.HoldBudget): Envoy cuts every held request at this time, so a
 	// hold-timeout above it is refused. 0: no such bound.
 	HoldBudget time.Duration
+	// AllowNoHosts accepts a Spec without hosts: a Revision resource routed
+	// by Envoy Gateway (an HTTPRoute backendRef) needs none; thaw's own
+	// Envoy then has its cluster and endpoints but no route to it.
+	AllowNoHosts bool
 }
 
 // Validate checks every field against its bounds and returns all problems at
@@ -55,7 +59,7 @@ func (s *Spec) ValidateWithin(lim Limits) error {
 	bad := func(field string, value any, allowed string) {
 		errs = append(errs, &FieldError{Field: field, Value: fmt.Sprint(value), Allowed: allowed})
 	}
-	if len(s.Hosts) == 0 {
+	if len(s.Hosts) == 0 && !lim.AllowNoHosts {
 		bad("hosts", "", "at least one host name")
 	}
 	seen := make(map[string]string, len(s.Hosts))

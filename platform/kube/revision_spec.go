@@ -96,6 +96,9 @@ var revisionFieldPaths = func() map[string]string {
 // and wraps revision.ErrInvalidSpec. spec.traffic sets the revision's
 // share of a shared host and its tag (docs/traffic-splitting.md).
 func specFromRevision(defaults revision.Spec, lim revision.Limits, r *v1alpha1.Revision) (revision.Spec, error) {
+	// spec.hosts is optional: a Revision that Envoy Gateway routes to (an
+	// HTTPRoute backendRef) has none.
+	lim.AllowNoHosts = true
 	base := defaults
 	base.Hosts = append([]string(nil), r.Spec.Hosts...)
 	base.Port = r.Spec.Port
