@@ -194,10 +194,21 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 	p.mu.Unlock()
 	p.enqueue(affected)
 
-	objs, err := p.pods.ByIndex(ownerIndex, ownerIndexValue(w.kind, key))
+	if !p.publishBackends(key, st, spec, sel, ownerIndex, ownerIndexValue(w.kind, key)) {
+		return
+	}
+	p.reportConflict(key, w, reportConflict)
+}
+
+// publishBackends lists the pods of the pod informer's index (name, value)
+// that sel matches, records how many are ready backends and publishes the
+// backends and spec of key. It returns false (and logs) when the index
+// cannot be read; nothing is published then.
+func (p *Platform) publishBackends(key revision.Key, st *revState, spec revision.Spec, sel labels.Selector, index, value string) bool {
+	objs, err := p.pods.ByIndex(index, value)
 	if err != nil {
 		p.log.Error("list pods", zap.String("revision", key.String()), zap.Error(err))
-		return
+		return false
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
@@ -211,7 +222,7 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 	p.mu.Unlock()
 	p.opts.Registry.SetBackends(key, backends)
 	p.opts.Registry.Upsert(key, spec)
-	p.reportConflict(key, w, reportConflict)
+	return true
 }
 
 // unlessReferenced returns w, or nil when a Revision scales w: the

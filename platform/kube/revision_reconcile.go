@@ -135,23 +135,7 @@ func (p *Platform) reconcileRevision(ctx context.Context, key revision.Key, r *v
 	st.reportedInvalid = ""
 	p.mu.Unlock()
 
-	objs, err := p.pods.ByIndex(cache.NamespaceIndex, key.Namespace)
-	if err != nil {
-		p.log.Error("list pods", zap.String("revision", key.String()), zap.Error(err))
-		return
-	}
-	pods := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if pod, ok := o.(*corev1.Pod); ok && sel.Matches(labelSet(pod.Labels)) {
-			pods = append(pods, pod)
-		}
-	}
-	backends := backendsFor(pods, spec.Port)
-	p.mu.Lock()
-	st.ready = int32(len(backends))
-	p.mu.Unlock()
-	p.opts.Registry.SetBackends(key, backends)
-	p.opts.Registry.Upsert(key, spec)
+	p.publishBackends(key, st, spec, sel, cache.NamespaceIndex, key.Namespace)
 }
 
 // fetchTarget reads the Revision's scale target through /scale and records
