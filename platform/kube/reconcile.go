@@ -165,27 +165,11 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 		reportConflict = loser
 	}
 	if perr != nil {
-		wasInvalid := st.invalid
-		p.setInvalidLocked(st, perr)
-		st.ready = 0
-		msg := describeError(perr)
-		if wasInvalid == nil || wasInvalid.Error() != perr.Error() {
-			for _, f := range fieldsOf(perr) {
-				p.metrics.configErrors.WithLabelValues(f).Inc()
-			}
-			st.log.Warn("invalid configuration", zap.Error(perr))
-		}
-		report := p.Leading() && st.reportedInvalid != msg
-		if report {
-			st.reportedInvalid = msg
-		}
-		ref := st.ref
+		ev := p.markInvalidLocked(st, perr)
 		p.mu.Unlock()
 		p.enqueue(affected)
 		p.opts.Registry.SetInvalid(key, perr)
-		if report {
-			p.recorder.Event(ref, corev1.EventTypeWarning, ReasonInvalidConfiguration, msg)
-		}
+		ev.emit(p)
 		p.reportConflict(key, w, reportConflict)
 		return
 	}

@@ -226,7 +226,29 @@ func (p *Platform) setSelectorLocked(key revision.Key, sel labels.Selector) {
 // message.
 func (p *Platform) publishInvalid(key revision.Key, perr error) {
 	p.mu.Lock()
-	st := p.stateLocked(key)
+	ev := p.markInvalidLocked(p.stateLocked(key), perr)
+	p.mu.Unlock()
+	p.opts.Registry.SetInvalid(key, perr)
+	ev.emit(p)
+}
+
+// invalidEvent is the Warning Event markInvalidLocked decided to emit
+// (ref nil: none).
+type invalidEvent struct {
+	ref *corev1.ObjectReference
+	msg string
+}
+
+func (e invalidEvent) emit(p *Platform) {
+	if e.ref != nil {
+		p.recorder.Event(e.ref, corev1.EventTypeWarning, ReasonInvalidConfiguration, e.msg)
+	}
+}
+
+// markInvalidLocked records perr on st: the metric and log line the first
+// time this error is seen, and, on the leader, the Event to emit once per
+// distinct message (emitted by the caller after unlocking).
+func (p *Platform) markInvalidLocked(st *revState, perr error) invalidEvent {
 	wasInvalid := st.invalid
 	p.setInvalidLocked(st, perr)
 	st.ready = 0
@@ -237,14 +259,9 @@ func (p *Platform) publishInvalid(key revision.Key, perr error) {
 		}
 		st.log.Warn("invalid configuration", zap.Error(perr))
 	}
-	report := p.Leading() && st.reportedInvalid != msg
-	if report {
-		st.reportedInvalid = msg
+	if !p.Leading() || st.reportedInvalid == msg {
+		return invalidEvent{}
 	}
-	ref := st.ref
-	p.mu.Unlock()
-	p.opts.Registry.SetInvalid(key, perr)
-	if report && ref != nil {
-		p.recorder.Event(ref, corev1.EventTypeWarning, ReasonInvalidConfiguration, msg)
-	}
+	st.reportedInvalid = msg
+	return invalidEvent{ref: st.ref, msg: msg}
 }
