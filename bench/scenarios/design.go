@@ -23,6 +23,8 @@ import (
 //	il      route → cluster whose endpoint is the internal listener
 //	        thaw_activator (HCM + ext_proc + router → thaw_activator_dst):
 //	        thaw's design today
+//	ilk     il through an internal listener whose HCM generates no request
+//	        id and whose router adds no x-envoy-* headers
 //	rt      route → thaw_activator_dst, with the ext_proc filter of the
 //	        outer HCM enabled for this route only (ExtProcPerRoute); the
 //	        revision goes to thaw as gRPC metadata of the route's override
@@ -64,7 +66,7 @@ func runDesign(e *env, outDir string) error {
 	}
 	defer e.stopLogged(ev.process)
 	base := ev.url("design_http")
-	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "rt"}, th.cmd.Process.Pid, ev.cmd.Process.Pid)
+	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "ilk", "rt"}, th.cmd.Process.Pid, ev.cmd.Process.Pid)
 }
 
 // designBootstrap is the static Envoy of runDesign; the ext_proc filter is
@@ -126,6 +128,15 @@ static_resources:
                 request_headers_to_add:
                 - header: {key: x-thaw-revision, value: %[3]s}
                   append_action: OVERWRITE_IF_EXISTS_OR_ADD
+            - name: ilk
+              domains: ["ilk.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: rev_ilk, timeout: 0s}
+                request_headers_to_remove: [x-thaw-revision]
+                request_headers_to_add:
+                - header: {key: x-thaw-revision, value: %[3]s}
+                  append_action: OVERWRITE_IF_EXISTS_OR_ADD
             - name: rt
               domains: ["rt.bench"]
               routes:
@@ -165,7 +176,41 @@ static_resources:
           - %[4]s
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  - name: thaw_activator_k
+    internal_listener: {}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: thaw_activator_k
+          generate_request_id: false
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[6]s}
+          http_filters:
+          - %[4]s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router, suppress_envoy_headers: true}
   clusters:
+  - name: rev_ilk
+    type: STATIC
+    connect_timeout: 1s
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    load_assignment:
+      cluster_name: rev_ilk
+      endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: thaw_activator_k}}}}]}]
+    transport_socket:
+      name: envoy.transport_sockets.internal_upstream
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport
+        transport_socket:
+          name: envoy.transport_sockets.raw_buffer
+          typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}
   - name: backend
     type: STATIC
     connect_timeout: 1s
