@@ -366,4 +366,11 @@ type EnvoyGateway struct {
 	Revision          Side    `json:"revision"`
 	// Cold is one cold start per Revision (StartupDelayMs 0).
 	Cold Cold `json:"cold"`
+	// AddedRevisions idle Revisions were added at once; AddedReadyMs later
+	// EG's Envoy had a warm cluster for each. EnvoyRSSBeforeBytes and
+	// EnvoyRSSAfterBytes are EG's Envoy's resident memory around that.
+	AddedRevisions      int     `json:"addedRevisions,omitempty"`
+	AddedReadyMs        float64 `json:"addedReadyMs,omitempty"`
+	EnvoyRSSBeforeBytes int64   `json:"envoyRSSBeforeBytes,omitempty"`
+	EnvoyRSSAfterBytes  int64   `json:"envoyRSSAfterBytes,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -32,8 +33,12 @@ const egEnvoyVersion = "1.40.0"
 //     process's address, through the same Envoy; then throughput with 16
 //     in flight per side and EG's Envoy's CPU per request;
 //   - cold starts: one request to each of n Revisions at zero, as the cold
-//     scenario does through thaw's own fleet.
-func runEG(e *env, n int) (*results.EnvoyGateway, error) {
+//     scenario does through thaw's own fleet;
+//   - memory: idleN more Revisions at zero (one HTTPRoute each) added to
+//     EG's resources at once: EG's Envoy's RSS growth per Revision (one
+//     cluster and one EDS stream to thaw each) and the time until every
+//     new cluster has its endpoints.
+func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
 	if _, err := os.Stat(e.egBin); err != nil {
 		return nil, fmt.Errorf("envoy-gateway not found (%w): run `make tools-envoy-gateway`", err)
 	}
@@ -54,7 +59,11 @@ func runEG(e *env, n int) (*results.EnvoyGateway, error) {
 	for i := range n {
 		revs = append(revs, rev{name: fmt.Sprintf("cold-%d", i), autoscaling: map[string]string{"initial-scale": "0"}})
 	}
-	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, revs...), "--eg-extension")
+	idle := make([]rev, idleN)
+	for i := range idle {
+		idle[i] = rev{name: fmt.Sprintf("idle-%d", i), autoscaling: map[string]string{"initial-scale": "0"}}
+	}
+	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, append(revs, idle...)...), "--eg-extension")
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +164,11 @@ func runEG(e *env, n int) (*results.EnvoyGateway, error) {
 	out.Cold.OverheadP50Ms, out.Cold.OverheadP99Ms = results.Quantile(overhead, 0.5), results.Quantile(overhead, 0.99)
 	out.Cold.OverheadMaxMs = results.Quantile(overhead, 1)
 	out.Cold.TotalP50Ms, out.Cold.TotalP99Ms = results.Quantile(total, 0.5), results.Quantile(total, 0.99)
+	if idleN > 0 {
+		if err := egMemory(e, eg, envoyPid, idle, out); err != nil {
+			return nil, err
+		}
+	}
 	e.logf("eg: warm p50 plain %.3f revision %.3f ms; throughput plain %.0f revision %.0f req/s; Envoy CPU per request plain %.1f revision %.1f µs; cold overhead p50 %.1f ms (%d/%d errors)",
 		out.Plain.Latency.P50Ms, out.Revision.Latency.P50Ms, out.Plain.ThroughputRPS, out.Revision.ThroughputRPS,
 		out.Plain.EnvoyCPUUsPerRequest, out.Revision.EnvoyCPUUsPerRequest, out.Cold.OverheadP50Ms, out.Cold.Errors, out.Cold.N)
@@ -216,6 +230,8 @@ type egProc struct {
 	*process
 	url    string // EG's Envoy listener, http://127.0.0.1:<port>
 	runDir string // func-e's runtime dir, named on its Envoy's command line
+	// resPath is EG's resource file (file provider), resources its content.
+	resPath, resources string
 }
 
 // startEGStandalone writes EG's configuration (file provider, host
@@ -261,14 +277,16 @@ func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string
 		}
 		m.WriteString("\n")
 	}
-	if err := writeFile(filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(benchEGResources, egEnvoyVersion, m.String(), ports[0])+routes); err != nil {
+	resPath, resources := filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(benchEGResources, egEnvoyVersion, m.String(), ports[0])+routes
+	if err := writeFile(resPath, resources); err != nil {
 		return nil, err
 	}
 	p, err := startProcess("envoy-gateway", filepath.Join(dir, "eg.log"), e.egBin, "server", "-c", filepath.Join(dir, "eg.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: filepath.Join(dir, "run")}, nil
+	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: filepath.Join(dir, "run"),
+		resPath: resPath, resources: resources}, nil
 }
 
 // envoyPid finds the Envoy EG started (its command line names runDir).
@@ -314,7 +332,15 @@ spec:
   hostnames: [plain.bench]
   rules: [{backendRefs: [{group: gateway.envoyproxy.io, kind: Backend, name: plain}]}]
 `, backendPort)
-	for _, r := range append([]rev{warm}, cold...) {
+	b.WriteString(revisionRoutes(append([]rev{warm}, cold...)))
+	return b.String()
+}
+
+// revisionRoutes renders a Revision and an HTTPRoute on its host for each
+// of revs.
+func revisionRoutes(revs []rev) string {
+	var b strings.Builder
+	for _, r := range revs {
 		fmt.Fprintf(&b, `---
 apiVersion: thaw.dev/v1alpha1
 kind: Revision
@@ -414,3 +440,100 @@ spec:
     protocol: HTTP
     port: %d
 `
+
+// egMemory adds idle Revisions (and their HTTPRoutes) to EG's resources and
+// waits (up to 5 min) until EG's Envoy has warmed a cluster for each, then
+// records Envoy's RSS growth per Revision and the time it took.
+func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGateway) error {
+	admin, err := eg.envoyAdmin()
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	before, _, err := envoyClusters(e.ctx, c, admin)
+	if err != nil {
+		return err
+	}
+	rss0, err := rssBytes(envoyPid)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := writeFile(eg.resPath, eg.resources+revisionRoutes(idle)); err != nil {
+		return err
+	}
+	deadline := t0.Add(5 * time.Minute)
+	for {
+		active, warming, err := envoyClusters(e.ctx, c, admin)
+		if err == nil && active >= before+len(idle) && warming == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("eg: EG's Envoy has %d active clusters (%d warming) 5 min after adding %d Revisions to %d (%v)",
+				active, warming, len(idle), before, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	out.AddedRevisions, out.AddedReadyMs = len(idle), results.Millis(time.Since(t0))
+	time.Sleep(2 * time.Second) // let allocations settle
+	rss1, err := rssBytes(envoyPid)
+	if err != nil {
+		return err
+	}
+	out.EnvoyRSSBeforeBytes, out.EnvoyRSSAfterBytes = rss0, rss1
+	e.logf("eg: %d Revisions added: every cluster warm after %.0f ms; EG's Envoy RSS %d → %d MiB (%.1f KiB per Revision)",
+		len(idle), out.AddedReadyMs, rss0>>20, rss1>>20, float64(rss1-rss0)/1024/float64(len(idle)))
+	return nil
+}
+
+// envoyAdmin reads the admin address func-e wrote for EG's Envoy.
+func (g *egProc) envoyAdmin() (string, error) {
+	m, err := filepath.Glob(filepath.Join(g.runDir, "*", "admin-address.txt"))
+	if err != nil || len(m) == 0 {
+		return "", fmt.Errorf("no admin-address.txt of EG's Envoy under %s", g.runDir)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		return "", err
+	}
+	return "http://" + strings.TrimSpace(string(b)), nil
+}
+
+// envoyClusters reads cluster_manager.active_clusters and
+// warming_clusters from an Envoy admin.
+func envoyClusters(ctx context.Context, c *http.Client, admin string) (active, warming int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/stats?filter=^cluster_manager%5C.(active|warming)_clusters$", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "cluster_manager.active_clusters":
+			active, found = n, found+1
+		case "cluster_manager.warming_clusters":
+			warming, found = n, found+1
+		}
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("envoy stats: no cluster_manager counts in %q", b)
+	}
+	return active, warming, nil
+}

@@ -246,7 +246,7 @@ func run(e *env, only, out, png string) error {
 		note("design", runDesign(e, filepath.Dir(out)))
 	}
 	if want["eg"] {
-		g, err := runEG(e, e.size(20, 3))
+		g, err := runEG(e, e.size(20, 3), e.size(1000, 100))
 		res.EnvoyGateway = g
 		note("eg", err)
 	}
