@@ -75,7 +75,7 @@ const (
 	knobTimeouts = `
                   timeout: 360s
                   idle_timeout: 0s`
-	knobRetry    = `
+	knobRetry = `
                   retry_policy:
                     retry_on: connect-failure,refused-stream,reset-before-request,retriable-headers
                     num_retries: 5
