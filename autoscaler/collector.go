@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,7 +209,7 @@ func (c *Collector) series(key revision.Key, create bool) *series {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if ser = sh.m[key]; ser == nil {
-		ser = &series{ring: newRing(c.window + c.expiry + 2), sources: map[string]*source{}}
+		ser = &series{ring: newRing(c.window + c.expiry + 2), sources: map[string]*source{}, activeUntil: math.MinInt64}
 		sh.m[key] = ser
 	}
 	return ser

@@ -15,6 +15,12 @@ type series struct {
 	hasData bool
 	first   int64 // oldest second of the current run of data
 	last    int64 // newest second any source reported
+	// activeUntil bounds the seconds a nonzero value can reach: every
+	// nonzero sample at second t raises it to t+expiry (a source's value
+	// is held that long). A window that starts after it averages to zero,
+	// which windows answers without reading the ring (most revisions are
+	// idle).
+	activeUntil int64
 }
 
 type bucket struct {
@@ -53,6 +59,9 @@ func (s *series) record(sec int64, name string, conc, reqs float64, expiry, wind
 	b := s.bucket(sec)
 	if b == nil {
 		return false
+	}
+	if conc != 0 || reqs != 0 {
+		s.activeUntil = max(s.activeUntil, sec+expiry)
 	}
 	b.reqs += reqs
 	src := s.sources[name]

@@ -77,6 +77,9 @@ func (s *series) windows(nowSec, ns, np, expiry int64, alg Algorithm) (WindowSta
 	if end < sStart {
 		return WindowStats{}, ErrNoData
 	}
+	if s.activeUntil < sStart {
+		return WindowStats{}, nil // every second of both windows is 0
+	}
 	dS, dP := 1.0, 1.0
 	if alg == AlgorithmWeightedExponential {
 		dS = math.Pow(DecayFloor, 1/float64(ns))
