@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -203,7 +202,7 @@ func localBackendPort(stateDir, revision string) (int, error) {
 func waitRoute(ctx context.Context, c *http.Client, base, host string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := errors.New("no answer yet")
+	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
 		req.Host = host
