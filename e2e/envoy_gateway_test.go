@@ -42,6 +42,9 @@ type egEnv struct {
 	gateway  string // EG's Envoy listener, http://127.0.0.1:<port>
 	runDir   string // func-e's runtime dir: one subdirectory per Envoy run
 	envoyBin string
+	egBin    string
+	config   string // EG's configuration file
+	res      string // EG's resources file (the file provider watches it)
 }
 
 // startEG writes EG's configuration and resources (a Gateway, a Revision
@@ -91,9 +94,9 @@ func startEGWith(t *testing.T, extra string, revs ...revisionYAML) *egEnv {
 	writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(egConfig, filepath.Join(dir, "res"), filepath.Join(dir, "cfg"),
 		filepath.Join(dir, "data"), filepath.Join(dir, "state"), filepath.Join(dir, "run"), th.GRPCPort))
 	writeFile(t, filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(egResources, egEnvoyVersion, indent(string(merge), "      "), port)+extra)
-	eg := harness.StartProcess(t, harness.ProcessConfig{Name: "envoy-gateway", Path: egBin,
-		Args: []string{"server", "-c", filepath.Join(dir, "config.yaml")}})
-	env := &egEnv{thaw: th, eg: eg, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin}
+	env := &egEnv{thaw: th, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin,
+		egBin: egBin, config: filepath.Join(dir, "config.yaml"), res: filepath.Join(dir, "res", "all.yaml")}
+	env.startEGProcess(t)
 	// EG's Envoy is its child; stop it by pid should EG leave it behind.
 	t.Cleanup(func() {
 		for _, pid := range env.envoyPids() {
@@ -101,6 +104,14 @@ func startEGWith(t *testing.T, extra string, revs ...revisionYAML) *egEnv {
 		}
 	})
 	return env
+}
+
+// startEGProcess starts envoy-gateway server on the env's configuration
+// (again after a restart: same directories, so same certificates).
+func (e *egEnv) startEGProcess(t *testing.T) {
+	t.Helper()
+	e.eg = harness.StartProcess(t, harness.ProcessConfig{Name: "envoy-gateway", Path: e.egBin,
+		Args: []string{"server", "-c", e.config}})
 }
 
 // envoyPids returns the pids of Envoy processes EG started for this test
@@ -235,6 +246,13 @@ spec:
 // timeout and a request count.
 func waitGateway(t *testing.T, c *http.Client, env *egEnv, timeout time.Duration) string {
 	t.Helper()
+	return waitGatewayHost(t, c, env, "", timeout)
+}
+
+// waitGatewayHost is waitGateway for requests with the given Host ("" for
+// the listener's address).
+func waitGatewayHost(t *testing.T, c *http.Client, env *egEnv, host string, timeout time.Duration) string {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last string
 	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
@@ -243,14 +261,14 @@ func waitGateway(t *testing.T, c *http.Client, env *egEnv, timeout time.Duration
 			t.Fatalf("envoy-gateway exited: %v", env.eg.ExitErr())
 		default:
 		}
-		code, body, _, err := egGet(c, env.gateway+"/", "")
+		code, body, _, err := egGet(c, env.gateway+"/", host)
 		if err == nil && code == 200 {
 			return body
 		}
 		last = fmt.Sprintf("%d %q %v", code, body, err)
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("EG's Envoy never answered 200 within %s; last: %s", timeout, last)
+	t.Fatalf("EG's Envoy never answered 200 for host %q within %s; last: %s", host, timeout, last)
 	return ""
 }
 
