@@ -201,7 +201,11 @@ func TestEnvoyGatewayOneHop(t *testing.T) {
 // rule into one cluster, which per-revision EDS cannot split. A rule with
 // two Revisions weighted 90/10 answers 500 naming the reason, while EG
 // keeps translating and serving every other route (a failed hook would
-// make EG skip its whole translation). docs/envoy-gateway.md.
+// make EG skip its whole translation). The same holds when a
+// BackendTrafficPolicy (zone-aware) makes EG build one cluster per
+// backendRef: EG v1.9.1 then leaves the route's weighted_clusters empty
+// (custom backends have no endpoints), so the weights are lost.
+// docs/envoy-gateway.md.
 func TestEnvoyGatewaySplitRule(t *testing.T) {
 	env := startEGWith(t, egSplitRoute,
 		revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond},
@@ -210,17 +214,21 @@ func TestEnvoyGatewaySplitRule(t *testing.T) {
 	if body := waitGateway(t, c, env, 120*time.Second); !strings.Contains(body, "hello from hello") {
 		t.Fatalf("other route: body %q, want the workload's", body)
 	}
-	code, body, _, err := egGet(c, env.gateway+"/", "split.localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 500 || !strings.Contains(body, "more than one Revision") {
-		t.Fatalf("split rule answered %d %q, want 500 naming the reason", code, body)
+	for _, host := range []string{"split.localhost", "split-zones.localhost"} {
+		code, body, _, err := egGet(c, env.gateway+"/", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 500 || !strings.Contains(body, "more than one Revision") {
+			t.Fatalf("%s: split rule answered %d %q, want 500 naming the reason", host, code, body)
+		}
 	}
 }
 
 // egSplitRoute is an HTTPRoute for host split.localhost with one rule
-// weighting Revisions hello and canary 90/10.
+// weighting Revisions hello and canary 90/10, and the same for host
+// split-zones.localhost with a zone-aware BackendTrafficPolicy (EG then
+// builds one cluster per backendRef).
 const egSplitRoute = `---
 apiVersion: thaw.dev/v1alpha1
 kind: Revision
@@ -239,6 +247,27 @@ spec:
   - backendRefs:
     - {group: thaw.dev, kind: Revision, name: hello, weight: 90}
     - {group: thaw.dev, kind: Revision, name: canary, weight: 10}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: split-zones, namespace: local}
+spec:
+  parentRefs: [{name: eg}]
+  hostnames: [split-zones.localhost]
+  rules:
+  - backendRefs:
+    - {group: thaw.dev, kind: Revision, name: hello, weight: 90}
+    - {group: thaw.dev, kind: Revision, name: canary, weight: 10}
+---
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: BackendTrafficPolicy
+metadata: {name: split-zones, namespace: local}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: split-zones}]
+  loadBalancer:
+    type: LeastRequest
+    zoneAware:
+      preferLocal: {}
 `
 
 // waitGateway retries until EG's Envoy listens and answers 200 (EG
