@@ -150,7 +150,7 @@ func (e *egEnv) stopEG(t *testing.T) {
 
 // addEGFile adds a resources file to EG's watched directory atomically (a
 // hidden temporary file, which EG ignores, renamed into place).
-func addEGFile(t *testing.T, e *egEnv, name, data string) {
+func addEGFile(t testing.TB, e *egEnv, name, data string) {
 	t.Helper()
 	dir := filepath.Dir(e.res)
 	tmp := filepath.Join(dir, "."+name+".tmp")
@@ -165,7 +165,7 @@ func addEGFile(t *testing.T, e *egEnv, name, data string) {
 const egXDSUpdate = `received an update	{"runner": "xds"}`
 
 // egLogCount counts the lines of EG's log containing s.
-func egLogCount(t *testing.T, e *egEnv, s string) int {
+func egLogCount(t testing.TB, e *egEnv, s string) int {
 	t.Helper()
 	b, err := os.ReadFile(e.eg.LogPath())
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 const egEnvoyVersion = "1.40.0"
 
 // egBinary returns the cached envoy-gateway binary (make tools-envoy-gateway).
-func egBinary(t *testing.T) string {
+func egBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(harness.DefaultBinDir(), "envoy-gateway")
 	if _, err := os.Stat(bin); err != nil {
@@ -51,14 +51,14 @@ type egEnv struct {
 // hello in namespace local, an HTTPRoute to it, an EnvoyProxy carrying
 // thaw's bootstrap merge and envoyVersion) and starts thaw local
 // --eg-extension and envoy-gateway server.
-func startEG(t *testing.T, autoscaling map[string]string) *egEnv {
+func startEG(t testing.TB, autoscaling map[string]string) *egEnv {
 	t.Helper()
 	return startEGWith(t, "", revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Autoscaling: autoscaling})
 }
 
 // startEGWith is startEG with more local revisions (the first is hello)
 // and extra resources appended to EG's file.
-func startEGWith(t *testing.T, extra string, revs ...revisionYAML) *egEnv {
+func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	t.Helper()
 	// EG standalone binds fixed ports: its xDS server (18000) and metrics
 	// (19001). Another EG on them would serve this test's Envoy instead.
@@ -108,7 +108,7 @@ func startEGWith(t *testing.T, extra string, revs ...revisionYAML) *egEnv {
 
 // startEGProcess starts envoy-gateway server on the env's configuration
 // (again after a restart: same directories, so same certificates).
-func (e *egEnv) startEGProcess(t *testing.T) {
+func (e *egEnv) startEGProcess(t testing.TB) {
 	t.Helper()
 	e.eg = harness.StartProcess(t, harness.ProcessConfig{Name: "envoy-gateway", Path: e.egBin,
 		Args: []string{"server", "-c", e.config}})
@@ -138,7 +138,7 @@ func (e *egEnv) envoyPids() []int {
 
 // egTranslations is EG's own count of xDS translations (the xds runner's
 // subscriptions to the xds-ir message), from its metrics on :19001.
-func egTranslations(t *testing.T) float64 {
+func egTranslations(t testing.TB) float64 {
 	t.Helper()
 	resp, err := http.Get("http://127.0.0.1:19001/metrics")
 	if err != nil {
@@ -273,14 +273,14 @@ spec:
 // waitGateway retries until EG's Envoy listens and answers 200 (EG
 // translates, calls thaw's hooks and starts Envoy first), bounded by
 // timeout and a request count.
-func waitGateway(t *testing.T, c *http.Client, env *egEnv, timeout time.Duration) string {
+func waitGateway(t testing.TB, c *http.Client, env *egEnv, timeout time.Duration) string {
 	t.Helper()
 	return waitGatewayHost(t, c, env, "", timeout)
 }
 
 // waitGatewayHost is waitGateway for requests with the given Host ("" for
 // the listener's address).
-func waitGatewayHost(t *testing.T, c *http.Client, env *egEnv, host string, timeout time.Duration) string {
+func waitGatewayHost(t testing.TB, c *http.Client, env *egEnv, host string, timeout time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last string
@@ -301,7 +301,7 @@ func waitGatewayHost(t *testing.T, c *http.Client, env *egEnv, host string, time
 	return ""
 }
 
-func getGateway(t *testing.T, c *http.Client, env *egEnv) (int, string) {
+func getGateway(t testing.TB, c *http.Client, env *egEnv) (int, string) {
 	t.Helper()
 	code, body, _, err := egGet(c, env.gateway+"/", "")
 	if err != nil {
@@ -333,7 +333,7 @@ func egGet(c *http.Client, url, host string) (int, string, http.Header, error) {
 	return resp.StatusCode, b.String(), resp.Header, nil
 }
 
-func writeFile(t *testing.T, path, data string) {
+func writeFile(t testing.TB, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
@@ -352,8 +352,9 @@ func indent(s, prefix string) string {
 }
 
 // egConfig is EG's standalone configuration: file provider, host
-// infrastructure with every func-e directory in the test's temp dir, and
-// thaw as extension server (failOpen false).
+// infrastructure with every func-e directory in the test's temp dir, EG's
+// Backend API (the memory benchmark's baseline), and thaw as extension
+// server (failOpen false).
 const egConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: EnvoyGateway
 gateway:
@@ -375,6 +376,8 @@ provider:
 logging:
   level:
     default: info
+extensionApis:
+  enableBackend: true
 extensionManager:
   backendResources:
   - group: thaw.dev
