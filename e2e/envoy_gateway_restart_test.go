@@ -48,7 +48,7 @@ func TestEnvoyGatewayRestart(t *testing.T) {
 	// first request is a cold start through the new Envoy).
 	env.stopEG(t)
 	addEGFile(t, env, "moved.yaml", egRevisionRoute("moved"))
-	waitStatus(t, env.thaw, "local/moved", 10*time.Second, "moved at zero", func(r map[string]any) bool {
+	waitStatus(t, env.thaw, "local/moved", 30*time.Second, "moved at zero", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
 	env.startEGProcess(t)
