@@ -97,7 +97,7 @@ test-peers: tools-envoy tools-kube tools-peers build
 	bash hack/bench-peers.sh --smoke
 
 ## bench: micro-benchmarks and scenario benchmarks; writes docs/BENCHMARKS.md.
-bench: tools-envoy tools-kube tools-peers build
+bench: tools-envoy tools-kube tools-peers tools-envoy-gateway build
 	bash hack/bench.sh
 
 ## bench-peers: only the peers comparison; rewrites its section of

@@ -34,6 +34,8 @@ type Scenarios struct {
 	// Protocols is the gRPC and WebSocket scenario (protocols.go).
 	Protocols *Protocols `json:"protocols,omitempty"`
 	Abuse     *Abuse     `json:"abuse,omitempty"`
+	// EnvoyGateway is thaw as Envoy Gateway's extension (eg).
+	EnvoyGateway *EnvoyGateway `json:"envoyGateway,omitempty"`
 	// Errors lists scenarios that failed, one line each.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -346,4 +348,29 @@ type AbuseStep struct {
 	// RealRequestOK: a request to a known revision through Envoy answered
 	// 200 after the abuse.
 	RealRequestOK bool `json:"realRequestOK"`
+}
+
+// EnvoyGateway is thaw as Envoy Gateway's extension (bench scenario eg):
+// the warm path through EG's Envoy to a Revision against EG routing to the
+// same backend process as a plain Backend (one constant-rate attack
+// alternating between them, in Rounds rounds; then closed-loop
+// throughput), and cold starts of Revisions at zero through EG's Envoy.
+type EnvoyGateway struct {
+	RateRPS           int     `json:"rateRPS"`
+	Rounds            int     `json:"rounds"`
+	RoundSeconds      float64 `json:"roundSeconds"`
+	Concurrency       int     `json:"concurrency"`
+	ThroughputSeconds float64 `json:"throughputSeconds"`
+	ThroughputRounds  int     `json:"throughputRounds"`
+	Plain             Side    `json:"plain"`
+	Revision          Side    `json:"revision"`
+	// Cold is one cold start per Revision (StartupDelayMs 0).
+	Cold Cold `json:"cold"`
+	// AddedRevisions idle Revisions were added at once; AddedReadyMs later
+	// EG's Envoy had a warm cluster for each. EnvoyRSSBeforeBytes and
+	// EnvoyRSSAfterBytes are EG's Envoy's resident memory around that.
+	AddedRevisions      int     `json:"addedRevisions,omitempty"`
+	AddedReadyMs        float64 `json:"addedReadyMs,omitempty"`
+	EnvoyRSSBeforeBytes int64   `json:"envoyRSSBeforeBytes,omitempty"`
+	EnvoyRSSAfterBytes  int64   `json:"envoyRSSAfterBytes,omitempty"`
 }

@@ -75,9 +75,14 @@ func runCold(e *env, delays []time.Duration) ([]results.Cold, error) {
 // coldOnce sends the one request that wakes r and reads the backend's start
 // times from its /stats afterwards.
 func coldOnce(ctx context.Context, c *http.Client, th *thaw, r rev) (results.ColdSample, error) {
+	return coldAt(ctx, c, th.httpURL, r)
+}
+
+// coldAt is coldOnce through the Envoy listening at baseURL.
+func coldAt(ctx context.Context, c *http.Client, baseURL string, r rev) (results.ColdSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.httpURL+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/", nil)
 	if err != nil {
 		return results.ColdSample{}, err
 	}
@@ -93,7 +98,7 @@ func coldOnce(ctx context.Context, c *http.Client, th *thaw, r rev) (results.Col
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return results.ColdSample{}, fmt.Errorf("%s: %s %v", r.name, resp.Status, err)
 	}
-	ws, err := fetchStats(ctx, c, th.httpURL, r.host())
+	ws, err := fetchStats(ctx, c, baseURL, r.host())
 	if err != nil {
 		return results.ColdSample{}, err
 	}

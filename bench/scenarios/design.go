@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -26,6 +23,8 @@ import (
 //	il      route → cluster whose endpoint is the internal listener
 //	        thaw_activator (HCM + ext_proc + router → thaw_activator_dst):
 //	        thaw's design today
+//	ilk     il through an internal listener whose HCM generates no request
+//	        id and whose router adds no x-envoy-* headers
 //	rt      route → thaw_activator_dst, with the ext_proc filter of the
 //	        outer HCM enabled for this route only (ExtProcPerRoute); the
 //	        revision goes to thaw as gRPC metadata of the route's override
@@ -67,74 +66,7 @@ func runDesign(e *env, outDir string) error {
 	}
 	defer e.stopLogged(ev.process)
 	base := ev.url("design_http")
-	names := []string{"direct", "hdr", "il", "rt"}
-	type side struct {
-		t        *target
-		lat      sample
-		p50, p99 []float64
-		tput     []float64
-		thaw     time.Duration
-		envoy    time.Duration
-		n        float64
-	}
-	sides := make([]*side, len(names))
-	for i, n := range names {
-		sides[i] = &side{t: newTarget(n, base, n+".bench", 256)}
-		pairedRate(sides[i].t, sides[i].t, 100, time.Second, nil, nil) // warm-up
-	}
-	rounds, roundDur, tRounds := 10, 2*time.Second, 6
-	if e.quick {
-		rounds, tRounds = 2, 1
-	}
-	for r := range rounds {
-		for i := range sides {
-			sd := sides[(i+r)%len(sides)]
-			var s sample
-			constantRate(sd.t, e.rate, roundDur, &s)
-			l := s.latency()
-			sd.p50, sd.p99 = append(sd.p50, l.P50Ms), append(sd.p99, l.P99Ms)
-			sd.lat.merge(&s)
-			e.logf("design: round %d %-6s p50 %.3f p99 %.3f ms (%d requests, %d errors)", r+1, sd.t.name, l.P50Ms, l.P99Ms, l.Requests, l.Errors)
-		}
-	}
-	for r := range tRounds {
-		for i := range sides {
-			sd := sides[(i+r)%len(sides)]
-			m := startCPU(th.cmd.Process.Pid, ev.cmd.Process.Pid)
-			rps, errs := closedLoop(sd.t, 16, roundDur)
-			used := m.stop()
-			sd.thaw += used[0]
-			sd.envoy += used[1]
-			sd.n += rps * roundDur.Seconds()
-			sd.tput = append(sd.tput, rps)
-			e.logf("design: throughput round %d %-6s %.0f req/s (%d errors), CPU thaw %v envoy %v", r+1, sd.t.name, rps, errs, used[0], used[1])
-		}
-	}
-	type out struct {
-		Side                   string
-		P50Ms, P99Ms           float64
-		RoundP50Ms, RoundP99Ms []float64
-		ThroughputRPS          []float64
-		ThawCPUUs, EnvoyCPUUs  float64
-		Errors                 int
-	}
-	var all []out
-	for _, sd := range sides {
-		l := sd.lat.latency()
-		o := out{Side: sd.t.name, P50Ms: l.P50Ms, P99Ms: l.P99Ms, RoundP50Ms: sd.p50, RoundP99Ms: sd.p99,
-			ThroughputRPS: sd.tput, Errors: l.Errors}
-		if sd.n > 0 {
-			o.ThawCPUUs, o.EnvoyCPUUs = float64(sd.thaw.Microseconds())/sd.n, float64(sd.envoy.Microseconds())/sd.n
-		}
-		e.logf("design: %-6s p50 %.3f p99 %.3f ms (%d errors); throughput %v; CPU per request thaw %.1f µs, envoy %.1f µs",
-			o.Side, o.P50Ms, o.P99Ms, o.Errors, o.ThroughputRPS, o.ThawCPUUs, o.EnvoyCPUUs)
-		all = append(all, o)
-	}
-	b, err := json.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(outDir, "design.json"), b, 0o644)
+	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "ilk", "rt"}, th.cmd.Process.Pid, ev.cmd.Process.Pid)
 }
 
 // designBootstrap is the static Envoy of runDesign; the ext_proc filter is
@@ -196,6 +128,15 @@ static_resources:
                 request_headers_to_add:
                 - header: {key: x-thaw-revision, value: %[3]s}
                   append_action: OVERWRITE_IF_EXISTS_OR_ADD
+            - name: ilk
+              domains: ["ilk.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: rev_ilk, timeout: 0s}
+                request_headers_to_remove: [x-thaw-revision]
+                request_headers_to_add:
+                - header: {key: x-thaw-revision, value: %[3]s}
+                  append_action: OVERWRITE_IF_EXISTS_OR_ADD
             - name: rt
               domains: ["rt.bench"]
               routes:
@@ -235,7 +176,41 @@ static_resources:
           - %[4]s
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  - name: thaw_activator_k
+    internal_listener: {}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: thaw_activator_k
+          generate_request_id: false
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[6]s}
+          http_filters:
+          - %[4]s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router, suppress_envoy_headers: true}
   clusters:
+  - name: rev_ilk
+    type: STATIC
+    connect_timeout: 1s
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    load_assignment:
+      cluster_name: rev_ilk
+      endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: thaw_activator_k}}}}]}]
+    transport_socket:
+      name: envoy.transport_sockets.internal_upstream
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport
+        transport_socket:
+          name: envoy.transport_sockets.raw_buffer
+          typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}
   - name: backend
     type: STATIC
     connect_timeout: 1s

@@ -20,6 +20,10 @@
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
 //	design    (only when asked) the activator through the internal listener
 //	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
+//	eg        thaw as Envoy Gateway's extension: warm path through EG's
+//	          Envoy to a Revision vs to a plain Backend, cold starts
+//	knobs     (only when asked) what each part of thaw's serve-mode Envoy
+//	          configuration costs a warm request, in one static Envoy
 //	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
 //	          the default set
 //	peers     (only alone: -only peers) thaw beside the KEDA HTTP add-on
@@ -51,10 +55,12 @@ import (
 
 // env is what every scenario needs.
 type env struct {
-	ctx          context.Context
-	thawBin      string
-	envoyBin     string
-	workloadBin  string
+	ctx         context.Context
+	thawBin     string
+	envoyBin    string
+	workloadBin string
+	// egBin is envoy-gateway (make tools-envoy-gateway), for scenario eg.
+	egBin        string
 	envoyWorkers int
 	rate         int
 	quick        bool
@@ -116,10 +122,11 @@ func main() {
 	e := &env{root: root}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,burst10k,failover,scale,protocols,abuse", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,burst10k,failover,scale,protocols,abuse,eg", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
+	flag.StringVar(&e.egBin, "envoy-gateway", filepath.Join(root, ".tools", "bin", "envoy-gateway"), "envoy-gateway binary (make tools-envoy-gateway), for scenario eg")
 	flag.IntVar(&e.envoyWorkers, "envoy-concurrency", 2, "worker threads of both Envoys")
 	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
@@ -237,6 +244,14 @@ func run(e *env, only, out, png string) error {
 	}
 	if want["design"] {
 		note("design", runDesign(e, filepath.Dir(out)))
+	}
+	if want["eg"] {
+		g, err := runEG(e, e.size(20, 3), e.size(1000, 100))
+		res.EnvoyGateway = g
+		note("eg", err)
+	}
+	if want["knobs"] {
+		note("knobs", runKnobs(e, filepath.Dir(out)))
 	}
 	if want["abuse"] {
 		ab, err := runAbuse(e)

@@ -128,12 +128,17 @@ type thaw struct {
 // when another process took one in between (the log says "address already
 // in use"), thaw is started again on fresh ports, at most 4 times.
 func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error) {
+	return startThawArgs(ctx, env, dir, config)
+}
+
+// startThawArgs is startThaw with extra arguments for thaw local.
+func startThawArgs(ctx context.Context, env *env, dir, config string, extra ...string) (*thaw, error) {
 	cfgPath := filepath.Join(dir, "thaw.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		th, err := startThawOnce(ctx, env, dir, cfgPath)
+		th, err := startThawOnce(ctx, env, dir, cfgPath, extra...)
 		if err == nil || !th.lostPort() || attempt == 4 {
 			return th, err
 		}
@@ -143,7 +148,7 @@ func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error)
 
 // startThawOnce is one attempt of startThaw; on error it returns the
 // stopped thaw, for its log.
-func startThawOnce(ctx context.Context, env *env, dir, cfgPath string) (*thaw, error) {
+func startThawOnce(ctx context.Context, env *env, dir, cfgPath string, extra ...string) (*thaw, error) {
 	ports, err := pickPorts(4)
 	if err != nil {
 		return nil, err
@@ -157,6 +162,7 @@ func startThawOnce(ctx context.Context, env *env, dir, cfgPath string) (*thaw, e
 		"--envoy-concurrency", strconv.Itoa(env.envoyWorkers),
 		"--state-dir", filepath.Join(dir, "state"),
 	}
+	args = append(args, extra...)
 	p, err := startProcess("thaw", filepath.Join(dir, "thaw.log"), env.thawBin, args...)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -222,16 +223,36 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 func printWelcome(cmd *cobra.Command, f *localFlags, cfg *local.Config, a *app.App) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "\nthaw is ready. Envoy listens on http://%s:%d\n", f.httpAddress, f.httpPort)
-	for _, rc := range cfg.Revisions {
-		if len(rc.Spec.Hosts) > 0 {
-			host := rc.Spec.Hosts[0]
-			if th := rc.Spec.TagHost(); th != "" {
-				host = th // the host that reaches only this revision
-			}
-			fmt.Fprintf(out, "  %-20s curl -H 'Host: %s' http://%s:%d/\n", rc.Key.String(), host, f.httpAddress, f.httpPort)
-		}
-	}
+	writeRevisionList(out, cfg, f.httpAddress, f.httpPort, welcomeRevisions)
 	fmt.Fprintf(out, "Status: thaw status --admin-address %s   Metrics: http://%s/metrics\n\n", a.AdminAddress(), a.AdminAddress())
+}
+
+// welcomeRevisions is how many revisions the ready message lists.
+const welcomeRevisions = 20
+
+// writeRevisionList writes one curl line per revision with a host (its tag
+// host when it has one, the host that reaches only it), at most limit of
+// them, then how many more there are.
+func writeRevisionList(out io.Writer, cfg *local.Config, addr string, port, limit int) {
+	listed, more := 0, 0
+	for _, rc := range cfg.Revisions {
+		if len(rc.Spec.Hosts) == 0 {
+			continue
+		}
+		if listed == limit {
+			more++
+			continue
+		}
+		host := rc.Spec.Hosts[0]
+		if th := rc.Spec.TagHost(); th != "" {
+			host = th
+		}
+		fmt.Fprintf(out, "  %-20s curl -H 'Host: %s' http://%s:%d/\n", rc.Key.String(), host, addr, port)
+		listed++
+	}
+	if more > 0 {
+		fmt.Fprintf(out, "  ... and %d more revisions (thaw status lists them all)\n", more)
+	}
 }
 
 // findEnvoy returns the Envoy binary from the flag, $ENVOY_BIN, the

@@ -1,0 +1,539 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// egEnvoyVersion is the version directory EG's Envoy launcher (func-e)
+// finds the cached Envoy under, so nothing is downloaded.
+const egEnvoyVersion = "1.40.0"
+
+// runEG measures thaw as Envoy Gateway's extension (docs/envoy-gateway.md):
+// real envoy-gateway (standalone, file provider, host infrastructure)
+// starts the real Envoy with thaw's bootstrap merge, and thaw local
+// --eg-extension answers its hooks and serves the Revisions' endpoints.
+//
+//   - warm path: one constant-rate attack alternates request by request
+//     between an HTTPRoute to the Revision "warm" (min-scale 1, serve mode)
+//     and an HTTPRoute to a plain EG Backend with the same backend
+//     process's address, through the same Envoy; then throughput with 16
+//     in flight per side and EG's Envoy's CPU per request;
+//   - cold starts: one request to each of n Revisions at zero, as the cold
+//     scenario does through thaw's own fleet;
+//   - memory: idleN more Revisions at zero (one HTTPRoute each) added to
+//     EG's resources at once: EG's Envoy's RSS growth per Revision (one
+//     cluster and one EDS stream to thaw each) and the time until every
+//     new cluster has its endpoints.
+func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
+	if _, err := os.Stat(e.egBin); err != nil {
+		return nil, fmt.Errorf("envoy-gateway not found (%w): run `make tools-envoy-gateway`", err)
+	}
+	// EG standalone binds fixed ports: its xDS server and its metrics.
+	for _, p := range []int{18000, 19001} {
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
+			conn.Close()
+			return nil, fmt.Errorf("127.0.0.1:%d is in use: Envoy Gateway standalone needs it", p)
+		}
+	}
+	dir, err := e.tempDir("eg")
+	if err != nil {
+		return nil, err
+	}
+	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1", "target-burst-capacity": "0"}
+	warm := rev{name: "warm", autoscaling: one}
+	revs := []rev{warm}
+	for i := range n {
+		revs = append(revs, rev{name: fmt.Sprintf("cold-%d", i), autoscaling: map[string]string{"initial-scale": "0"}})
+	}
+	idle := make([]rev, idleN)
+	for i := range idle {
+		idle[i] = rev{name: fmt.Sprintf("idle-%d", i), autoscaling: map[string]string{"initial-scale": "0"}}
+	}
+	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, append(revs, idle...)...), "--eg-extension")
+	if err != nil {
+		return nil, err
+	}
+	defer e.stopLogged(th.process)
+	if err := th.waitStatus(e.ctx, 30*time.Second, "serve mode, 1 ready", func(r revStatus) bool {
+		return r.Mode == "serve" && r.Ready == 1
+	}, warm.name); err != nil {
+		return nil, err
+	}
+	backendPort, err := localBackendPort(filepath.Join(dir, "state"), "local/"+warm.name)
+	if err != nil {
+		return nil, err
+	}
+	eg, err := startEGStandalone(e, dir, th.grpcAddr, th.grpcPort, egRoutes(warm, backendPort, revs[1:]))
+	if err != nil {
+		return nil, err
+	}
+	defer e.stopLogged(eg.process)
+	c := &http.Client{Timeout: 5 * time.Second}
+	if err := waitRoute(e.ctx, c, eg.url, warm.host(), 120*time.Second); err != nil {
+		return nil, fmt.Errorf("EG's Envoy never routed to the Revision: %w\n%s", err, eg.logTail(30))
+	}
+	if err := waitRoute(e.ctx, c, eg.url, "plain.bench", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("EG's Envoy never routed to the plain Backend: %w", err)
+	}
+	envoyPid, err := eg.envoyPid()
+	if err != nil {
+		return nil, err
+	}
+
+	out := &results.EnvoyGateway{RateRPS: e.rate, Rounds: 20, RoundSeconds: 2, Concurrency: 16, ThroughputRounds: 10, ThroughputSeconds: 2}
+	if e.quick {
+		out.Rounds, out.RoundSeconds, out.ThroughputRounds, out.ThroughputSeconds = 2, 1, 1, 1
+	}
+	out.Plain = results.Side{Name: "eg-plain", Description: "EG's Envoy → an EG Backend with the backend process's address"}
+	out.Revision = results.Side{Name: "eg-revision", Description: "EG's Envoy → the Revision's EDS cluster from thaw (serve mode), the same backend process"}
+	plain, revT := newTarget("eg-plain", eg.url, "plain.bench", 256), newTarget("eg-revision", eg.url, warm.host(), 256)
+	pairedRate(plain, revT, e.rate, time.Second, nil, nil)
+	round := time.Duration(out.RoundSeconds * float64(time.Second))
+	var all [2]sample
+	for r := range out.Rounds {
+		var sp, sr sample
+		pairedRate(plain, revT, e.rate, round, &sp, &sr)
+		lp, lr := sp.latency(), sr.latency()
+		e.logf("eg: round %d plain p50 %.3f p99 %.3f ms | revision p50 %.3f p99 %.3f ms (%d+%d errors)",
+			r+1, lp.P50Ms, lp.P99Ms, lr.P50Ms, lr.P99Ms, lp.Errors, lr.Errors)
+		all[0].merge(&sp)
+		all[1].merge(&sr)
+		out.Plain.RoundP50Ms, out.Plain.RoundP99Ms = append(out.Plain.RoundP50Ms, lp.P50Ms), append(out.Plain.RoundP99Ms, lp.P99Ms)
+		out.Revision.RoundP50Ms, out.Revision.RoundP99Ms = append(out.Revision.RoundP50Ms, lr.P50Ms), append(out.Revision.RoundP99Ms, lr.P99Ms)
+		if err := e.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out.Plain.Latency, out.Revision.Latency = all[0].latency(), all[1].latency()
+	tdur := time.Duration(out.ThroughputSeconds * float64(time.Second))
+	sides := []struct {
+		t   *target
+		s   *results.Side
+		cpu time.Duration
+		n   float64
+	}{{t: plain, s: &out.Plain}, {t: revT, s: &out.Revision}}
+	for r := range out.ThroughputRounds {
+		for i := range sides {
+			sd := &sides[(i+r)%len(sides)]
+			m := startCPU(envoyPid)
+			rps, errs := closedLoop(sd.t, out.Concurrency, tdur)
+			sd.cpu += m.stop()[0]
+			sd.n += rps * tdur.Seconds()
+			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
+			sd.s.ThroughputErrors += errs
+			e.logf("eg: throughput round %d %-11s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
+		}
+	}
+	for _, sd := range sides {
+		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
+		if sd.n > 0 {
+			sd.s.EnvoyCPUUsPerRequest = float64(sd.cpu.Microseconds()) / sd.n
+			sd.s.CPURequests = int64(sd.n)
+		}
+	}
+
+	cc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+	var overhead, total []float64
+	out.Cold.N = len(revs) - 1
+	for _, r := range revs[1:] {
+		s, err := coldAt(e.ctx, cc, eg.url, r)
+		if err != nil {
+			out.Cold.Errors++
+			if len(out.Cold.Fails) < 5 {
+				out.Cold.Fails = append(out.Cold.Fails, err.Error())
+			}
+			continue
+		}
+		out.Cold.Samples = append(out.Cold.Samples, s)
+		overhead, total = append(overhead, s.OverheadMs), append(total, s.TotalMs)
+	}
+	out.Cold.OverheadP50Ms, out.Cold.OverheadP99Ms = results.Quantile(overhead, 0.5), results.Quantile(overhead, 0.99)
+	out.Cold.OverheadMaxMs = results.Quantile(overhead, 1)
+	out.Cold.TotalP50Ms, out.Cold.TotalP99Ms = results.Quantile(total, 0.5), results.Quantile(total, 0.99)
+	if idleN > 0 {
+		if err := egMemory(e, eg, envoyPid, idle, out); err != nil {
+			return nil, err
+		}
+	}
+	e.logf("eg: warm p50 plain %.3f revision %.3f ms; throughput plain %.0f revision %.0f req/s; Envoy CPU per request plain %.1f revision %.1f µs; cold overhead p50 %.1f ms (%d/%d errors)",
+		out.Plain.Latency.P50Ms, out.Revision.Latency.P50Ms, out.Plain.ThroughputRPS, out.Revision.ThroughputRPS,
+		out.Plain.EnvoyCPUUsPerRequest, out.Revision.EnvoyCPUUsPerRequest, out.Cold.OverheadP50Ms, out.Cold.Errors, out.Cold.N)
+	return out, nil
+}
+
+// localBackendPort reads the port of revision's first backend process from
+// thaw local's state file in stateDir.
+func localBackendPort(stateDir, revision string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(stateDir, "local-instances.json"))
+	if err != nil {
+		return 0, fmt.Errorf("thaw local state: %w", err)
+	}
+	var st struct {
+		Instances []struct {
+			Revision string `json:"revision"`
+			Port     int    `json:"port"`
+		} `json:"instances"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return 0, fmt.Errorf("thaw local state: %w", err)
+	}
+	for _, in := range st.Instances {
+		if in.Revision == revision && in.Port > 0 {
+			return in.Port, nil
+		}
+	}
+	return 0, fmt.Errorf("thaw local state: no backend of %s", revision)
+}
+
+// waitRoute polls base/ with Host host every 100 ms until it answers 200.
+func waitRoute(ctx context.Context, c *http.Client, base, host string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := errors.New("no answer yet")
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+		req.Host = host
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("status %d", resp.StatusCode)
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last: %v)", host, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// egProc is a running envoy-gateway server and the Envoy it started.
+type egProc struct {
+	*process
+	url    string // EG's Envoy listener, http://127.0.0.1:<port>
+	runDir string // func-e's runtime dir, named on its Envoy's command line
+	// resPath is EG's resource file (file provider), resources its content.
+	resPath, resources string
+}
+
+// startEGStandalone writes EG's configuration (file provider, host
+// infrastructure under dir, thaw at grpcPort as extension server with
+// failOpen false, Backend resources enabled) and resources (an EnvoyProxy
+// with thaw's bootstrap merge, a GatewayClass, a Gateway on a free port,
+// and routes), and starts envoy-gateway server.
+func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string) (*egProc, error) {
+	for _, d := range []string{"res", "cfg", "egstate", "run", filepath.Join("data", "envoy-versions", egEnvoyVersion, "bin")} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	envoyBin, err := filepath.EvalSymlinks(e.envoyBin)
+	if err != nil {
+		return nil, err
+	}
+	link := filepath.Join(dir, "data", "envoy-versions", egEnvoyVersion, "bin", "envoy")
+	_ = os.Remove(link)
+	if err := os.Symlink(envoyBin, link); err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command(e.egBin, "certgen", "--local", "--config-home", filepath.Join(dir, "cfg")).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("envoy-gateway certgen: %w\n%s", err, out)
+	}
+	merge, err := exec.Command(e.thawBin, "envoy-bootstrap", "--envoy-gateway", "--xds-address", grpcAddr).Output()
+	if err != nil {
+		return nil, fmt.Errorf("thaw envoy-bootstrap --envoy-gateway: %w", err)
+	}
+	ports, err := pickPorts(1)
+	if err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(benchEGConfig, filepath.Join(dir, "res"), filepath.Join(dir, "cfg"), filepath.Join(dir, "data"),
+		filepath.Join(dir, "egstate"), filepath.Join(dir, "run"), grpcPort)
+	if err := writeFile(filepath.Join(dir, "eg.yaml"), cfg); err != nil {
+		return nil, err
+	}
+	var m strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(string(merge), "\n"), "\n") {
+		if l != "" {
+			m.WriteString("      " + l)
+		}
+		m.WriteString("\n")
+	}
+	resPath, resources := filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(benchEGResources, egEnvoyVersion, m.String(), ports[0])+routes
+	if err := writeFile(resPath, resources); err != nil {
+		return nil, err
+	}
+	p, err := startProcess("envoy-gateway", filepath.Join(dir, "eg.log"), e.egBin, "server", "-c", filepath.Join(dir, "eg.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: filepath.Join(dir, "run"),
+		resPath: resPath, resources: resources}, nil
+}
+
+// envoyPid finds the Envoy EG started (its command line names runDir).
+func (g *egProc) envoyPid() (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if strings.HasSuffix(args[0], "/bin/envoy") && strings.Contains(string(b), g.runDir) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no Envoy of EG under %s", g.runDir)
+}
+
+// egRoutes renders the routes of runEG: the Revision warm and a plain
+// Backend on backendPort (host plain.bench), and one Revision and
+// HTTPRoute per cold revision, each on its revision's host.
+func egRoutes(warm rev, backendPort int, cold []rev) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `---
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: Backend
+metadata: {name: plain, namespace: local}
+spec:
+  endpoints: [{ip: {address: 127.0.0.1, port: %d}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: plain, namespace: local}
+spec:
+  parentRefs: [{name: eg}]
+  hostnames: [plain.bench]
+  rules: [{backendRefs: [{group: gateway.envoyproxy.io, kind: Backend, name: plain}]}]
+`, backendPort)
+	b.WriteString(revisionRoutes(append([]rev{warm}, cold...)))
+	return b.String()
+}
+
+// revisionRoutes renders a Revision and an HTTPRoute on its host for each
+// of revs.
+func revisionRoutes(revs []rev) string {
+	var b strings.Builder
+	for _, r := range revs {
+		fmt.Fprintf(&b, `---
+apiVersion: thaw.dev/v1alpha1
+kind: Revision
+metadata: {name: %[1]s, namespace: local}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: %[1]s}
+  port: 8080
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: %[1]s, namespace: local}
+spec:
+  parentRefs: [{name: eg}]
+  hostnames: [%[2]s]
+  rules: [{backendRefs: [{group: thaw.dev, kind: Revision, name: %[1]s}]}]
+`, r.name, r.host())
+	}
+	return b.String()
+}
+
+// benchEGConfig is EG's standalone configuration for runEG.
+const benchEGConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyGateway
+gateway:
+  controllerName: gateway.envoyproxy.io/gatewayclass-controller
+provider:
+  type: Custom
+  custom:
+    resource:
+      type: File
+      file:
+        paths: [%q]
+    infrastructure:
+      type: Host
+      host:
+        configHome: %q
+        dataHome: %q
+        stateHome: %q
+        runtimeDir: %q
+logging:
+  level:
+    default: warn
+extensionApis:
+  enableBackend: true
+extensionManager:
+  backendResources:
+  - group: thaw.dev
+    version: v1alpha1
+    kind: Revision
+  hooks:
+    xdsTranslator:
+      post: [Route, Cluster]
+  failOpen: false
+  service:
+    fqdn:
+      hostname: 127.0.0.1
+      port: %d
+`
+
+// benchEGResources: the EnvoyProxy (Envoy version, thaw's bootstrap
+// merge), the GatewayClass using it and the Gateway on a given port.
+const benchEGResources = `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyProxy
+metadata:
+  name: thaw
+  namespace: local
+spec:
+  provider:
+    type: Host
+    host:
+      envoyVersion: %s
+  bootstrap:
+    type: Merge
+    value: |
+%s---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: eg
+spec:
+  controllerName: gateway.envoyproxy.io/gatewayclass-controller
+  parametersRef:
+    group: gateway.envoyproxy.io
+    kind: EnvoyProxy
+    name: thaw
+    namespace: local
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: eg
+  namespace: local
+spec:
+  gatewayClassName: eg
+  listeners:
+  - name: http
+    protocol: HTTP
+    port: %d
+`
+
+// egMemory adds idle Revisions (and their HTTPRoutes) to EG's resources and
+// waits (up to 5 min) until EG's Envoy has warmed a cluster for each, then
+// records Envoy's RSS growth per Revision and the time it took.
+func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGateway) error {
+	admin, err := eg.envoyAdmin()
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	before, _, err := envoyClusters(e.ctx, c, admin)
+	if err != nil {
+		return err
+	}
+	rss0, err := rssBytes(envoyPid)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := writeFile(eg.resPath, eg.resources+revisionRoutes(idle)); err != nil {
+		return err
+	}
+	deadline := t0.Add(5 * time.Minute)
+	for {
+		active, warming, err := envoyClusters(e.ctx, c, admin)
+		if err == nil && active >= before+len(idle) && warming == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("eg: EG's Envoy has %d active clusters (%d warming) 5 min after adding %d Revisions to %d (%v)",
+				active, warming, len(idle), before, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	out.AddedRevisions, out.AddedReadyMs = len(idle), results.Millis(time.Since(t0))
+	time.Sleep(2 * time.Second) // let allocations settle
+	rss1, err := rssBytes(envoyPid)
+	if err != nil {
+		return err
+	}
+	out.EnvoyRSSBeforeBytes, out.EnvoyRSSAfterBytes = rss0, rss1
+	e.logf("eg: %d Revisions added: every cluster warm after %.0f ms; EG's Envoy RSS %d → %d MiB (%.1f KiB per Revision)",
+		len(idle), out.AddedReadyMs, rss0>>20, rss1>>20, float64(rss1-rss0)/1024/float64(len(idle)))
+	return nil
+}
+
+// envoyAdmin reads the admin address func-e wrote for EG's Envoy.
+func (g *egProc) envoyAdmin() (string, error) {
+	m, err := filepath.Glob(filepath.Join(g.runDir, "*", "admin-address.txt"))
+	if err != nil || len(m) == 0 {
+		return "", fmt.Errorf("no admin-address.txt of EG's Envoy under %s", g.runDir)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		return "", err
+	}
+	return "http://" + strings.TrimSpace(string(b)), nil
+}
+
+// envoyClusters reads cluster_manager.active_clusters and
+// warming_clusters from an Envoy admin.
+func envoyClusters(ctx context.Context, c *http.Client, admin string) (active, warming int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/stats?filter=^cluster_manager%5C.(active|warming)_clusters$", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "cluster_manager.active_clusters":
+			active, found = n, found+1
+		case "cluster_manager.warming_clusters":
+			warming, found = n, found+1
+		}
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("envoy stats: no cluster_manager counts in %q", b)
+	}
+	return active, warming, nil
+}

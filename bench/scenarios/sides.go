@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// sideResult is one side of compareSides, as written to <name>.json.
+type sideResult struct {
+	Side                   string
+	P50Ms, P99Ms           float64
+	RoundP50Ms, RoundP99Ms []float64
+	ThroughputRPS          []float64
+	// ThawCPUUs and EnvoyCPUUs are µs of CPU (user + system, from /proc)
+	// per request served in the closed-loop rounds.
+	ThawCPUUs, EnvoyCPUUs float64
+	Errors                int
+}
+
+// compareSides measures sides that one static Envoy (pid envoyPid) serves,
+// each at baseOf(side) under the Host "<side>.bench": latency at e.rate (10 rounds
+// of 2 s, sides back to back, order rotating), then throughput with 16 in
+// flight (6 rounds) with the CPU that thawPid and envoyPid used per
+// request. The figures go to the log (prefixed with name) and to
+// <outDir>/<name>.json. thawPid 0 means no thaw process to meter.
+func compareSides(e *env, name, outDir string, baseOf func(string) string, names []string, thawPid, envoyPid int) error {
+	type side struct {
+		t         *target
+		lat       sample
+		p50, p99  []float64
+		tput      []float64
+		thaw, env time.Duration
+		n         float64
+	}
+	sides := make([]*side, len(names))
+	for i, n := range names {
+		sides[i] = &side{t: newTarget(n, baseOf(n), n+".bench", 256)}
+		pairedRate(sides[i].t, sides[i].t, 100, time.Second, nil, nil) // warm-up
+	}
+	rounds, roundDur, tRounds := 10, 2*time.Second, 6
+	if e.quick {
+		rounds, tRounds = 2, 1
+	}
+	for r := range rounds {
+		for i := range sides {
+			sd := sides[(i+r)%len(sides)]
+			var s sample
+			constantRate(sd.t, e.rate, roundDur, &s)
+			l := s.latency()
+			sd.p50, sd.p99 = append(sd.p50, l.P50Ms), append(sd.p99, l.P99Ms)
+			sd.lat.merge(&s)
+			e.logf("%s: round %d %-9s p50 %.3f p99 %.3f ms (%d requests, %d errors)", name, r+1, sd.t.name, l.P50Ms, l.P99Ms, l.Requests, l.Errors)
+		}
+	}
+	pids := []int{envoyPid}
+	if thawPid != 0 {
+		pids = append(pids, thawPid)
+	}
+	for r := range tRounds {
+		for i := range sides {
+			sd := sides[(i+r)%len(sides)]
+			m := startCPU(pids...)
+			rps, errs := closedLoop(sd.t, 16, roundDur)
+			used := m.stop()
+			var thawUsed time.Duration
+			if thawPid != 0 {
+				thawUsed = used[1]
+			}
+			sd.env += used[0]
+			sd.thaw += thawUsed
+			sd.n += rps * roundDur.Seconds()
+			sd.tput = append(sd.tput, rps)
+			e.logf("%s: throughput round %d %-9s %.0f req/s (%d errors), CPU envoy %v thaw %v", name, r+1, sd.t.name, rps, errs, used[0], thawUsed)
+		}
+	}
+	var all []sideResult
+	for _, sd := range sides {
+		l := sd.lat.latency()
+		o := sideResult{Side: sd.t.name, P50Ms: l.P50Ms, P99Ms: l.P99Ms, RoundP50Ms: sd.p50, RoundP99Ms: sd.p99,
+			ThroughputRPS: sd.tput, Errors: l.Errors}
+		if sd.n > 0 {
+			o.ThawCPUUs, o.EnvoyCPUUs = float64(sd.thaw.Microseconds())/sd.n, float64(sd.env.Microseconds())/sd.n
+		}
+		e.logf("%s: %-9s p50 %.3f p99 %.3f ms (%d errors); throughput %v; CPU per request thaw %.1f µs, envoy %.1f µs",
+			name, o.Side, o.P50Ms, o.P99Ms, o.Errors, o.ThroughputRPS, o.ThawCPUUs, o.EnvoyCPUUs)
+		all = append(all, o)
+	}
+	b, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(outDir, name+".json"), b, 0o644)
+}
