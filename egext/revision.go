@@ -21,9 +21,11 @@ var ErrNoRevision = errors.New("egext: no thaw.dev Revision in the hook request"
 
 // ErrTooManyRevisions is returned when one cluster or route carries more
 // than one Revision: EG v1.9 puts every custom backendRef of a rule in one
-// cluster, which one EDS assignment cannot split. The route then answers
-// 500 (InvalidRoute); give each Revision its own rule.
-var ErrTooManyRevisions = errors.New("egext: more than one Revision in one route rule; EG merges them into one cluster, which thaw cannot split")
+// cluster (or, with a cluster per backendRef, drops their weights from the
+// route), and no hook sees the weights, so thaw cannot split the rule. The
+// route then answers 500 (InvalidRoute); give each Revision its own rule.
+// docs/envoy-gateway.md has the evidence.
+var ErrTooManyRevisions = errors.New("egext: more than one Revision in one route rule; EG v1.9 gives the hooks no backendRef weights, so thaw cannot split it: give each Revision its own rule")
 
 // ErrInvalidRevision wraps every problem with a Revision object.
 var ErrInvalidRevision = errors.New("egext: invalid Revision")

@@ -67,7 +67,7 @@ func TestServerHooks(t *testing.T) {
 	if err != nil || !proto.Equal(plain.GetCluster(), egCluster()) {
 		t.Errorf("cluster without Revision: %v, %v; want it unchanged", plain.GetCluster(), err)
 	}
-	// Two Revisions in one rule (EG merges them into one cluster): the
+	// Two Revisions in one rule (EG gives the hooks no weights): the
 	// cluster stays EG's and the route answers 500, never a hook error
 	// (EG would then skip its whole translation).
 	two := []*egpb.ExtensionResource{rev, {UnstructuredBytes: revisionJSON(t, "default", "app-v2", "")}}
