@@ -87,7 +87,7 @@ func (a *Activator) probe(ctx context.Context, rs *revState, addr string, done c
 			return
 		}
 		if attempt == 1 || attempt%50 == 0 {
-			rs.log.Debug("backend probe failed", zap.String("backend", addr), zap.Int("attempt", attempt), zap.Error(err))
+			rs.log().Debug("backend probe failed", zap.String("backend", addr), zap.Int("attempt", attempt), zap.Error(err))
 		}
 		t := a.opts.Clock.NewTimer(o.Interval)
 		select {

@@ -13,11 +13,16 @@ import (
 // revState is what Run keeps per revision; only the Run goroutine touches it.
 type revState struct {
 	t   *throttler
-	log *zap.Logger
-	rev *revision.Revision // last applied
+	key revision.Key
+	// base is the activator's logger; log() adds the revision (built on
+	// demand: logging is rare, and a logger per revision up front costs
+	// ~0.5 KiB each at 10,000 revisions).
+	base *zap.Logger
+	rev  *revision.Revision // last applied
 	// trackers holds the trackers of current backends and of retired ones
 	// that may still have requests in flight (a retired tracker is reused if
-	// its address comes back, so its count stays right).
+	// its address comes back, so its count stays right). The four maps are
+	// made at their first write (most revisions idle at zero never get one).
 	trackers map[string]*podTracker
 	retired  map[string]bool
 	// probes: address -> cancel of a running probe; probed: addresses that
@@ -57,9 +62,9 @@ func (a *Activator) Run(ctx context.Context, reg *revision.Registry) {
 		case <-changed:
 		case r := <-probeDone:
 			if _, running := r.rs.probes[r.addr]; running {
-				r.rs.probed[r.addr] = true
+				r.rs.probed = setTrue(r.rs.probed, r.addr)
 				r.rs.dirty = true
-				r.rs.log.Info("backend answered probe", zap.String("backend", r.addr))
+				r.rs.log().Info("backend answered probe", zap.String("backend", r.addr))
 			}
 		}
 	}
@@ -76,14 +81,7 @@ func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map
 	for key, rev := range snap.Revisions {
 		rs := revs[key]
 		if rs == nil {
-			rs = &revState{
-				t:        newThrottler(key, limitsOf(&rev.Spec)),
-				log:      a.log.WithLazy(zap.String("revision", key.String())),
-				trackers: map[string]*podTracker{},
-				retired:  map[string]bool{},
-				probes:   map[string]context.CancelFunc{},
-				probed:   map[string]bool{},
-			}
+			rs = &revState{t: newThrottler(key, limitsOf(&rev.Spec)), key: key, base: a.log}
 			revs[key] = rs
 			keysChanged = true
 		} else if rs.rev == rev && !rs.dirty {
@@ -105,7 +103,7 @@ func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map
 		if rs.t.inFlight.Load() > 0 {
 			removed[key] = rs.t
 		}
-		rs.log.Info("revision removed; held requests fail", zap.Int64("held", rs.t.waiting.Load()))
+		rs.log().Info("revision removed; held requests fail", zap.Int64("held", rs.t.waiting.Load()))
 	}
 	if keysChanged {
 		m := make(map[revision.Key]*throttler, len(revs))
@@ -139,6 +137,9 @@ func (a *Activator) update(ctx context.Context, rs *revState, rev *revision.Revi
 		if a.opts.Probe != nil && !rs.probed[addr] {
 			if _, running := rs.probes[addr]; !running {
 				pctx, cancel := context.WithCancel(ctx)
+				if rs.probes == nil {
+					rs.probes = map[string]context.CancelFunc{}
+				}
 				rs.probes[addr] = cancel
 				go a.probe(pctx, rs, addr, probeDone)
 			}
@@ -147,6 +148,9 @@ func (a *Activator) update(ctx context.Context, rs *revState, rev *revision.Revi
 		tr := rs.trackers[addr]
 		if tr == nil {
 			tr = newPodTracker(addr)
+			if rs.trackers == nil {
+				rs.trackers = map[string]*podTracker{}
+			}
 			rs.trackers[addr] = tr
 		}
 		delete(rs.retired, addr)
@@ -177,7 +181,7 @@ func (a *Activator) update(ctx context.Context, rs *revState, rev *revision.Revi
 			delete(rs.retired, addr)
 			continue
 		}
-		rs.retired[addr] = true
+		rs.retired = setTrue(rs.retired, addr)
 		retired = append(retired, tr)
 	}
 	st := &tstate{limits: limitsOf(&rev.Spec), pods: pods, retired: retired}
@@ -187,8 +191,22 @@ func (a *Activator) update(ctx context.Context, rs *revState, rev *revision.Revi
 	}
 	rs.t.setState(st)
 	if len(old.pods) != len(pods) || old.limits != st.limits {
-		rs.log.Info("throttler updated", zap.Int("pods", len(pods)), zap.Int("retired", len(retired)),
+		rs.log().Info("throttler updated", zap.Int("pods", len(pods)), zap.Int("retired", len(retired)),
 			zap.Int("containerConcurrency", st.containerConcurrency), zap.Duration("holdTimeout", st.holdTimeout),
 			zap.Int("queueDepth", st.queueDepth), zap.Int64("held", rs.t.waiting.Load()))
 	}
+}
+
+// log returns the activator's logger with the revision's key.
+func (rs *revState) log() *zap.Logger {
+	return rs.base.With(zap.String("revision", rs.key.String()))
+}
+
+// setTrue sets m[k] = true, making m first if it is nil, and returns m.
+func setTrue(m map[string]bool, k string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[k] = true
+	return m
 }

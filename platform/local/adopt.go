@@ -100,7 +100,7 @@ func (p *Platform) adopt(ctx context.Context) []adoptedInstance {
 			err := p.probe(ctx, a.rs.cfg.Readiness, a.e.Port, false)
 			a.ready = err == nil
 			if err != nil {
-				a.rs.log.Warn("adopted process failed its first probe; not a backend until it passes",
+				a.rs.log().Warn("adopted process failed its first probe; not a backend until it passes",
 					zap.String("instance", a.e.Instance), zap.Error(err))
 			}
 		}()
@@ -132,7 +132,7 @@ func (p *Platform) installAdoptedLocked(adopted []adoptedInstance) {
 		go in.run(p.runCtx, a.proc, a.ready)
 	}
 	for rs, n := range counts {
-		rs.log.Info("adopted processes", zap.Int32("count", n), zap.Int32("previousDesired", rs.desired))
+		rs.log().Info("adopted processes", zap.Int32("count", n), zap.Int32("previousDesired", rs.desired))
 		rs.desired = n
 		p.publishLocked(rs)
 	}

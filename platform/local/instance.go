@@ -36,7 +36,7 @@ type instance struct {
 func newInstance(p *Platform, rs *revState, seq int) *instance {
 	name := fmt.Sprintf("%s-%d", rs.cfg.Key.Name, seq)
 	return &instance{p: p, rs: rs, seq: seq, name: name, stop: make(chan struct{}),
-		log: rs.log.With(zap.String("instance", name))}
+		log: rs.log().With(zap.String("instance", name))}
 }
 
 func (in *instance) backend() revision.Backend {

@@ -152,10 +152,12 @@ var _ autoscaler.ScaleTarget = (*Platform)(nil)
 type revState struct {
 	cfg         RevisionConfig
 	fingerprint string // configFingerprint(cfg)
-	log         *zap.Logger
-	desired     int32
-	seq         int
-	instances   []*instance // live ones, including stopping ones
+	// base is the platform's logger; log() adds the revision (built on
+	// demand: a logger per revision up front costs memory at 10,000).
+	base      *zap.Logger
+	desired   int32
+	seq       int
+	instances []*instance // live ones, including stopping ones
 	// lastErr is why an instance (errInstance) last failed: start error,
 	// exit status with the end of its stderr, or failing readiness probe.
 	// Cleared when that instance, or any once it is gone, becomes ready.
@@ -186,10 +188,14 @@ func New(opts Options) *Platform {
 	p := &Platform{opts: opts, log: opts.Logger, revs: map[revision.Key]*revState{}, ports: map[int32]bool{},
 		stale: map[*process]stateInstance{}}
 	for _, rc := range opts.Config.Revisions {
-		p.revs[rc.Key] = &revState{cfg: rc, fingerprint: configFingerprint(rc),
-			log: opts.Logger.WithLazy(zap.String("revision", rc.Key.String()))}
+		p.revs[rc.Key] = &revState{cfg: rc, fingerprint: configFingerprint(rc), base: opts.Logger}
 	}
 	return p
+}
+
+// log returns the platform's logger with the revision's key.
+func (rs *revState) log() *zap.Logger {
+	return rs.base.With(zap.String("revision", rs.cfg.Key.String()))
 }
 
 // Run publishes every revision of the Config to the registry (valid ones
@@ -315,7 +321,7 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 		return ErrNotRunning
 	}
 	if rs.desired != replicas {
-		rs.log.Info("scale", zap.Int32("from", rs.desired), zap.Int32("to", replicas))
+		rs.log().Info("scale", zap.Int32("from", rs.desired), zap.Int32("to", replicas))
 	}
 	rs.desired = replicas
 	if p.runCtx != nil {

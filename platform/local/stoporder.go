@@ -79,11 +79,11 @@ func (p *Platform) loadForScaleDown(ctx context.Context, key revision.Key, repli
 			}
 			return load
 		}
-		rs.log.Info("requests in flight per backend unknown; ranking by connections", zap.Error(err))
+		rs.log().Info("requests in flight per backend unknown; ranking by connections", zap.Error(err))
 	}
 	load, err := establishedConns(ports)
 	if err != nil {
-		rs.log.Warn("connections per backend unknown; stopping the newest", zap.Error(err))
+		rs.log().Warn("connections per backend unknown; stopping the newest", zap.Error(err))
 		return nil
 	}
 	return load
