@@ -468,6 +468,11 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 //     including the registry's production holdoff (revision.DefaultHoldoff)
 //     and snapshot publication; ns/op is the mean of the same;
 //
+//   - add-bytes, remove-bytes, add-first-request-ms: one revision added
+//     to the 10,000 and removed again (addAndRemove): bytes of every xDS
+//     response the change caused, and Upsert to Envoy's first 200 for the
+//     new host;
+//
 //   - rss-MiB, heap-MiB: this process (registry, xDS server, test
 //     scaffolding) after the flips; rss-before-MiB: the same process
 //     before creating anything (binary, Envoy API descriptors);
@@ -535,6 +540,7 @@ func BenchmarkXDSEnvoy10k(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	slices.Sort(lat)
+	grown := env.addAndRemove(ctx, b, revision.Key{Namespace: "ns-grow", Name: "added"}, "added.ns-grow.example.com")
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -545,6 +551,9 @@ func BenchmarkXDSEnvoy10k(b *testing.B) {
 	b.ReportMetric(bytesAfter-bytesBefore, "flip-bytes")
 	b.ReportMetric(histQuantile(b, env.prom, "thaw_xds_flip_to_ack_seconds", 0.5)*1000, "push-ack-p50-ms")
 	b.ReportMetric(histQuantile(b, env.prom, "thaw_xds_flip_to_ack_seconds", 0.99)*1000, "push-ack-p99-ms")
+	b.ReportMetric(grown.addBytes, "add-bytes")
+	b.ReportMetric(grown.removeBytes, "remove-bytes")
+	b.ReportMetric(ms2(grown.firstRequest), "add-first-request-ms")
 	b.ReportMetric(ms2(lat[len(lat)/2]), "flip-e2e-p50-ms")
 	b.ReportMetric(ms2(lat[len(lat)*99/100]), "flip-e2e-p99-ms")
 	b.ReportMetric(float64(rssBytes(b))/(1<<20), "rss-MiB")

@@ -207,7 +207,7 @@ func (h *history) next() *revision.Snapshot {
 
 // hasSplit reports whether r routes a split host (weighted clusters).
 func hasSplit(r *Resources) bool {
-	for _, vh := range r.Routes[0].GetVirtualHosts() {
+	for _, vh := range virtualHosts(r) {
 		if vh.GetRoutes()[0].GetRoute().GetWeightedClusters() != nil {
 			return true
 		}
