@@ -62,6 +62,9 @@ type xdsEnvOptions struct {
 	grpcOpts []grpc.ServerOption
 	// tls is Envoy's side of mutual TLS (nil: plaintext).
 	tls *envoy.ClientTLS
+	// inlineRoutes sets xds.Config.InlineRoutes (every virtual host in
+	// one route configuration, as before VHDS).
+	inlineRoutes bool
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -74,6 +77,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	cfg := xds.DefaultConfig()
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = uint32(env.httpPort)
+	cfg.InlineRoutes = o.inlineRoutes
 	env.prom = prometheus.NewRegistry()
 	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg, Registerer: env.prom})
 	// A whole stats flush is one message (envoy/stats-sink.yaml).
@@ -478,13 +482,23 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 //     before creating anything (binary, Envoy API descriptors);
 //     rss-scavenged-MiB: after debug.FreeOSMemory (idle heap returned).
 //
-//     go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime 200x ./e2e/
-func BenchmarkXDSEnvoy10k(b *testing.B) {
+// BenchmarkXDSEnvoy10kInlineRoutes reports the same with
+// xds.Config.InlineRoutes: the one route configuration of every virtual
+// host that thaw sent before VHDS (and still sends to state-of-the-world
+// Envoys), for comparison.
+//
+//	go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime 200x ./e2e/
+func BenchmarkXDSEnvoy10k(b *testing.B) { benchXDSEnvoy10k(b, false) }
+
+// BenchmarkXDSEnvoy10kInlineRoutes: see BenchmarkXDSEnvoy10k.
+func BenchmarkXDSEnvoy10kInlineRoutes(b *testing.B) { benchXDSEnvoy10k(b, true) }
+
+func benchXDSEnvoy10k(b *testing.B, inlineRoutes bool) {
 	const n = 10000
 	runtime.GC()
 	baseRSS := rssBytes(b)
 	keys := make([]revision.Key, n)
-	env := startXDSEnv(b, xdsEnvOptions{skipEnvoy: true, holdoff: revision.DefaultHoldoff, setup: func(reg *revision.Registry) {
+	env := startXDSEnv(b, xdsEnvOptions{skipEnvoy: true, holdoff: revision.DefaultHoldoff, inlineRoutes: inlineRoutes, setup: func(reg *revision.Registry) {
 		for i := range n {
 			keys[i] = revision.Key{Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("app-%d", i)}
 			spec := revision.DefaultSpec()
