@@ -22,6 +22,10 @@ type growth struct {
 	// the new host (polled every millisecond), including the registry's
 	// holdoff and the server's make-before-break stages.
 	firstRequest time.Duration
+	// envoyCPU: CPU seconds Envoy used from the add to the end of the
+	// removal (both route table updates, the polling requests included;
+	// /proc resolution 10 ms).
+	envoyCPU float64
 }
 
 // addAndRemove adds revision key with host, served by a fresh loopback
@@ -33,6 +37,7 @@ func (env *xdsEnv) addAndRemove(ctx context.Context, tb testing.TB, key revision
 	be := startBackend(tb, "grown")
 	var g growth
 	_, before := pushedAll(tb, env.prom)
+	cpuBefore := cpuSeconds(tb, env.envoy.Pid())
 	spec := revision.DefaultSpec()
 	spec.Hosts = []string{host}
 	start := time.Now()
@@ -64,6 +69,7 @@ func (env *xdsEnv) addAndRemove(ctx context.Context, tb testing.TB, key revision
 	settle(ctx, tb, env.prom)
 	_, afterRemove := pushedAll(tb, env.prom)
 	g.removeBytes = afterRemove - afterAdd
+	g.envoyCPU = cpuSeconds(tb, env.envoy.Pid()) - cpuBefore
 	return g
 }
 

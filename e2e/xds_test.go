@@ -475,7 +475,7 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 //   - add-bytes, remove-bytes, add-first-request-ms: one revision added
 //     to the 10,000 and removed again (addAndRemove): bytes of every xDS
 //     response the change caused, and Upsert to Envoy's first 200 for the
-//     new host;
+//     new host; add-remove-envoy-cpu-ms: Envoy's CPU for both changes;
 //
 //   - rss-MiB, heap-MiB: this process (registry, xDS server, test
 //     scaffolding) after the flips; rss-before-MiB: the same process
@@ -568,6 +568,7 @@ func benchXDSEnvoy10k(b *testing.B, inlineRoutes bool) {
 	b.ReportMetric(grown.addBytes, "add-bytes")
 	b.ReportMetric(grown.removeBytes, "remove-bytes")
 	b.ReportMetric(ms2(grown.firstRequest), "add-first-request-ms")
+	b.ReportMetric(grown.envoyCPU*1000, "add-remove-envoy-cpu-ms")
 	b.ReportMetric(ms2(lat[len(lat)/2]), "flip-e2e-p50-ms")
 	b.ReportMetric(ms2(lat[len(lat)*99/100]), "flip-e2e-p99-ms")
 	b.ReportMetric(float64(rssBytes(b))/(1<<20), "rss-MiB")
