@@ -62,6 +62,9 @@ type xdsEnvOptions struct {
 	grpcOpts []grpc.ServerOption
 	// tls is Envoy's side of mutual TLS (nil: plaintext).
 	tls *envoy.ClientTLS
+	// inlineRoutes sets xds.Config.InlineRoutes (every virtual host in
+	// one route configuration, as before VHDS).
+	inlineRoutes bool
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -74,6 +77,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	cfg := xds.DefaultConfig()
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = uint32(env.httpPort)
+	cfg.InlineRoutes = o.inlineRoutes
 	env.prom = prometheus.NewRegistry()
 	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg, Registerer: env.prom})
 	// A whole stats flush is one message (envoy/stats-sink.yaml).
@@ -468,18 +472,33 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 //     including the registry's production holdoff (revision.DefaultHoldoff)
 //     and snapshot publication; ns/op is the mean of the same;
 //
+//   - add-bytes, remove-bytes, add-first-request-ms: one revision added
+//     to the 10,000 and removed again (addAndRemove): bytes of every xDS
+//     response the change caused, and Upsert to Envoy's first 200 for the
+//     new host; add-remove-envoy-cpu-ms: Envoy's CPU for both changes;
+//
 //   - rss-MiB, heap-MiB: this process (registry, xDS server, test
 //     scaffolding) after the flips; rss-before-MiB: the same process
 //     before creating anything (binary, Envoy API descriptors);
 //     rss-scavenged-MiB: after debug.FreeOSMemory (idle heap returned).
 //
-//     go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime 200x ./e2e/
-func BenchmarkXDSEnvoy10k(b *testing.B) {
+// BenchmarkXDSEnvoy10kInlineRoutes reports the same with
+// xds.Config.InlineRoutes: the one route configuration of every virtual
+// host that thaw sent before VHDS (and still sends to state-of-the-world
+// Envoys), for comparison.
+//
+//	go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime 200x ./e2e/
+func BenchmarkXDSEnvoy10k(b *testing.B) { benchXDSEnvoy10k(b, false) }
+
+// BenchmarkXDSEnvoy10kInlineRoutes: see BenchmarkXDSEnvoy10k.
+func BenchmarkXDSEnvoy10kInlineRoutes(b *testing.B) { benchXDSEnvoy10k(b, true) }
+
+func benchXDSEnvoy10k(b *testing.B, inlineRoutes bool) {
 	const n = 10000
 	runtime.GC()
 	baseRSS := rssBytes(b)
 	keys := make([]revision.Key, n)
-	env := startXDSEnv(b, xdsEnvOptions{skipEnvoy: true, holdoff: revision.DefaultHoldoff, setup: func(reg *revision.Registry) {
+	env := startXDSEnv(b, xdsEnvOptions{skipEnvoy: true, holdoff: revision.DefaultHoldoff, inlineRoutes: inlineRoutes, setup: func(reg *revision.Registry) {
 		for i := range n {
 			keys[i] = revision.Key{Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("app-%d", i)}
 			spec := revision.DefaultSpec()
@@ -535,6 +554,7 @@ func BenchmarkXDSEnvoy10k(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	slices.Sort(lat)
+	grown := env.addAndRemove(ctx, b, revision.Key{Namespace: "ns-grow", Name: "added"}, "added.ns-grow.example.com")
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -545,6 +565,10 @@ func BenchmarkXDSEnvoy10k(b *testing.B) {
 	b.ReportMetric(bytesAfter-bytesBefore, "flip-bytes")
 	b.ReportMetric(histQuantile(b, env.prom, "thaw_xds_flip_to_ack_seconds", 0.5)*1000, "push-ack-p50-ms")
 	b.ReportMetric(histQuantile(b, env.prom, "thaw_xds_flip_to_ack_seconds", 0.99)*1000, "push-ack-p99-ms")
+	b.ReportMetric(grown.addBytes, "add-bytes")
+	b.ReportMetric(grown.removeBytes, "remove-bytes")
+	b.ReportMetric(ms2(grown.firstRequest), "add-first-request-ms")
+	b.ReportMetric(grown.envoyCPU*1000, "add-remove-envoy-cpu-ms")
 	b.ReportMetric(ms2(lat[len(lat)/2]), "flip-e2e-p50-ms")
 	b.ReportMetric(ms2(lat[len(lat)*99/100]), "flip-e2e-p99-ms")
 	b.ReportMetric(float64(rssBytes(b))/(1<<20), "rss-MiB")

@@ -98,6 +98,24 @@ func (s *Server) upsert(c *change) error {
 	return nil
 }
 
+// replace puts c's new and changed resources in the cache and deletes its
+// stale ones, in one update (one response per stream).
+func (s *Server) replace(c *change) error {
+	if len(c.upd) == 0 && len(c.del) == 0 {
+		return nil
+	}
+	if err := s.update(c.typeURL, c, c.del); err != nil {
+		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
+	}
+	maps.Copy(s.applied[c.typeURL], c.upd)
+	maps.Copy(s.versions[c.typeURL], c.ver)
+	for _, n := range c.del {
+		delete(s.applied[c.typeURL], n)
+		delete(s.versions[c.typeURL], n)
+	}
+	return nil
+}
+
 // remove deletes c's stale resources from the cache.
 func (s *Server) remove(c *change) error {
 	if len(c.del) == 0 {
@@ -120,10 +138,11 @@ func (s *Server) remove(c *change) error {
 //  2. when clusters were added, wait (at most StageTimeout) until every
 //     Envoy that follows clusters ACKed them and their endpoints, so no
 //     route points at a warming cluster;
-//  3. listeners and routes;
+//  3. listeners and routes, then virtual hosts (VHDS: new, changed and
+//     removed ones at once);
 //  4. when something is removed, wait (at most StageTimeout) until every
-//     Envoy ACKed the new routes, then delete listeners, clusters and
-//     endpoints nothing references any more.
+//     Envoy ACKed the new routes and virtual hosts, then delete listeners,
+//     clusters and endpoints nothing references any more.
 //
 // The first apply (before the caches open) skips the waits.
 func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool) error {
@@ -153,8 +172,8 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		}
 		changes[typ] = c
 	}
-	cds, eds, lds, rds := changes[resourcev3.ClusterType], changes[resourcev3.EndpointType],
-		changes[resourcev3.ListenerType], changes[resourcev3.RouteType]
+	cds, eds, lds, rds, vhds := changes[resourcev3.ClusterType], changes[resourcev3.EndpointType],
+		changes[resourcev3.ListenerType], changes[resourcev3.RouteType], changes[resourcev3.VirtualHostType]
 
 	if err := s.upsert(cds); err != nil {
 		return err
@@ -164,8 +183,8 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	}
 	s.publish(snap, res, eds, first, start)
 	if !first && len(cds.added) > 0 {
-		s.waitStage(ctx, resourcev3.ClusterType, pick(s.versions[resourcev3.ClusterType], cds.added))
-		s.waitStage(ctx, resourcev3.EndpointType, pick(s.versions[resourcev3.EndpointType], cds.added))
+		s.waitStage(ctx, resourcev3.ClusterType, pick(s.versions[resourcev3.ClusterType], cds.added), nil)
+		s.waitStage(ctx, resourcev3.EndpointType, pick(s.versions[resourcev3.EndpointType], cds.added), nil)
 	}
 	if err := s.upsert(lds); err != nil {
 		return err
@@ -173,16 +192,27 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	if err := s.upsert(rds); err != nil {
 		return err
 	}
+	// Virtual hosts change in one cache update, removals included: a host
+	// moving from one virtual host to another (a revision joining a
+	// split) must never be in two at once, or Envoy rejects the update.
+	if err := s.replace(vhds); err != nil {
+		return err
+	}
 	removing := len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del) > 0
-	if !first && removing && len(rds.upd) > 0 {
-		s.waitStage(ctx, resourcev3.RouteType, maps.Clone(rds.ver))
+	if !first && removing {
+		if len(rds.upd) > 0 {
+			s.waitStage(ctx, resourcev3.RouteType, maps.Clone(rds.ver), nil)
+		}
+		if len(vhds.upd) > 0 || len(vhds.del) > 0 {
+			s.waitStage(ctx, resourcev3.VirtualHostType, maps.Clone(vhds.ver), vhds.del)
+		}
 	}
 	for _, c := range []*change{lds, rds, cds, eds} {
 		if err := s.remove(c); err != nil {
 			return err
 		}
 	}
-	s.trackFirst(first, []*change{lds, rds, cds, eds})
+	s.trackFirst(first, []*change{lds, rds, vhds, cds, eds})
 	if first {
 		// A stream that resumed (reported the versions it holds) before
 		// this snapshot was applied sends nothing more: check it now.
@@ -194,8 +224,8 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	s.notify.broadcast()
 	s.log.Debug("applied snapshot", zap.Uint64("snapshot", snap.Version),
 		zap.Int("clusters", len(cds.upd)), zap.Int("endpoints", len(eds.upd)),
-		zap.Int("routes", len(rds.upd)), zap.Int("listeners", len(lds.upd)),
-		zap.Int("removed", len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del)))
+		zap.Int("routes", len(rds.upd)), zap.Int("virtualHosts", len(vhds.upd)), zap.Int("listeners", len(lds.upd)),
+		zap.Int("removed", len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del)+len(vhds.del)))
 	return ctx.Err()
 }
 
@@ -272,18 +302,18 @@ func (s *Server) startFlips(eds *change, first bool, start time.Time) {
 	s.flipsMu.Unlock()
 }
 
-// waitStage waits until every stream following typeURL ACKed want, for at
-// most StageTimeout. A timeout is logged, not returned: a slow Envoy must
-// not stall every other one.
-func (s *Server) waitStage(ctx context.Context, typeURL string, want map[string]string) {
-	if len(want) == 0 || s.cfg.StageTimeout == 0 {
+// waitStage waits until every stream following typeURL ACKed want and
+// the removal of gone, for at most StageTimeout. A timeout is logged, not
+// returned: a slow Envoy must not stall every other one.
+func (s *Server) waitStage(ctx context.Context, typeURL string, want map[string]string, gone []string) {
+	if (len(want) == 0 && len(gone) == 0) || s.cfg.StageTimeout == 0 {
 		return
 	}
 	timer := s.clock.NewTimer(s.cfg.StageTimeout)
 	defer timer.Stop()
 	for {
 		ch := s.notify.wait()
-		if s.tracker.allAcked(typeURL, want) {
+		if s.tracker.allAcked(typeURL, want) && s.tracker.allRemoved(typeURL, gone) {
 			return
 		}
 		select {

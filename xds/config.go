@@ -88,6 +88,14 @@ type Config struct {
 	// (make-before-break), and to ACK routes before removing clusters
 	// (default 2 s). A slow Envoy only delays, never blocks, later updates.
 	StageTimeout time.Duration
+	// InlineRoutes puts every virtual host inline in route configuration
+	// thaw_http, as one resource resent whole on every host change (about
+	// 160-580 bytes per revision). Needed only by Envoys that use
+	// state-of-the-world ADS: Envoy serves VHDS over delta ADS only. The
+	// default (false) sends route configuration thaw_http with just the
+	// 404 catch-all and every other virtual host over VHDS, one resource
+	// each (VHDSRouteConfiguration).
+	InlineRoutes bool
 }
 
 // DefaultConfig returns the documented defaults.

@@ -20,7 +20,7 @@ func TestTranslateComparesNormalHosts(t *testing.T) {
 	if !errors.As(err, &hc) || hc.Host != "dup.example.com" || hc.Skipped.Name != "second" {
 		t.Fatalf("error = %v, want a collision on dup.example.com skipping b/second", err)
 	}
-	vhosts := res.Routes[0].GetVirtualHosts()
+	vhosts := virtualHosts(res)
 	for _, vh := range vhosts {
 		for _, d := range vh.GetDomains() {
 			if d == "dup.example.com." || d == "DUP.example.com:8080" {

@@ -202,7 +202,7 @@ func TestTranslateSplitZeroPercent(t *testing.T) {
 	if got := names(res); !cmp.Equal(got, []string{"rev_a_v1", "rev_a_v2", ActivatorDstClusterName}) {
 		t.Errorf("clusters = %v, want both revisions' and %s", got, ActivatorDstClusterName)
 	}
-	vhs := res.Routes[0].GetVirtualHosts()
+	vhs := virtualHosts(res)
 	if len(vhs) != 2 {
 		t.Fatalf("virtual hosts = %d, want the split host's and the catch-all", len(vhs))
 	}

@@ -48,6 +48,10 @@ func TestServerResumedEnvoyCountsAsAcked(t *testing.T) {
 	rds := c.recvType(resourcev3.RouteType)
 	record(rds)
 	c.ack(rds)
+	c.subscribe(resourcev3.VirtualHostType)
+	vhds := c.recvType(resourcev3.VirtualHostType)
+	record(vhds)
+	c.ack(vhds)
 	c.cancel()
 
 	// A new server (thaw restarted) with the same state.
@@ -55,7 +59,7 @@ func TestServerResumedEnvoyCountsAsAcked(t *testing.T) {
 	second.upsert(keyA, revision.ModeProxy, []string{"a.example.com"})
 	second.reg.SetSynced()
 	c2 := dialDelta(t, second.addr, "envoy-1")
-	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType, resourcev3.RouteType} {
+	for _, typ := range resourceTypes {
 		var names []string
 		if typ == resourcev3.EndpointType {
 			names = []string{"rev_default_a"}

@@ -14,6 +14,13 @@ import (
 // notFoundVirtualHost answers 404 for hosts no revision claims.
 const notFoundVirtualHost = "thaw_not_found"
 
+// VirtualHostName returns the name of a virtual host of route
+// configuration thaw_http: "thaw_http/<name>". Envoy's VHDS takes a virtual
+// host's resource name as the key it removes by and accepts only names that
+// start with the route configuration's name and a slash (measured on Envoy
+// 1.40), so the resource name and the virtual host's own name are the same.
+func VirtualHostName(name string) string { return HTTPListenerName + "/" + name }
+
 // VirtualHostParams are the inputs of RevisionVirtualHost.
 type VirtualHostParams struct {
 	Key revision.Key
@@ -78,7 +85,8 @@ func (t RouteTimeouts) idleTimeout() time.Duration {
 	return t.Idle + hold
 }
 
-// RevisionVirtualHost returns a revision's virtual host: every path goes to
+// RevisionVirtualHost returns a revision's virtual host (named
+// VirtualHostName of its cluster name): every path goes to
 // its cluster with the revision's timeouts (see RouteTimeouts) and the
 // always-safe retry policy (see retryPolicy). Any client-sent
 // x-thaw-revision is removed and replaced by "<namespace>/<name>" (Envoy
@@ -93,7 +101,7 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 		name = revision.ClusterName(p.Key)
 	}
 	return &routev3.VirtualHost{
-		Name:    name,
+		Name:    VirtualHostName(name),
 		Domains: p.Domains,
 		Routes: []*routev3.Route{{
 			Name:  name,
@@ -141,6 +149,21 @@ func HTTPRouteConfiguration(vhosts []*routev3.VirtualHost) (*routev3.RouteConfig
 	all = append(all, vhosts...)
 	rc.VirtualHosts = append(all, rc.VirtualHosts...)
 	return rc, nil
+}
+
+// VHDSRouteConfiguration returns route configuration thaw_http when its
+// virtual hosts come from VHDS (over ADS, delta only): it holds only the
+// 404 catch-all, and Envoy subscribes (wildcard) to every virtual host
+// thaw serves, each a resource of its own (VirtualHostName), so adding or
+// removing a revision sends one virtual host, not all of them. Envoy picks
+// the most specific domain match across inline and VHDS virtual hosts, so
+// the catch-all only answers hosts no revision claims.
+func VHDSRouteConfiguration() (*routev3.RouteConfiguration, error) {
+	return validated(&routev3.RouteConfiguration{
+		Name:         HTTPListenerName,
+		VirtualHosts: []*routev3.VirtualHost{NotFoundVirtualHost()},
+		Vhds:         &routev3.Vhds{ConfigSource: adsConfigSource()},
+	})
 }
 
 // ActivatorRouteConfiguration returns the inline route configuration of

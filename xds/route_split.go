@@ -58,7 +58,7 @@ func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
 		})
 	}
 	return &routev3.VirtualHost{
-		Name:    name,
+		Name:    VirtualHostName(name),
 		Domains: p.Domains,
 		Routes: []*routev3.Route{{
 			Name:  name,

@@ -26,7 +26,10 @@ import (
 var ErrAlreadyRunning = errors.New("xds: server already running")
 
 // resourceTypes are the types thaw serves, in make-before-break order.
-var resourceTypes = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType, resourcev3.RouteType}
+// Virtual hosts (VHDS) come last: Envoy subscribes to them once it has
+// route configuration thaw_http.
+var resourceTypes = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType,
+	resourcev3.RouteType, resourcev3.VirtualHostType}
 
 // ServerOptions configures NewServer.
 type ServerOptions struct {
@@ -57,7 +60,8 @@ type Server struct {
 	cfg     Config
 	clock   clock.Clock
 	metrics *metrics
-	// caches serve clusters, listeners and routes; eds serves endpoints.
+	// caches serve clusters, listeners, routes and virtual hosts; eds
+	// serves endpoints.
 	caches  map[string]*cachev3.LinearCache
 	eds     *endpointCache
 	gate    *gatedCache

@@ -59,6 +59,10 @@ func syncAll(t testing.TB, c *deltaClient) []string {
 	c.ack(c.recvType(resourcev3.ListenerType))
 	c.subscribe(resourcev3.RouteType, HTTPListenerName)
 	c.ack(c.recvType(resourcev3.RouteType))
+	// Envoy subscribes to thaw_http's virtual hosts (VHDS, wildcard) once
+	// it has the route configuration.
+	c.subscribe(resourcev3.VirtualHostType)
+	c.ack(c.recvType(resourcev3.VirtualHostType))
 	return eds
 }
 
@@ -257,23 +261,26 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 		t.Fatal("route updated before the new endpoints were ACKed")
 	}
 	c.ack(eds)
-	rds := c.recvType(resourcev3.RouteType)
-	if !strings.Contains(rds.GetResources()[0].GetResource().String(), "c.example.com") {
-		t.Fatal("RDS after ACK lacks the new host")
+	// The route configuration is unchanged: only the new virtual host is
+	// sent (VHDS).
+	vhds := c.recvType(resourcev3.VirtualHostType)
+	if names := resourceNames(vhds); !slices.Equal(names, []string{VirtualHostName("rev_default_c")}) ||
+		!strings.Contains(vhds.GetResources()[0].GetResource().String(), "c.example.com") {
+		t.Fatalf("VHDS after ACK = %v, want only c's virtual host", names)
 	}
-	c.ack(rds)
+	c.ack(vhds)
 
-	// Removing a revision: route first; cluster and endpoints only after
-	// the route is ACKed.
+	// Removing a revision: virtual host first; cluster and endpoints only
+	// after its removal is ACKed.
 	f.reg.Delete(keyC)
-	rds = c.recvType(resourcev3.RouteType)
-	if strings.Contains(rds.GetResources()[0].GetResource().String(), "c.example.com") {
-		t.Fatal("RDS on delete still has the host")
+	vhds = c.recvType(resourcev3.VirtualHostType)
+	if !slices.Equal(vhds.GetRemovedResources(), []string{VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
+		t.Fatalf("VHDS on delete: removed %v, resources %v", vhds.GetRemovedResources(), resourceNames(vhds))
 	}
 	if len(f.srv.caches[resourcev3.ClusterType].GetResources()) != 3 {
-		t.Fatal("cluster removed before the route change was ACKed")
+		t.Fatal("cluster removed before the virtual host removal was ACKed")
 	}
-	c.ack(rds)
+	c.ack(vhds)
 	cds = c.recvType(resourcev3.ClusterType)
 	if !slices.Equal(cds.GetRemovedResources(), []string{"rev_default_c"}) || len(cds.GetResources()) != 0 {
 		t.Fatalf("CDS on delete: removed %v, resources %v", cds.GetRemovedResources(), resourceNames(cds))
@@ -292,6 +299,11 @@ func routeHasHost(t *testing.T, f *fixture, host string) bool {
 			if slices.Contains(vh.GetDomains(), host) {
 				return true
 			}
+		}
+	}
+	for _, r := range f.srv.caches[resourcev3.VirtualHostType].GetResources() {
+		if slices.Contains(r.(*routev3.VirtualHost).GetDomains(), host) {
+			return true
 		}
 	}
 	return false

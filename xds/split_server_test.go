@@ -2,8 +2,11 @@ package xds
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/thaw-dev/thaw/revision"
@@ -49,5 +52,46 @@ func TestServerReportsInvalidSplit(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(f.srv.metrics.skipped); got != 0 {
 		t.Errorf("skipped gauge after the fix = %v, want 0", got)
+	}
+}
+
+// TestServerHostMovesInOneVirtualHostUpdate: when a revision's host becomes
+// a split host (a second revision joins it), the revision's virtual host
+// is removed and the split's added in one VHDS response, so Envoy never
+// holds the host in two virtual hosts (it would reject the update).
+func TestServerHostMovesInOneVirtualHostUpdate(t *testing.T) {
+	f := startFixture(t, componentConfig())
+	f.upsert(keyA, revision.ModeServe, []string{"shop.example.com"}, ready("10.0.0.1", 80))
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, "envoy-1")
+	syncAll(t, c)
+
+	split := func(k revision.Key, p int32) {
+		spec := revision.DefaultSpec()
+		spec.Hosts, spec.TrafficPercent = []string{"shop.example.com"}, &p
+		f.reg.Upsert(k, spec)
+	}
+	split(keyA, 90)
+	split(keyB, 10)
+	var vhds *discoveryv3.DeltaDiscoveryResponse
+	for range 20 { // CDS and EDS for b come first; each is ACKed
+		r := c.recv()
+		if r.GetTypeUrl() == resourcev3.VirtualHostType {
+			vhds = r
+			break
+		}
+		if r.GetTypeUrl() == resourcev3.ClusterType {
+			c.subscribe(resourcev3.EndpointType, "rev_default_a", "rev_default_b")
+		}
+		c.ack(r)
+	}
+	if vhds == nil {
+		t.Fatal("no virtual host update")
+	}
+	if got := resourceNames(vhds); !slices.Equal(got, []string{VirtualHostName("split_shop.example.com")}) {
+		t.Errorf("added virtual hosts = %v, want only the split's", got)
+	}
+	if got := vhds.GetRemovedResources(); !slices.Equal(got, []string{VirtualHostName("rev_default_a")}) {
+		t.Errorf("removed virtual hosts = %v, want a's", got)
 	}
 }

@@ -80,7 +80,7 @@ func (s *Server) Nodes() []NodeStatus {
 // for which keep returns true (all when keep is nil). Call under t.mu.
 func (st *streamState) nackList(keep func(typeURL, name string) bool) []NACK {
 	var out []NACK
-	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType, resourcev3.RouteType} {
+	for _, typ := range resourceTypes {
 		for _, nk := range st.nacks[typ] {
 			if keep != nil && !slices.ContainsFunc(nk.Resources, func(n string) bool { return keep(typ, n) }) {
 				continue
@@ -105,8 +105,10 @@ func (s *Server) Status(key revision.Key) RevisionStatus {
 		st.Confirmed = s.ConfirmedEverywhere(key, ar.generation)
 	}
 	name := revision.ClusterName(key)
+	vhName := VirtualHostName(name)
 	keep := func(typeURL, n string) bool {
-		return n == name || (typeURL == resourcev3.RouteType && n == HTTPListenerName)
+		return n == name || (typeURL == resourcev3.RouteType && n == HTTPListenerName) ||
+			(typeURL == resourcev3.VirtualHostType && n == vhName)
 	}
 	s.tracker.mu.RLock()
 	for _, stream := range s.tracker.streams {

@@ -404,6 +404,25 @@ func (t *tracker) allAcked(typeURL string, want map[string]string) bool {
 	return true
 }
 
+// allRemoved reports whether every stream that subscribed to typeURL has
+// ACKed the removal of each of names (holds none of them, with nothing
+// in flight for them).
+func (t *tracker) allRemoved(typeURL string, names []string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range t.streams {
+		if s.excluded || (len(s.acked[typeURL]) == 0 && len(s.pending[typeURL]) == 0) {
+			continue
+		}
+		for _, n := range names {
+			if s.holds(typeURL, n) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // covers reports whether stream k has ACKed some version of every name in
 // want (type URL → names).
 func (t *tracker) covers(k streamKey, want map[string]map[string]string) bool {
@@ -450,10 +469,11 @@ func (t *tracker) count() int {
 
 // typeNames maps type URLs to the short names status output uses.
 var typeNames = map[string]string{
-	resourcev3.ListenerType: "listeners",
-	resourcev3.RouteType:    "routes",
-	resourcev3.ClusterType:  "clusters",
-	resourcev3.EndpointType: "endpoints",
+	resourcev3.ListenerType:    "listeners",
+	resourcev3.RouteType:       "routes",
+	resourcev3.ClusterType:     "clusters",
+	resourcev3.EndpointType:    "endpoints",
+	resourcev3.VirtualHostType: "virtualhosts",
 }
 
 // shortType returns the short name of a type URL ("endpoints"), or the URL.

@@ -50,6 +50,10 @@ type Resources struct {
 	Routes    []*routev3.RouteConfiguration
 	Clusters  []*clusterv3.Cluster
 	Endpoints []*endpointv3.ClusterLoadAssignment
+	// VirtualHosts are thaw_http's virtual hosts served over VHDS, named
+	// VirtualHostName(...); empty with Config.InlineRoutes, where they are
+	// inside Routes.
+	VirtualHosts []*routev3.VirtualHost
 	// Skipped holds the revisions left out of this translation and why
 	// (host collisions, invalid traffic splits, resources Envoy would
 	// reject). Never nil.
@@ -60,10 +64,11 @@ type Resources struct {
 // resource name → resource.
 func (r *Resources) ByType() map[string]map[string]types.Resource {
 	out := map[string]map[string]types.Resource{
-		resourcev3.ListenerType: make(map[string]types.Resource, len(r.Listeners)),
-		resourcev3.RouteType:    make(map[string]types.Resource, len(r.Routes)),
-		resourcev3.ClusterType:  make(map[string]types.Resource, len(r.Clusters)),
-		resourcev3.EndpointType: make(map[string]types.Resource, len(r.Endpoints)),
+		resourcev3.ListenerType:    make(map[string]types.Resource, len(r.Listeners)),
+		resourcev3.RouteType:       make(map[string]types.Resource, len(r.Routes)),
+		resourcev3.ClusterType:     make(map[string]types.Resource, len(r.Clusters)),
+		resourcev3.EndpointType:    make(map[string]types.Resource, len(r.Endpoints)),
+		resourcev3.VirtualHostType: make(map[string]types.Resource, len(r.VirtualHosts)),
 	}
 	for _, l := range r.Listeners {
 		out[resourcev3.ListenerType][l.GetName()] = l
@@ -77,13 +82,17 @@ func (r *Resources) ByType() map[string]map[string]types.Resource {
 	for _, e := range r.Endpoints {
 		out[resourcev3.EndpointType][e.GetClusterName()] = e
 	}
+	for _, vh := range r.VirtualHosts {
+		out[resourcev3.VirtualHostType][vh.GetName()] = vh
+	}
 	return out
 }
 
 // Translate turns a registry snapshot into Envoy resources: listener
-// thaw_http with route configuration thaw_http (one virtual host per
-// revision with hosts of its own, one per group of hosts that revisions
-// split by percent (SplitVirtualHost), plus a 404 catch-all), one EDS
+// thaw_http with route configuration thaw_http (a 404 catch-all), its
+// virtual hosts over VHDS (one per revision with hosts of its own, one per
+// group of hosts that revisions split by percent (SplitVirtualHost);
+// inline in the route configuration with Config.InlineRoutes), one EDS
 // cluster and one
 // ClusterLoadAssignment per revision (serve mode: its ready backends; proxy
 // mode, or serve mode without a ready backend: the thaw_activator internal
@@ -126,7 +135,7 @@ type translator struct {
 	// signature (see splitVirtualHost).
 	splitMemo map[string]*routev3.VirtualHost
 	// prevVhosts and prevRoute are the last route configuration and the
-	// virtual hosts it was built from.
+	// virtual hosts it was built from (Config.InlineRoutes).
 	prevVhosts []*routev3.VirtualHost
 	prevRoute  *routev3.RouteConfiguration
 }
@@ -135,6 +144,8 @@ type translator struct {
 type sharedResources struct {
 	httpListener, activatorListener *listenerv3.Listener
 	activatorDst                    *clusterv3.Cluster
+	// vhdsRoute is thaw_http without Config.InlineRoutes.
+	vhdsRoute *routev3.RouteConfiguration
 }
 
 // memoEntry is one revision's last translation and its inputs.
@@ -164,6 +175,9 @@ func newTranslator(cfg *Config) (*translator, error) {
 		return nil, err
 	}
 	if t.shared.activatorDst, err = ActivatorDstCluster(cfg); err != nil {
+		return nil, err
+	}
+	if t.shared.vhdsRoute, err = VHDSRouteConfiguration(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -214,11 +228,18 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 		out.Clusters = append(out.Clusters, m.res.cluster)
 		out.Endpoints = append(out.Endpoints, m.res.cla)
 	}
-	rc, err := t.routeConfiguration(b.vhosts)
-	if err != nil {
-		return nil, err
+	if t.cfg.InlineRoutes {
+		rc, err := t.routeConfiguration(b.vhosts)
+		if err != nil {
+			return nil, err
+		}
+		out.Routes = []*routev3.RouteConfiguration{rc}
+	} else {
+		out.Routes = []*routev3.RouteConfiguration{t.shared.vhdsRoute}
+		out.VirtualHosts = slices.SortedFunc(slices.Values(b.vhosts), func(a, b *routev3.VirtualHost) int {
+			return cmp.Compare(a.GetName(), b.GetName())
+		})
 	}
-	out.Routes = []*routev3.RouteConfiguration{rc}
 	out.Listeners = []*listenerv3.Listener{t.shared.activatorListener, t.shared.httpListener}
 	out.Clusters = append(out.Clusters, t.shared.activatorDst)
 	slices.SortFunc(out.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })

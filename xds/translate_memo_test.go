@@ -25,9 +25,11 @@ import (
 // held equal what the pure Translate makes from the same snapshot.
 func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+		inline := seed%2 == 0 // both route layouts: VHDS and InlineRoutes
+		t.Run(fmt.Sprintf("seed=%d/inline=%v", seed, inline), func(t *testing.T) {
 			h := newHistory(seed)
 			cfg := testConfig()
+			cfg.InlineRoutes = inline
 			tr, err := newTranslator(&cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -207,7 +209,7 @@ func (h *history) next() *revision.Snapshot {
 
 // hasSplit reports whether r routes a split host (weighted clusters).
 func hasSplit(r *Resources) bool {
-	for _, vh := range r.Routes[0].GetVirtualHosts() {
+	for _, vh := range virtualHosts(r) {
 		if vh.GetRoutes()[0].GetRoute().GetWeightedClusters() != nil {
 			return true
 		}

@@ -8,9 +8,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -65,6 +67,8 @@ func TestTranslateGolden(t *testing.T) {
 		name    string
 		snap    *revision.Snapshot
 		wantErr error
+		// inline sets Config.InlineRoutes (state-of-the-world Envoys).
+		inline bool
 	}{
 		{name: "empty", snap: snapshotOf()},
 		{name: "serve", snap: snapshotOf(rev("default", "hello", revision.ModeServe, []string{"hello.example.com"},
@@ -103,6 +107,13 @@ func TestTranslateGolden(t *testing.T) {
 				func(s *revision.Spec) { s.TrafficPercent = percent(10) }),
 			rev("other", "solo", revision.ModeServe, []string{"solo.example.com"}, ready("10.0.0.9", 80)),
 		)},
+		{name: "inline_routes", inline: true, snap: snapshotOf(
+			rev("team-b", "api", revision.ModeServe, []string{"api.example.com", "*.api.example.com"}, ready("10.0.1.1", 9000)),
+			withSpec(rev("shop", "v1", revision.ModeServe, []string{"shop.example.com"}, ready("10.0.0.1", 8080)),
+				func(s *revision.Spec) { s.TrafficPercent = percent(90) }),
+			withSpec(rev("shop", "v2", revision.ModeProxy, []string{"shop.example.com"}),
+				func(s *revision.Spec) { s.TrafficPercent = percent(10) }),
+		)},
 		{name: "host_collision", wantErr: ErrHostCollision, snap: snapshotOf(
 			rev("b", "second", revision.ModeServe, []string{"dup.example.com", "only-b.example.com"}, ready("10.0.0.2", 80)),
 			rev("a", "first", revision.ModeServe, []string{"DUP.example.com"}, ready("10.0.0.1", 80)),
@@ -111,7 +122,9 @@ func TestTranslateGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Translate(tt.snap, testConfig())
+			cfg := testConfig()
+			cfg.InlineRoutes = tt.inline
+			res, err := Translate(tt.snap, cfg)
 			if tt.wantErr == nil && err != nil {
 				t.Fatalf("Translate: %v", err)
 			}
@@ -203,6 +216,16 @@ func TestTranslateInvalidConfig(t *testing.T) {
 	}
 }
 
+// virtualHosts returns every virtual host of thaw_http: those over VHDS,
+// then those inline (the 404 catch-all last).
+func virtualHosts(r *Resources) []*routev3.VirtualHost {
+	out := slices.Clone(r.VirtualHosts)
+	for _, rc := range r.Routes {
+		out = append(out, rc.GetVirtualHosts()...)
+	}
+	return out
+}
+
 func names(r *Resources) []string {
 	var out []string
 	for _, c := range r.Clusters {
@@ -232,6 +255,7 @@ func goldenYAML(t *testing.T, r *Resources) []byte {
 	add("routes", toMessages(r.Routes)...)
 	add("clusters", toMessages(r.Clusters)...)
 	add("endpoints", toMessages(r.Endpoints)...)
+	add("virtual_hosts", toMessages(r.VirtualHosts)...)
 	skipped := map[string]string{}
 	for k, err := range r.Skipped {
 		skipped[k.String()] = err.Error()

@@ -225,6 +225,11 @@ func microRows(micro, xds []results.GoBench) []row {
 	rows = append(rows, row{What: "xDS at 10k revisions: bytes sent for one mode flip",
 		Measured: fmt.Sprintf("%.0f B", fb), Target: "one CLA, ≤ 1 KiB", Result: atMost(okFB, fb, 1024),
 		Means: "a flip costs the same with 10 or 10k revisions"})
+	ab, okAB := get("add-bytes")
+	rb, okRB := get("remove-bytes")
+	rows = append(rows, row{What: "xDS at 10k revisions: bytes sent when one revision is added (then removed)",
+		Measured: fmt.Sprintf("%.0f B (%.0f B)", ab, rb), Target: "≤ 10 KiB", Result: atMost(okAB && okRB, max(ab, rb), 10<<10),
+		Means: "a new service costs Envoy one cluster, one CLA and one virtual host (VHDS), not the whole route table"})
 	// Flip-to-ACK: the xDS server's thaw_xds_flip_to_ack_seconds (changed
 	// ClusterLoadAssignment cached to the last ACK), reported as
 	// push-ack-*; older runs called it flip-ack-*. flip-e2e-* adds the

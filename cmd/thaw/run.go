@@ -42,6 +42,7 @@ type runFlags struct {
 	revMetrics       bool
 	holdBudget       time.Duration
 	msgTimeout       time.Duration
+	inlineRoutes     bool
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 	limits           app.Limits
@@ -92,6 +93,8 @@ See docs/kubernetes.md.`,
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
+	fl.BoolVar(&f.inlineRoutes, "inline-routes", false,
+		"send every virtual host inside route configuration thaw_http (resent whole on each host change) instead of over VHDS; only for Envoys on state-of-the-world ADS")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
 	addLimitFlags(fl, &f.limits)
 	fl.StringVar(&f.tls.CertFile, "tls-cert-file", "", "serve gRPC with mutual TLS: thaw's certificate (PEM; reloaded when it changes). Needs --tls-key-file and --tls-client-ca-file; empty: plaintext")
@@ -135,6 +138,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		xcfg.AccessLogPath = "/dev/stdout"
 	}
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
+	xcfg.InlineRoutes = f.inlineRoutes
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,

@@ -1,0 +1,68 @@
+package xds
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// TestServerMakeBeforeBreakInlineRoutes: with Config.InlineRoutes the
+// route configuration carries the hosts; it changes only after the new
+// cluster and endpoints are ACKed, and clusters go only after it is.
+func TestServerMakeBeforeBreakInlineRoutes(t *testing.T) {
+	cfg := componentConfig()
+	cfg.InlineRoutes = true
+	f := startFixture(t, cfg)
+	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, ready("10.0.0.1", 80))
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, "envoy-1")
+	syncAll(t, c)
+
+	// Adding a revision: cluster first, then its endpoints, and the route
+	// only after both are ACKed.
+	f.upsert(keyC, revision.ModeServe, []string{"c.example.com"}, ready("10.0.0.3", 80))
+	cds := c.recvType(resourcev3.ClusterType)
+	if names := resourceNames(cds); !slices.Equal(names, []string{"rev_default_c"}) {
+		t.Fatalf("CDS on add = %v, want only the new cluster", names)
+	}
+	c.ack(cds)
+	c.subscribe(resourcev3.EndpointType, "rev_default_c")
+	eds := c.recvType(resourcev3.EndpointType)
+	if names := resourceNames(eds); !slices.Equal(names, []string{"rev_default_c"}) {
+		t.Fatalf("EDS on add = %v", names)
+	}
+	if routeHasHost(t, f, "c.example.com") {
+		t.Fatal("route updated before the new endpoints were ACKed")
+	}
+	c.ack(eds)
+	rds := c.recvType(resourcev3.RouteType)
+	if !strings.Contains(rds.GetResources()[0].GetResource().String(), "c.example.com") {
+		t.Fatal("RDS after ACK lacks the new host")
+	}
+	c.ack(rds)
+
+	// Removing a revision: route first; cluster and endpoints only after
+	// the route is ACKed.
+	f.reg.Delete(keyC)
+	rds = c.recvType(resourcev3.RouteType)
+	if strings.Contains(rds.GetResources()[0].GetResource().String(), "c.example.com") {
+		t.Fatal("RDS on delete still has the host")
+	}
+	if len(f.srv.caches[resourcev3.ClusterType].GetResources()) != 3 {
+		t.Fatal("cluster removed before the route change was ACKed")
+	}
+	c.ack(rds)
+	cds = c.recvType(resourcev3.ClusterType)
+	if !slices.Equal(cds.GetRemovedResources(), []string{"rev_default_c"}) || len(cds.GetResources()) != 0 {
+		t.Fatalf("CDS on delete: removed %v, resources %v", cds.GetRemovedResources(), resourceNames(cds))
+	}
+	c.ack(cds)
+	eds = c.recvType(resourcev3.EndpointType)
+	if !slices.Equal(eds.GetRemovedResources(), []string{"rev_default_c"}) {
+		t.Fatalf("EDS on delete removed %v", eds.GetRemovedResources())
+	}
+}
