@@ -229,8 +229,9 @@ type egProc struct {
 	*process
 	url    string // EG's Envoy listener, http://127.0.0.1:<port>
 	runDir string // func-e's runtime dir, named on its Envoy's command line
-	// resPath is EG's resource file (file provider), resources its content.
-	resPath, resources string
+	// resPath is EG's first resource file (file provider); more files go
+	// beside it.
+	resPath string
 }
 
 // startEGStandalone writes EG's configuration (file provider, host
@@ -285,7 +286,7 @@ func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string
 		return nil, err
 	}
 	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: filepath.Join(dir, "run"),
-		resPath: resPath, resources: resources}, nil
+		resPath: resPath}, nil
 }
 
 // envoyPid finds the Envoy EG started (its command line names runDir).
@@ -458,7 +459,9 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 		return err
 	}
 	t0 := time.Now()
-	if err := writeFile(eg.resPath, eg.resources+revisionRoutes(idle)); err != nil {
+	// A file of its own: rewriting EG's first file makes EG recreate the
+	// Gateway, and with it restart its Envoy.
+	if err := writeFile(filepath.Join(filepath.Dir(eg.resPath), "idle.yaml"), revisionRoutes(idle)); err != nil {
 		return err
 	}
 	deadline := t0.Add(5 * time.Minute)
@@ -475,6 +478,9 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 	}
 	out.AddedRevisions, out.AddedReadyMs = len(idle), results.Millis(time.Since(t0))
 	time.Sleep(2 * time.Second) // let allocations settle
+	if pid, err := eg.envoyPid(); err != nil || pid != envoyPid {
+		return fmt.Errorf("eg: EG restarted its Envoy while Revisions were added (pid %d, then %d, %v)", envoyPid, pid, err)
+	}
 	rss1, err := rssBytes(envoyPid)
 	if err != nil {
 		return err
