@@ -471,7 +471,7 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("eg: EG's Envoy has %d active clusters (%d warming) 5 min after adding %d Revisions to %d (%v)",
+			return fmt.Errorf("EG's Envoy has %d active clusters (%d warming) 5 min after adding %d Revisions to %d (%v)",
 				active, warming, len(idle), before, err)
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -479,7 +479,7 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 	out.AddedRevisions, out.AddedReadyMs = len(idle), results.Millis(time.Since(t0))
 	time.Sleep(2 * time.Second) // let allocations settle
 	if pid, err := eg.envoyPid(); err != nil || pid != envoyPid {
-		return fmt.Errorf("eg: EG restarted its Envoy while Revisions were added (pid %d, then %d, %v)", envoyPid, pid, err)
+		return fmt.Errorf("EG restarted its Envoy while Revisions were added (pid %d, then %d, %v)", envoyPid, pid, err)
 	}
 	rss1, err := rssBytes(envoyPid)
 	if err != nil {
