@@ -20,10 +20,6 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
-// egEnvoyVersion is the Envoy EG's launcher (func-e) runs: our cached
-// Envoy, linked into func-e's data home so nothing is downloaded.
-const egEnvoyVersion = "1.40.0"
-
 // egBinary returns the cached envoy-gateway binary (make tools-envoy-gateway).
 func egBinary(t testing.TB) string {
 	t.Helper()
@@ -70,8 +66,9 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	}
 	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--eg-extension"}, Config: localConfig(t, revs...)})
 	dir := t.TempDir()
-	for _, d := range []string{"res", "cfg", "state", "run", filepath.Join("data", "envoy-versions", egEnvoyVersion, "bin")} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+	dirs := harness.EGDirs{Root: dir}
+	for _, d := range dirs.All() {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,7 +76,7 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(envoyBin, filepath.Join(dir, "data", "envoy-versions", egEnvoyVersion, "bin", "envoy")); err != nil {
+	if err := os.Symlink(envoyBin, dirs.EnvoyLink()); err != nil {
 		t.Fatal(err)
 	}
 	egBin := egBinary(t)
@@ -91,9 +88,8 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 		t.Fatalf("thaw envoy-bootstrap --envoy-gateway: %v", err)
 	}
 	port := harness.PickPort(t)
-	writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(egConfig, filepath.Join(dir, "res"), filepath.Join(dir, "cfg"),
-		filepath.Join(dir, "data"), filepath.Join(dir, "state"), filepath.Join(dir, "run"), th.GRPCPort))
-	writeFile(t, filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(egResources, egEnvoyVersion, indent(string(merge), "      "), port)+extra)
+	writeFile(t, filepath.Join(dir, "config.yaml"), harness.EGConfig(dirs, th.GRPCPort))
+	writeFile(t, filepath.Join(dirs.Resources(), "all.yaml"), harness.EGBaseResources(string(merge), port)+harness.EGRevisionRoute("hello", "")+extra)
 	env := &egEnv{thaw: th, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin,
 		egBin: egBin, config: filepath.Join(dir, "config.yaml"), res: filepath.Join(dir, "res", "all.yaml")}
 	env.startEGProcess(t)
@@ -339,121 +335,3 @@ func writeFile(t testing.TB, path, data string) {
 		t.Fatal(err)
 	}
 }
-
-func indent(s, prefix string) string {
-	lines := strings.SplitAfter(s, "\n")
-	var b strings.Builder
-	for _, l := range lines {
-		if l != "" {
-			b.WriteString(prefix + l)
-		}
-	}
-	return b.String()
-}
-
-// egConfig is EG's standalone configuration: file provider, host
-// infrastructure with every func-e directory in the test's temp dir, EG's
-// Backend API (the memory benchmark's baseline), and thaw as extension
-// server (failOpen false).
-const egConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
-kind: EnvoyGateway
-gateway:
-  controllerName: gateway.envoyproxy.io/gatewayclass-controller
-provider:
-  type: Custom
-  custom:
-    resource:
-      type: File
-      file:
-        paths: [%q]
-    infrastructure:
-      type: Host
-      host:
-        configHome: %q
-        dataHome: %q
-        stateHome: %q
-        runtimeDir: %q
-logging:
-  level:
-    default: info
-extensionApis:
-  enableBackend: true
-extensionManager:
-  backendResources:
-  - group: thaw.dev
-    version: v1alpha1
-    kind: Revision
-  hooks:
-    xdsTranslator:
-      post: [Route, Cluster]
-  failOpen: false
-  service:
-    fqdn:
-      hostname: 127.0.0.1
-      port: %d
-`
-
-// egResources: the EnvoyProxy (Envoy version, thaw's bootstrap merge), a
-// GatewayClass using it, a Gateway, the Revision local/hello (thaw local's
-// revision key) and an HTTPRoute to it.
-const egResources = `apiVersion: gateway.envoyproxy.io/v1alpha1
-kind: EnvoyProxy
-metadata:
-  name: thaw
-  namespace: local
-spec:
-  provider:
-    type: Host
-    host:
-      envoyVersion: %s
-  bootstrap:
-    type: Merge
-    value: |
-%s
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: eg
-spec:
-  controllerName: gateway.envoyproxy.io/gatewayclass-controller
-  parametersRef:
-    group: gateway.envoyproxy.io
-    kind: EnvoyProxy
-    name: thaw
-    namespace: local
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: eg
-  namespace: local
-spec:
-  gatewayClassName: eg
-  listeners:
-  - name: http
-    protocol: HTTP
-    port: %d
----
-apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata:
-  name: hello
-  namespace: local
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hello}
-  port: 8080
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: hello
-  namespace: local
-spec:
-  parentRefs: [{name: eg}]
-  rules:
-  - backendRefs:
-    - group: thaw.dev
-      kind: Revision
-      name: hello
-`

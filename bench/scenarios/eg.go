@@ -15,11 +15,8 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
-
-// egEnvoyVersion is the version directory EG's Envoy launcher (func-e)
-// finds the cached Envoy under, so nothing is downloaded.
-const egEnvoyVersion = "1.40.0"
 
 // runEG measures thaw as Envoy Gateway's extension (docs/envoy-gateway.md):
 // real envoy-gateway (standalone, file provider, host infrastructure)
@@ -240,8 +237,9 @@ type egProc struct {
 // with thaw's bootstrap merge, a GatewayClass, a Gateway on a free port,
 // and routes), and starts envoy-gateway server.
 func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string) (*egProc, error) {
-	for _, d := range []string{"res", "cfg", "egstate", "run", filepath.Join("data", "envoy-versions", egEnvoyVersion, "bin")} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+	dirs := harness.EGDirs{Root: filepath.Join(dir, "eg")} // thaw local uses dir/state
+	for _, d := range dirs.All() {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
@@ -249,12 +247,11 @@ func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string
 	if err != nil {
 		return nil, err
 	}
-	link := filepath.Join(dir, "data", "envoy-versions", egEnvoyVersion, "bin", "envoy")
-	_ = os.Remove(link)
-	if err := os.Symlink(envoyBin, link); err != nil {
+	_ = os.Remove(dirs.EnvoyLink())
+	if err := os.Symlink(envoyBin, dirs.EnvoyLink()); err != nil {
 		return nil, err
 	}
-	if out, err := exec.Command(e.egBin, "certgen", "--local", "--config-home", filepath.Join(dir, "cfg")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(e.egBin, "certgen", "--local", "--config-home", dirs.ConfigHome()).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("envoy-gateway certgen: %w\n%s", err, out)
 	}
 	merge, err := exec.Command(e.thawBin, "envoy-bootstrap", "--envoy-gateway", "--xds-address", grpcAddr).Output()
@@ -265,28 +262,18 @@ func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string
 	if err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf(benchEGConfig, filepath.Join(dir, "res"), filepath.Join(dir, "cfg"), filepath.Join(dir, "data"),
-		filepath.Join(dir, "egstate"), filepath.Join(dir, "run"), grpcPort)
-	if err := writeFile(filepath.Join(dir, "eg.yaml"), cfg); err != nil {
+	if err := writeFile(filepath.Join(dir, "eg.yaml"), harness.EGConfig(dirs, grpcPort)); err != nil {
 		return nil, err
 	}
-	var m strings.Builder
-	for _, l := range strings.Split(strings.TrimRight(string(merge), "\n"), "\n") {
-		if l != "" {
-			m.WriteString("      " + l)
-		}
-		m.WriteString("\n")
-	}
-	resPath, resources := filepath.Join(dir, "res", "all.yaml"), fmt.Sprintf(benchEGResources, egEnvoyVersion, m.String(), ports[0])+routes
-	if err := writeFile(resPath, resources); err != nil {
+	resPath := filepath.Join(dirs.Resources(), "all.yaml")
+	if err := writeFile(resPath, harness.EGBaseResources(string(merge), ports[0])+routes); err != nil {
 		return nil, err
 	}
 	p, err := startProcess("envoy-gateway", filepath.Join(dir, "eg.log"), e.egBin, "server", "-c", filepath.Join(dir, "eg.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: filepath.Join(dir, "run"),
-		resPath: resPath}, nil
+	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: dirs.RuntimeDir(), resPath: resPath}, nil
 }
 
 // envoyPid finds the Envoy EG started (its command line names runDir).
@@ -341,105 +328,10 @@ spec:
 func revisionRoutes(revs []rev) string {
 	var b strings.Builder
 	for _, r := range revs {
-		fmt.Fprintf(&b, `---
-apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata: {name: %[1]s, namespace: local}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: %[1]s}
-  port: 8080
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: %[1]s, namespace: local}
-spec:
-  parentRefs: [{name: eg}]
-  hostnames: [%[2]s]
-  rules: [{backendRefs: [{group: thaw.dev, kind: Revision, name: %[1]s}]}]
-`, r.name, r.host())
+		b.WriteString(harness.EGRevisionRoute(r.name, r.host()))
 	}
 	return b.String()
 }
-
-// benchEGConfig is EG's standalone configuration for runEG.
-const benchEGConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
-kind: EnvoyGateway
-gateway:
-  controllerName: gateway.envoyproxy.io/gatewayclass-controller
-provider:
-  type: Custom
-  custom:
-    resource:
-      type: File
-      file:
-        paths: [%q]
-    infrastructure:
-      type: Host
-      host:
-        configHome: %q
-        dataHome: %q
-        stateHome: %q
-        runtimeDir: %q
-logging:
-  level:
-    default: warn
-extensionApis:
-  enableBackend: true
-extensionManager:
-  backendResources:
-  - group: thaw.dev
-    version: v1alpha1
-    kind: Revision
-  hooks:
-    xdsTranslator:
-      post: [Route, Cluster]
-  failOpen: false
-  service:
-    fqdn:
-      hostname: 127.0.0.1
-      port: %d
-`
-
-// benchEGResources: the EnvoyProxy (Envoy version, thaw's bootstrap
-// merge), the GatewayClass using it and the Gateway on a given port.
-const benchEGResources = `apiVersion: gateway.envoyproxy.io/v1alpha1
-kind: EnvoyProxy
-metadata:
-  name: thaw
-  namespace: local
-spec:
-  provider:
-    type: Host
-    host:
-      envoyVersion: %s
-  bootstrap:
-    type: Merge
-    value: |
-%s---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: eg
-spec:
-  controllerName: gateway.envoyproxy.io/gatewayclass-controller
-  parametersRef:
-    group: gateway.envoyproxy.io
-    kind: EnvoyProxy
-    name: thaw
-    namespace: local
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: eg
-  namespace: local
-spec:
-  gatewayClassName: eg
-  listeners:
-  - name: http
-    protocol: HTTP
-    port: %d
-`
 
 // egMemory adds idle Revisions (and their HTTPRoutes) to EG's resources and
 // waits (up to 5 min) until EG's Envoy has warmed a cluster for each, then
