@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/http"
-	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -40,23 +37,12 @@ func runDesign(e *env, outDir string) error {
 	}
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1"}
 	proxyRev := rev{name: "proxy", autoscaling: with(one, "target-burst-capacity", "-1")}
-	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, proxyRev))
+	th, backendPort, err := startOneBackend(e, dir, proxyRev, "proxy")
 	if err != nil {
 		return err
 	}
 	defer e.stopLogged(th.process)
-	if err := th.waitStatus(e.ctx, 30*time.Second, "proxy mode, 1 ready", func(r revStatus) bool {
-		return r.Mode == "proxy" && r.Ready == 1
-	}, proxyRev.name); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-	defer cancel()
-	ws, err := fetchStats(ctx, &http.Client{Timeout: 5 * time.Second}, th.httpURL, proxyRev.host())
-	if err != nil {
-		return err
-	}
-	bootstrap, err := designBootstrap(ws.Port, th.grpcPort, "local/"+proxyRev.name)
+	bootstrap, err := designBootstrap(backendPort, th.grpcPort, "local/"+proxyRev.name)
 	if err != nil {
 		return err
 	}

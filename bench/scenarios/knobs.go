@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 )
 
 // runKnobs (bench only, -only knobs) looks for what thaw's serve-mode
@@ -38,24 +35,13 @@ func runKnobs(e *env, outDir string) error {
 	}
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1", "target-burst-capacity": "0"}
 	serveRev := rev{name: "serve", autoscaling: one}
-	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, serveRev))
+	th, backendPort, err := startOneBackend(e, dir, serveRev, "serve")
 	if err != nil {
 		return err
 	}
 	defer e.stopLogged(th.process)
-	if err := th.waitStatus(e.ctx, 30*time.Second, "serve mode, 1 ready", func(r revStatus) bool {
-		return r.Mode == "serve" && r.Ready == 1
-	}, serveRev.name); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-	defer cancel()
-	ws, err := fetchStats(ctx, &http.Client{Timeout: 5 * time.Second}, th.httpURL, serveRev.host())
-	if err != nil {
-		return err
-	}
 	names := []string{"static", "thaw", "nohcm", "noretry", "nohdr", "nocluster", "nolr", "nooutlier"}
-	ev, err := startEnvoy(e, dir, "knobs envoy", "knobs-envoy", knobsBootstrap(ws.Port, names))
+	ev, err := startEnvoy(e, dir, "knobs envoy", "knobs-envoy", knobsBootstrap(backendPort, names))
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -92,4 +94,31 @@ func compareSides(e *env, name, outDir string, baseOf func(string) string, names
 		return err
 	}
 	return os.WriteFile(filepath.Join(outDir, name+".json"), b, 0o644)
+}
+
+// startOneBackend starts thaw local with the single revision r (whose
+// autoscaling keeps one backend), waits until it is in mode with that
+// backend ready, and returns thaw and the backend's port. The caller stops
+// thaw.
+func startOneBackend(e *env, dir string, r rev, mode string) (*thaw, int, error) {
+	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, r))
+	if err != nil {
+		return nil, 0, err
+	}
+	fail := func(err error) (*thaw, int, error) {
+		e.stopLogged(th.process)
+		return nil, 0, err
+	}
+	if err := th.waitStatus(e.ctx, 30*time.Second, mode+" mode, 1 ready", func(rs revStatus) bool {
+		return rs.Mode == mode && rs.Ready == 1
+	}, r.name); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	ws, err := fetchStats(ctx, &http.Client{Timeout: 5 * time.Second}, th.httpURL, r.host())
+	if err != nil {
+		return fail(err)
+	}
+	return th, ws.Port, nil
 }
