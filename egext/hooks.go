@@ -3,6 +3,8 @@ package egext
 import (
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +38,12 @@ type Options struct {
 	// XDSCluster is the static cluster of EG's Envoy that reaches thaw's
 	// xDS port (default xds.XDSClusterName).
 	XDSCluster string
+	// Metrics, when set, gets the Server's metrics (thaw_eg_hook_calls_total,
+	// thaw_eg_hook_duration_seconds). Server only.
+	Metrics prometheus.Registerer
+	// Clock times hook calls for the metrics (default the real clock).
+	// Server only.
+	Clock clock.PassiveClock
 }
 
 func (o Options) withDefaults() Options {
@@ -44,6 +52,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.XDSCluster == "" {
 		o.XDSCluster = xds.XDSClusterName
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }

@@ -3,6 +3,7 @@ package egext
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	egpb "github.com/envoyproxy/gateway/proto/extension"
 	"go.uber.org/zap"
@@ -18,6 +19,7 @@ type Server struct {
 	egpb.UnimplementedEnvoyGatewayExtensionServer
 	log  *zap.Logger
 	opts Options
+	m    *hookMetrics
 }
 
 var _ egpb.EnvoyGatewayExtensionServer = (*Server)(nil)
@@ -35,7 +37,11 @@ func NewServer(log *zap.Logger, opts Options) (*Server, error) {
 	if err := opts.XDS.Validate(); err != nil {
 		return nil, errors.Join(ErrInvalidOptions, err)
 	}
-	return &Server{log: log, opts: opts}, nil
+	m, err := newHookMetrics(opts.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("egext metrics: %w", err)
+	}
+	return &Server{log: log, opts: opts, m: m}, nil
 }
 
 // Register adds the EnvoyGatewayExtension service to g.
@@ -44,49 +50,63 @@ func (s *Server) Register(g *grpc.Server) { egpb.RegisterEnvoyGatewayExtensionSe
 // PostClusterModify answers for clusters of Revision backends (see
 // Cluster). A cluster with no Revision, a bad one or more than one comes
 // back unchanged (its route answers 500, see PostRouteModify).
-func (s *Server) PostClusterModify(_ context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, error) {
+func (s *Server) PostClusterModify(ctx context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, error) {
+	start := s.opts.Clock.Now()
+	resp, outcome, err := s.postClusterModify(ctx, req)
+	s.m.observe("cluster", outcome, s.opts.Clock.Since(start))
+	return resp, err
+}
+
+func (s *Server) postClusterModify(_ context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, string, error) {
 	rev, err := onlyRevision(resources(req.GetPostClusterContext().GetBackendExtensionResources()))
 	if errors.Is(err, ErrNoRevision) {
-		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, nil
+		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, outcomeUnchanged, nil
 	}
 	if err != nil {
 		// Not an error to EG: with failOpen false EG v1.9 would skip the
 		// whole translation, freezing every route. The cluster stays EG's
 		// (no endpoints) and PostRouteModify answers the route with 500.
 		s.log.Warn("EG cluster left unchanged: its route answers 500", zap.String("cluster", req.GetCluster().GetName()), zap.Error(err))
-		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, nil
+		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, outcomeInvalid, nil
 	}
 	c, err := Cluster(req.GetCluster(), rev, s.opts)
 	if err != nil {
 		s.log.Error("EG cluster hook failed", zap.String("revision", rev.Key.String()), zap.Error(err))
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, outcomeError, status.Error(codes.Internal, err.Error())
 	}
-	return &egpb.PostClusterModifyResponse{Cluster: c}, nil
+	return &egpb.PostClusterModifyResponse{Cluster: c}, outcomeModified, nil
 }
 
 // PostRouteModify answers for routes of Revision backends (see Route). A
 // route with no Revision comes back unchanged; one with a bad Revision or
 // more than one answers 500 with the reason (InvalidRoute), so only that
 // route fails and EG keeps translating the others.
-func (s *Server) PostRouteModify(_ context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, error) {
+func (s *Server) PostRouteModify(ctx context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, error) {
+	start := s.opts.Clock.Now()
+	resp, outcome, err := s.postRouteModify(ctx, req)
+	s.m.observe("route", outcome, s.opts.Clock.Since(start))
+	return resp, err
+}
+
+func (s *Server) postRouteModify(_ context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, string, error) {
 	rev, err := onlyRevision(resources(req.GetPostRouteContext().GetExtensionResources()))
 	if errors.Is(err, ErrNoRevision) {
-		return &egpb.PostRouteModifyResponse{Route: req.GetRoute()}, nil
+		return &egpb.PostRouteModifyResponse{Route: req.GetRoute()}, outcomeUnchanged, nil
 	}
 	if err != nil {
 		s.log.Warn("EG route answers 500: invalid Revision backend", zap.String("route", req.GetRoute().GetName()), zap.Error(err))
 		r, rerr := InvalidRoute(req.GetRoute(), err)
 		if rerr != nil {
-			return nil, status.Error(codes.Internal, rerr.Error())
+			return nil, outcomeError, status.Error(codes.Internal, rerr.Error())
 		}
-		return &egpb.PostRouteModifyResponse{Route: r}, nil
+		return &egpb.PostRouteModifyResponse{Route: r}, outcomeInvalid, nil
 	}
 	r, err := Route(req.GetRoute(), rev)
 	if err != nil {
 		s.log.Error("EG route hook failed", zap.String("revision", rev.Key.String()), zap.Error(err))
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, outcomeError, status.Error(codes.Internal, err.Error())
 	}
-	return &egpb.PostRouteModifyResponse{Route: r}, nil
+	return &egpb.PostRouteModifyResponse{Route: r}, outcomeModified, nil
 }
 
 func resources(rs []*egpb.ExtensionResource) [][]byte {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	egpb "github.com/envoyproxy/gateway/proto/extension"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -85,5 +87,57 @@ func TestServerHooks(t *testing.T) {
 	// A hook thaw does not implement.
 	if _, err := c.PostTranslateModify(ctx, &egpb.PostTranslateModifyRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Errorf("PostTranslateModify: %v, want Unimplemented", err)
+	}
+}
+
+func TestServerHookMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	opts := testOptions()
+	opts.Metrics = reg
+	s, err := NewServer(zaptest.NewLogger(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	good := &egpb.ExtensionResource{UnstructuredBytes: revisionJSON(t, "default", "app-v1", "h2c")}
+	other := &egpb.ExtensionResource{UnstructuredBytes: revisionJSON(t, "default", "app-v2", "h2c")}
+	cluster := func(rs ...*egpb.ExtensionResource) {
+		if _, err := s.PostClusterModify(ctx, &egpb.PostClusterModifyRequest{Cluster: egCluster(),
+			PostClusterContext: &egpb.PostClusterExtensionContext{BackendExtensionResources: rs}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	route := func(rs ...*egpb.ExtensionResource) {
+		if _, err := s.PostRouteModify(ctx, &egpb.PostRouteModifyRequest{Route: egRoute(nil, nil),
+			PostRouteContext: &egpb.PostRouteExtensionContext{ExtensionResources: rs}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cluster(good)
+	cluster(good)
+	cluster()
+	cluster(good, other)
+	route(good)
+	route()
+	route()
+	route(good, other)
+	for _, tc := range []struct {
+		hook, outcome string
+		want          float64
+	}{
+		{"cluster", outcomeModified, 2}, {"cluster", outcomeUnchanged, 1}, {"cluster", outcomeInvalid, 1},
+		{"route", outcomeModified, 1}, {"route", outcomeUnchanged, 2}, {"route", outcomeInvalid, 1},
+		{"route", outcomeError, 0},
+	} {
+		if got := testutil.ToFloat64(s.m.calls.WithLabelValues(tc.hook, tc.outcome)); got != tc.want {
+			t.Errorf("thaw_eg_hook_calls_total{hook=%q,outcome=%q} = %v, want %v", tc.hook, tc.outcome, got, tc.want)
+		}
+	}
+	if n := testutil.CollectAndCount(s.m.seconds); n != 2 {
+		t.Errorf("thaw_eg_hook_duration_seconds: %d series, want 2 (cluster, route)", n)
+	}
+	// A second server on the same registry is refused at construction.
+	if _, err := NewServer(zaptest.NewLogger(t), opts); err == nil {
+		t.Error("second NewServer on one registry: no error")
 	}
 }

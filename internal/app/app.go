@@ -201,7 +201,8 @@ func New(opts Options) (*App, error) {
 	a.ext.Register(a.grpc)
 	a.sink.Register(a.grpc)
 	if opts.EGExtension {
-		eg, err := egext.NewServer(a.log.Named("egext"), egext.Options{XDS: opts.XDS, InitialFetchTimeout: opts.EGInitialFetchTimeout})
+		eg, err := egext.NewServer(a.log.Named("egext"), egext.Options{XDS: opts.XDS, InitialFetchTimeout: opts.EGInitialFetchTimeout,
+			Metrics: a.metrics, Clock: clk})
 		if err != nil {
 			return nil, err
 		}
