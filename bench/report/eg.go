@@ -62,8 +62,8 @@ func egRows(g *results.EnvoyGateway, own []results.Cold) []row {
 		per := float64(g.EnvoyRSSAfterBytes-g.EnvoyRSSBeforeBytes) / 1024 / float64(g.AddedRevisions)
 		rows = append(rows, row{
 			What: fmt.Sprintf("Envoy Gateway: EG's Envoy memory per Revision (%d added at once, one EDS stream each)", g.AddedRevisions),
-			Measured: fmt.Sprintf("%.1f KiB (RSS %.0f → %.0f MiB); every new cluster warm %s after the resources changed",
-				per, float64(g.EnvoyRSSBeforeBytes)/(1<<20), float64(g.EnvoyRSSAfterBytes)/(1<<20), fmtMs(g.AddedReadyMs)),
+			Measured: fmt.Sprintf("%.1f KiB (RSS %.0f → %.0f MiB); every new cluster warm %s after the resources changed, of which thaw spent %.3f s answering %d hook calls",
+				per, float64(g.EnvoyRSSBeforeBytes)/(1<<20), float64(g.EnvoyRSSAfterBytes)/(1<<20), fmtMs(g.AddedReadyMs), g.AddedHookSeconds, g.AddedHookCalls),
 			Target: "reported", Result: info,
 			Means: "what each Revision costs every EG Envoy replica (cluster, EDS stream, stats), and how soon EG, thaw's hooks and EDS take a large change"})
 	}

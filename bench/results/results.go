@@ -373,4 +373,8 @@ type EnvoyGateway struct {
 	AddedReadyMs        float64 `json:"addedReadyMs,omitempty"`
 	EnvoyRSSBeforeBytes int64   `json:"envoyRSSBeforeBytes,omitempty"`
 	EnvoyRSSAfterBytes  int64   `json:"envoyRSSAfterBytes,omitempty"`
+	// AddedHookCalls hook calls thaw answered meanwhile, in AddedHookSeconds
+	// of its own time in all (thaw_eg_hook_duration_seconds).
+	AddedHookCalls   int     `json:"addedHookCalls,omitempty"`
+	AddedHookSeconds float64 `json:"addedHookSeconds,omitempty"`
 }

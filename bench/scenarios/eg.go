@@ -161,7 +161,7 @@ func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
 	out.Cold.OverheadMaxMs = results.Quantile(overhead, 1)
 	out.Cold.TotalP50Ms, out.Cold.TotalP99Ms = results.Quantile(total, 0.5), results.Quantile(total, 0.99)
 	if idleN > 0 {
-		if err := egMemory(e, eg, envoyPid, idle, out); err != nil {
+		if err := egMemory(e, eg, envoyPid, th.adminURL, idle, out); err != nil {
 			return nil, err
 		}
 	}
@@ -336,7 +336,7 @@ func revisionRoutes(revs []rev) string {
 // egMemory adds idle Revisions (and their HTTPRoutes) to EG's resources and
 // waits (up to 5 min) until EG's Envoy has warmed a cluster for each, then
 // records Envoy's RSS growth per Revision and the time it took.
-func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGateway) error {
+func egMemory(e *env, eg *egProc, envoyPid int, thawAdmin string, idle []rev, out *results.EnvoyGateway) error {
 	admin, err := eg.envoyAdmin()
 	if err != nil {
 		return err
@@ -347,6 +347,10 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 		return err
 	}
 	rss0, err := rssBytes(envoyPid)
+	if err != nil {
+		return err
+	}
+	calls0, secs0, err := hookTotals(thawAdmin)
 	if err != nil {
 		return err
 	}
@@ -369,6 +373,11 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 		time.Sleep(250 * time.Millisecond)
 	}
 	out.AddedRevisions, out.AddedReadyMs = len(idle), results.Millis(time.Since(t0))
+	calls1, secs1, err := hookTotals(thawAdmin)
+	if err != nil {
+		return err
+	}
+	out.AddedHookCalls, out.AddedHookSeconds = int(calls1-calls0), secs1-secs0
 	time.Sleep(2 * time.Second) // let allocations settle
 	if pid, err := eg.envoyPid(); err != nil || pid != envoyPid {
 		return fmt.Errorf("EG restarted its Envoy while Revisions were added (pid %d, then %d, %v)", envoyPid, pid, err)
@@ -378,8 +387,8 @@ func egMemory(e *env, eg *egProc, envoyPid int, idle []rev, out *results.EnvoyGa
 		return err
 	}
 	out.EnvoyRSSBeforeBytes, out.EnvoyRSSAfterBytes = rss0, rss1
-	e.logf("eg: %d Revisions added: every cluster warm after %.0f ms; EG's Envoy RSS %d → %d MiB (%.1f KiB per Revision)",
-		len(idle), out.AddedReadyMs, rss0>>20, rss1>>20, float64(rss1-rss0)/1024/float64(len(idle)))
+	e.logf("eg: %d Revisions added: every cluster warm after %.0f ms (thaw answered %d hook calls in %.3f s in all); EG's Envoy RSS %d → %d MiB (%.1f KiB per Revision)",
+		len(idle), out.AddedReadyMs, out.AddedHookCalls, out.AddedHookSeconds, rss0>>20, rss1>>20, float64(rss1-rss0)/1024/float64(len(idle)))
 	return nil
 }
 
@@ -433,4 +442,22 @@ func envoyClusters(ctx context.Context, c *http.Client, admin string) (active, w
 		return 0, 0, fmt.Errorf("envoy stats: no cluster_manager counts in %q", b)
 	}
 	return active, warming, nil
+}
+
+// hookTotals sums thaw's EG hook calls and the seconds spent answering
+// them (thaw_eg_hook_duration_seconds, all hooks) from its /metrics.
+func hookTotals(thawAdmin string) (calls, seconds float64, err error) {
+	m, err := scrape(thawAdmin + "/metrics")
+	if err != nil {
+		return 0, 0, fmt.Errorf("thaw metrics: %w", err)
+	}
+	for k, v := range m {
+		switch {
+		case strings.HasPrefix(k, "thaw_eg_hook_duration_seconds_count"):
+			calls += v
+		case strings.HasPrefix(k, "thaw_eg_hook_duration_seconds_sum"):
+			seconds += v
+		}
+	}
+	return calls, seconds, nil
 }
