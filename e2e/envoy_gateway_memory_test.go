@@ -43,7 +43,7 @@ func BenchmarkEnvoyGatewayRevisionMemory(b *testing.B) {
 		for i := range egMemoryRoutes {
 			name := fmt.Sprintf("r%d", i)
 			revs = append(revs, revisionYAML{Name: name, Host: name + ".localhost"})
-			docs.WriteString("---\n" + egRevisionRoute(name))
+			docs.WriteString(egRevisionRoute(name))
 		}
 		measureEGRoutes(b, revs, docs.String(), egMemoryRoutes+1)
 	})

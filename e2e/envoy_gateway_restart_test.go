@@ -190,24 +190,7 @@ func waitEGLogCount(t *testing.T, e *egEnv, s string, n int, timeout time.Durati
 
 // egRevisionRoute is a Revision <name> in namespace local and an
 // HTTPRoute for host <name>.localhost to it.
-func egRevisionRoute(name string) string {
-	return strings.ReplaceAll(`apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata: {name: NAME, namespace: local}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: NAME}
-  port: 8080
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: NAME, namespace: local}
-spec:
-  parentRefs: [{name: eg}]
-  hostnames: [NAME.localhost]
-  rules:
-  - backendRefs: [{group: thaw.dev, kind: Revision, name: NAME}]
-`, "NAME", name)
-}
+func egRevisionRoute(name string) string { return harness.EGRevisionRoute(name, name+".localhost") }
 
 // waitGatewayBody retries, bounded in time and count, until a request
 // with the given Host answers 200 with want in the body (the hello

@@ -113,23 +113,7 @@ func (e *egEnv) startEGProcess(t testing.TB) {
 // envoyPids returns the pids of Envoy processes EG started for this test
 // (their command line names this test's runtime dir).
 func (e *egEnv) envoyPids() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 0 && strings.HasSuffix(args[0], "/bin/envoy") && strings.Contains(string(b), e.runDir) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return harness.EGEnvoyPids(e.runDir)
 }
 
 // egTranslations is EG's own count of xDS translations (the xds runner's

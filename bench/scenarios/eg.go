@@ -224,8 +224,8 @@ func waitRoute(ctx context.Context, c *http.Client, base, host string, timeout t
 // egProc is a running envoy-gateway server and the Envoy it started.
 type egProc struct {
 	*process
-	url    string // EG's Envoy listener, http://127.0.0.1:<port>
-	runDir string // func-e's runtime dir, named on its Envoy's command line
+	url  string // EG's Envoy listener, http://127.0.0.1:<port>
+	dirs harness.EGDirs
 	// resPath is EG's first resource file (file provider); more files go
 	// beside it.
 	resPath string
@@ -273,30 +273,16 @@ func startEGStandalone(e *env, dir, grpcAddr string, grpcPort int, routes string
 	if err != nil {
 		return nil, err
 	}
-	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), runDir: dirs.RuntimeDir(), resPath: resPath}, nil
+	return &egProc{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), dirs: dirs, resPath: resPath}, nil
 }
 
-// envoyPid finds the Envoy EG started (its command line names runDir).
+// envoyPid finds the Envoy EG started.
 func (g *egProc) envoyPid() (int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
+	pids := harness.EGEnvoyPids(g.dirs.RuntimeDir())
+	if len(pids) == 0 {
+		return 0, fmt.Errorf("no Envoy of EG under %s", g.dirs.RuntimeDir())
 	}
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if strings.HasSuffix(args[0], "/bin/envoy") && strings.Contains(string(b), g.runDir) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no Envoy of EG under %s", g.runDir)
+	return pids[0], nil
 }
 
 // egRoutes renders the routes of runEG: the Revision warm and a plain
@@ -394,9 +380,9 @@ func egMemory(e *env, eg *egProc, envoyPid int, thawAdmin string, idle []rev, ou
 
 // envoyAdmin reads the admin address func-e wrote for EG's Envoy.
 func (g *egProc) envoyAdmin() (string, error) {
-	m, err := filepath.Glob(filepath.Join(g.runDir, "*", "admin-address.txt"))
+	m, err := filepath.Glob(filepath.Join(g.dirs.RuntimeDir(), "*", "admin-address.txt"))
 	if err != nil || len(m) == 0 {
-		return "", fmt.Errorf("no admin-address.txt of EG's Envoy under %s", g.runDir)
+		return "", fmt.Errorf("no admin-address.txt of EG's Envoy under %s", g.dirs.RuntimeDir())
 	}
 	b, err := os.ReadFile(m[0])
 	if err != nil {

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -169,3 +171,26 @@ spec:
       kind: Revision
       name: %[1]s
 `
+
+// EGEnvoyPids returns the pids of the Envoy processes Envoy Gateway started
+// with runtimeDir (EGDirs.RuntimeDir: func-e names it on their command
+// line).
+func EGEnvoyPids(runtimeDir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if strings.HasSuffix(args[0], "/bin/envoy") && strings.Contains(string(b), runtimeDir) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
