@@ -29,7 +29,6 @@ type revState struct {
 	// answered.
 	probes map[string]context.CancelFunc
 	probed map[string]bool
-	dirty  bool // a probe finished: rebuild even if rev did not change
 }
 
 // Run applies registry snapshots to the throttlers until ctx ends: it
@@ -53,9 +52,13 @@ func (a *Activator) Run(ctx context.Context, reg *revision.Registry) {
 			}
 		}
 	}()
+	var prev *revision.Snapshot
+	var dirty []*revState // a probe finished: rebuild even if rev did not change
 	for {
 		changed := reg.Changed()
-		a.apply(ctx, reg.Snapshot(), revs, probeDone)
+		snap := reg.Snapshot()
+		a.apply(ctx, prev, snap, revs, dirty, probeDone)
+		prev, dirty = snap, dirty[:0]
 		select {
 		case <-ctx.Done():
 			return
@@ -63,47 +66,54 @@ func (a *Activator) Run(ctx context.Context, reg *revision.Registry) {
 		case r := <-probeDone:
 			if _, running := r.rs.probes[r.addr]; running {
 				r.rs.probed = setTrue(r.rs.probed, r.addr)
-				r.rs.dirty = true
+				dirty = append(dirty, r.rs)
 				r.rs.log().Info("backend answered probe", zap.String("backend", r.addr))
 			}
 		}
 	}
 }
 
-func (a *Activator) apply(ctx context.Context, snap *revision.Snapshot, revs map[revision.Key]*revState, probeDone chan<- probeResult) {
+// apply brings revs in line with snap, visiting only the revisions changed
+// since prev (the snapshot applied last) and those in dirty.
+func (a *Activator) apply(ctx context.Context, prev, snap *revision.Snapshot, revs map[revision.Key]*revState,
+	dirty []*revState, probeDone chan<- probeResult) {
 	keysChanged := false
-	removed := maps.Clone(*a.removed.Load())
+	removed := maps.Clone(*a.removed.Load()) // small: deleted revisions with requests in flight
 	for key, t := range removed {
-		if t.inFlight.Load() == 0 || snap.Revisions[key] != nil {
+		if t.inFlight.Load() == 0 || snap.Get(key) != nil {
 			delete(removed, key)
 		}
 	}
-	for key, rev := range snap.Revisions {
-		rs := revs[key]
-		if rs == nil {
+	for key := range snap.Changes(prev) {
+		rev, rs := snap.Get(key), revs[key]
+		switch {
+		case rev == nil && rs != nil:
+			for _, cancel := range rs.probes {
+				cancel()
+			}
+			rs.t.remove()
+			delete(revs, key)
+			keysChanged = true
+			if rs.t.inFlight.Load() > 0 {
+				removed[key] = rs.t
+			}
+			rs.log().Info("revision removed; held requests fail", zap.Int64("held", rs.t.waiting.Load()))
+		case rev == nil:
+		case rs == nil:
 			rs = &revState{t: newThrottler(key, limitsOf(&rev.Spec)), key: key, base: a.log}
 			revs[key] = rs
 			keysChanged = true
-		} else if rs.rev == rev && !rs.dirty {
-			continue
+			rs.rev = rev
+			a.update(ctx, rs, rev, probeDone)
+		case rs.rev != rev:
+			rs.rev = rev
+			a.update(ctx, rs, rev, probeDone)
 		}
-		rs.rev, rs.dirty = rev, false
-		a.update(ctx, rs, rev, probeDone)
 	}
-	for key, rs := range revs {
-		if _, ok := snap.Revisions[key]; ok {
-			continue
+	for _, rs := range dirty {
+		if revs[rs.key] == rs && rs.rev == snap.Get(rs.key) { // not replaced or removed meanwhile
+			a.update(ctx, rs, rs.rev, probeDone)
 		}
-		for _, cancel := range rs.probes {
-			cancel()
-		}
-		rs.t.remove()
-		delete(revs, key)
-		keysChanged = true
-		if rs.t.inFlight.Load() > 0 {
-			removed[key] = rs.t
-		}
-		rs.log().Info("revision removed; held requests fail", zap.Int64("held", rs.t.waiting.Load()))
 	}
 	if keysChanged {
 		m := make(map[revision.Key]*throttler, len(revs))

@@ -80,7 +80,7 @@ func benchTickLoop(b *testing.B, n int) {
 	ms.OnDecision(func(d autoscaler.Decision) {
 		modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity})
 	})
-	if _, err := reg.WaitFor(ctx, func(s *revision.Snapshot) bool { return len(s.Revisions) == n }); err != nil {
+	if _, err := reg.WaitFor(ctx, func(s *revision.Snapshot) bool { return s.Revisions.Len() == n }); err != nil {
 		b.Fatal(err)
 	}
 	target.expect(int64(n))

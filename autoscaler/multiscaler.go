@@ -175,9 +175,12 @@ func (m *Multiscaler) Run(ctx context.Context, reg *revision.Registry) error {
 	defer m.stopAll(cancel)
 	expire := m.opts.Clock.NewTicker(expireInterval)
 	defer expire.Stop()
+	var prev *revision.Snapshot
 	for {
 		ch := reg.Changed()
-		m.sync(reg.Snapshot())
+		snap := reg.Snapshot()
+		m.sync(prev, snap)
+		prev = snap
 		if !m.waitChange(ctx, ch, expire) {
 			return nil
 		}
@@ -255,28 +258,27 @@ func compareStrings(a, b string) int {
 }
 
 // sync makes the decided revisions match snap: new ones go to a loop,
-// changed specs are swapped in, deleted ones are halted and forgotten.
-func (m *Multiscaler) sync(snap *revision.Snapshot) {
+// changed specs are swapped in, deleted ones are halted and forgotten. Only
+// the keys changed since prev (the snapshot synced last) are visited.
+func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 	var gone, added []*revState
 	now := m.opts.Clock.Now()
 	m.mu.Lock()
-	for k, rev := range snap.Revisions {
-		if st := m.states[k]; st != nil {
+	for k := range snap.Changes(prev) {
+		rev, st := snap.Get(k), m.states[k]
+		switch {
+		case rev == nil && st != nil:
+			delete(m.states, k)
+			gone = append(gone, st)
+		case rev == nil:
+		case st != nil:
 			if st.rev.Load() != rev { // a store (write barrier) only on change
 				st.rev.Store(rev)
 			}
-			continue
-		}
-		st := m.newState(rev, now)
-		m.states[k] = st
-		added = append(added, st)
-	}
-	if len(m.states) > len(snap.Revisions) {
-		for k, st := range m.states {
-			if snap.Revisions[k] == nil {
-				delete(m.states, k)
-				gone = append(gone, st)
-			}
+		default:
+			st = m.newState(rev, now)
+			m.states[k] = st
+			added = append(added, st)
 		}
 	}
 	m.mu.Unlock()

@@ -71,15 +71,21 @@ func (c *Controller) Recommend(key revision.Key, rec Recommendation) {
 }
 
 // Run re-evaluates modes whenever the registry changes (backends appear or
-// vanish) until ctx ends.
+// vanish) until ctx ends. Only the revisions changed since the last
+// snapshot it handled are visited.
 func (c *Controller) Run(ctx context.Context) {
+	var prev *revision.Snapshot
 	for {
 		ch := c.opts.Registry.Changed()
 		snap := c.opts.Registry.Snapshot()
-		for key := range snap.Revisions {
-			c.reconcile(key)
+		for key := range snap.Changes(prev) {
+			if snap.Get(key) != nil {
+				c.reconcile(key)
+			} else {
+				c.forget(key)
+			}
 		}
-		c.forgetDeleted(snap)
+		prev = snap
 		select {
 		case <-ctx.Done():
 			return
@@ -95,6 +101,7 @@ func (c *Controller) reconcile(key revision.Key) {
 	// the latest state rather than the caller's.
 	rev := c.opts.Registry.Snapshot().Get(key)
 	if rev == nil {
+		c.forget(key) // a recommendation that raced the revision's removal
 		return
 	}
 	c.mu.Lock()
@@ -122,19 +129,13 @@ func (c *Controller) reconcile(key revision.Key) {
 	}
 }
 
-func (c *Controller) forgetDeleted(snap *revision.Snapshot) {
+// forget drops what is kept for a revision that left the registry (or
+// became invalid).
+func (c *Controller) forget(key revision.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.recs {
-		if snap.Get(k) == nil {
-			delete(c.recs, k)
-		}
-	}
-	for k := range c.proxy {
-		if snap.Get(k) == nil {
-			delete(c.proxy, k)
-		}
-	}
+	delete(c.recs, key)
+	delete(c.proxy, key)
 }
 
 // ProxyConfirmedSince returns when the revision's current proxy-mode routing

@@ -182,7 +182,7 @@ func TestKubePlatform(t *testing.T) {
 		if err := kp.P.SetScale(t.Context(), hello, 1); !errors.Is(err, autoscaler.ErrNotFound) {
 			t.Errorf("SetScale of a deleted workload: %v, want ErrNotFound", err)
 		}
-		keys := slices.Collect(maps.Keys(kp.Reg.Snapshot().Revisions))
+		keys := slices.Collect(kp.Reg.Snapshot().Revisions.Keys())
 		if len(keys) != 2 {
 			t.Errorf("revisions %v, want db and bad", keys)
 		}

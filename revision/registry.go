@@ -2,6 +2,7 @@ package revision
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -36,6 +37,8 @@ type Registry struct {
 
 	mu      sync.Mutex
 	entries map[Key]*entry
+	// pending holds the keys changed since the last publication.
+	pending map[Key]struct{}
 	synced  bool
 	dirty   bool
 	version uint64
@@ -70,9 +73,9 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	r := &Registry{opts: opts, entries: map[Key]*entry{}, kick: make(chan struct{}, 1)}
+	r := &Registry{opts: opts, entries: map[Key]*entry{}, pending: map[Key]struct{}{}, kick: make(chan struct{}, 1)}
 	r.current.Store(&published{
-		snap:    &Snapshot{Revisions: map[Key]*Revision{}, Invalid: map[Key]error{}},
+		snap:    &Snapshot{Invalid: map[Key]error{}, origin: r},
 		changed: make(chan struct{}),
 	})
 	return r
@@ -162,6 +165,7 @@ func (r *Registry) Delete(key Key) {
 		return
 	}
 	delete(r.entries, key)
+	r.pending[key] = struct{}{}
 	r.changedLocked()
 }
 
@@ -215,6 +219,7 @@ func (r *Registry) SetDesiredScale(key Key, desired int32) {
 	}
 	e.desired = desired
 	e.cached = nil
+	r.pending[key] = struct{}{}
 	r.changedLocked()
 }
 
@@ -243,6 +248,7 @@ func (r *Registry) update(key Key, fn func(*entry) bool) {
 	}
 	e.generation++
 	e.cached = nil
+	r.pending[key] = struct{}{}
 	r.changedLocked()
 }
 
@@ -258,31 +264,61 @@ func (r *Registry) changedLocked() {
 	}
 }
 
+// publishLocked publishes the pending changes: only the changed keys are
+// visited, and the new snapshot shares every unchanged part of the last one.
 func (r *Registry) publishLocked() {
 	if !r.dirty {
 		return
 	}
 	r.dirty = false
 	r.version++
+	old := r.current.Load()
+	prev := old.snap
+	changes := make(map[Key]*Revision, len(r.pending))
+	keys := make([]Key, 0, len(r.pending))
+	invalid := prev.Invalid
+	cloned := false
+	for k := range r.pending {
+		keys = append(keys, k)
+		var rev *Revision
+		var bad error
+		if e := r.entries[k]; e != nil {
+			switch {
+			case e.invalid != nil:
+				bad = e.invalid
+			case e.spec != nil:
+				if e.cached == nil {
+					e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
+						DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration}
+				}
+				rev = e.cached
+			}
+		}
+		changes[k] = rev
+		if _, was := invalid[k]; was || bad != nil {
+			if !cloned {
+				invalid, cloned = maps.Clone(invalid), true
+			}
+			if bad != nil {
+				invalid[k] = bad
+			} else {
+				delete(invalid, k)
+			}
+		}
+	}
+	r.pending = map[Key]struct{}{} // not cleared: a burst's large map is not kept
+	log := prev.log
+	if len(log) >= changeLogLen {
+		log = log[len(log)-changeLogLen+1:]
+	}
 	snap := &Snapshot{
 		Version:   r.version,
 		Synced:    r.synced,
-		Revisions: make(map[Key]*Revision, len(r.entries)),
-		Invalid:   map[Key]error{},
+		Revisions: prev.Revisions.with(changes),
+		Invalid:   invalid,
+		origin:    r,
+		log:       append(log, changeSet{version: r.version, keys: keys}),
 	}
-	for k, e := range r.entries {
-		switch {
-		case e.invalid != nil:
-			snap.Invalid[k] = e.invalid
-		case e.spec != nil:
-			if e.cached == nil {
-				e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
-					DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration}
-			}
-			snap.Revisions[k] = e.cached
-		}
-	}
-	old := r.current.Load()
 	r.current.Store(&published{snap: snap, changed: make(chan struct{})})
 	close(old.changed)
 }

@@ -14,7 +14,7 @@ func TestRegistryPublishesImmutableSnapshots(t *testing.T) {
 	r := NewRegistry(RegistryOptions{})
 	k := Key{"default", "hello"}
 	first := r.Snapshot()
-	if first.Synced || len(first.Revisions) != 0 {
+	if first.Synced || first.Revisions.Len() != 0 {
 		t.Fatalf("first snapshot = %+v, want empty and not synced", first)
 	}
 	r.Upsert(k, validSpec())
@@ -62,7 +62,7 @@ func TestRegistryPublishesImmutableSnapshots(t *testing.T) {
 		t.Errorf("invalid revision still served: %+v", s)
 	}
 	r.Delete(k)
-	if s := r.Snapshot(); len(s.Invalid) != 0 || len(s.Revisions) != 0 {
+	if s := r.Snapshot(); len(s.Invalid) != 0 || s.Revisions.Len() != 0 {
 		t.Errorf("after delete = %+v", s)
 	}
 }
@@ -79,7 +79,7 @@ func TestRegistryHoldoffBatchesAndWakesWaiters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, _ = r.WaitFor(ctx, func(s *Snapshot) bool { return s.Synced && len(s.Revisions) == 3 })
+			got, _ = r.WaitFor(ctx, func(s *Snapshot) bool { return s.Synced && s.Revisions.Len() == 3 })
 		}()
 		for _, n := range []string{"a", "b", "c"} {
 			r.Upsert(Key{"ns", n}, validSpec())

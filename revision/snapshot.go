@@ -46,9 +46,14 @@ type Snapshot struct {
 	// before that the state may be partial and must not be served to Envoy.
 	Synced bool
 	// Revisions holds the valid revisions.
-	Revisions map[Key]*Revision
+	Revisions RevisionMap
 	// Invalid holds revisions whose configuration was rejected, with why.
 	Invalid map[Key]error
+
+	// origin and log are set by the Registry: the keys changed by each of
+	// its last publications (see Changes).
+	origin *Registry
+	log    []changeSet
 }
 
 // Get returns the revision for key, or nil.
@@ -56,13 +61,13 @@ func (s *Snapshot) Get(key Key) *Revision {
 	if s == nil {
 		return nil
 	}
-	return s.Revisions[key]
+	return s.Revisions.Get(key)
 }
 
 // Sorted returns the valid revisions ordered by namespace and name.
 func (s *Snapshot) Sorted() []*Revision {
-	out := make([]*Revision, 0, len(s.Revisions))
-	for _, r := range s.Revisions {
+	out := make([]*Revision, 0, s.Revisions.Len())
+	for _, r := range s.Revisions.All() {
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return keyLess(out[i].Key, out[j].Key) })

@@ -265,9 +265,9 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 // ConfirmedEverywhere (after their endpoints are in the cache) and starts
 // flip-to-ACK timers for changed ClusterLoadAssignments.
 func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, first bool, start time.Time) {
-	revs := make(map[revision.Key]appliedRevision, len(snap.Revisions))
+	revs := make(map[revision.Key]appliedRevision, snap.Revisions.Len())
 	edsVersions := s.versions[resourcev3.EndpointType]
-	for k, rev := range snap.Revisions {
+	for k, rev := range snap.Revisions.All() {
 		if _, skipped := res.Skipped[k]; skipped {
 			continue
 		}

@@ -26,6 +26,20 @@ func benchSnapshot(n int) *revision.Snapshot {
 	return snapshotOf(revs...)
 }
 
+// benchRegistry returns a synced registry (holdoff 0) holding the
+// revisions of benchSnapshot(n), so that benchmarks get the snapshots
+// production gets (shared maps, the log behind Snapshot.Changes).
+func benchRegistry(n int) *revision.Registry {
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	for _, r := range benchSnapshot(n).Sorted() {
+		reg.Upsert(r.Key, r.Spec)
+		reg.SetBackends(r.Key, r.Backends)
+		reg.SetMode(r.Key, r.Mode)
+	}
+	reg.SetSynced()
+	return reg
+}
+
 // BenchmarkTranslate10k measures one full translation of 10,000 revisions.
 func BenchmarkTranslate10k(b *testing.B) {
 	snap := benchSnapshot(10000)
@@ -41,23 +55,20 @@ func BenchmarkTranslate10k(b *testing.B) {
 // BenchmarkTranslateFlip10k measures the server's incremental translation
 // of one mode flip among 10,000 revisions.
 func BenchmarkTranslateFlip10k(b *testing.B) {
-	snap := benchSnapshot(10000)
+	reg := benchRegistry(10000)
 	cfg := testConfig()
 	tr, err := newTranslator(&cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := tr.translate(snap); err != nil {
+	if _, err := tr.translate(reg.Snapshot()); err != nil {
 		b.Fatal(err)
 	}
 	key := revision.Key{Namespace: "ns-0", Name: "app-0"}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		r := *snap.Revisions[key]
-		r.Mode = revision.Mode(i % 2)
-		r.Generation++
-		snap.Revisions[key] = &r
-		if _, err := tr.translate(snap); err != nil {
+		reg.SetMode(key, revision.Mode(i%2))
+		if _, err := tr.translate(reg.Snapshot()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +78,7 @@ func BenchmarkTranslateFlip10k(b *testing.B) {
 // flip among 10,000 revisions (fast path: compare, build one
 // ClusterLoadAssignment, one cache update), without streams.
 func BenchmarkServerApplyFlip10k(b *testing.B) {
-	snap := benchSnapshot(10000)
+	reg := benchRegistry(10000)
 	cfg := testConfig()
 	s := NewServer(ServerOptions{Config: cfg})
 	tr, err := newTranslator(&s.cfg)
@@ -76,22 +87,14 @@ func BenchmarkServerApplyFlip10k(b *testing.B) {
 	}
 	s.tr = tr
 	ctx := b.Context()
-	if err := s.apply(ctx, snap, true); err != nil {
+	if err := s.apply(ctx, reg.Snapshot(), true); err != nil {
 		b.Fatal(err)
 	}
 	key := revision.Key{Namespace: "ns-0", Name: "app-0"}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		next := &revision.Snapshot{Version: snap.Version + 1, Synced: true, Revisions: make(map[revision.Key]*revision.Revision, len(snap.Revisions))}
-		for k, r := range snap.Revisions {
-			next.Revisions[k] = r
-		}
-		r := *snap.Revisions[key]
-		r.Mode = revision.Mode(i % 2)
-		r.Generation++
-		next.Revisions[key] = &r
-		snap = next
-		if err := s.apply(ctx, snap, false); err != nil {
+		reg.SetMode(key, revision.Mode(i%2)) // app-0 starts in serve mode
+		if err := s.apply(ctx, reg.Snapshot(), false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -104,7 +107,8 @@ func BenchmarkServerApplyFlip10k(b *testing.B) {
 func BenchmarkServerFlipDelta10k(b *testing.B) {
 	snap := benchSnapshot(10000)
 	f := startBenchFixture(b)
-	for k, r := range snap.Revisions {
+	for _, r := range snap.Sorted() {
+		k := r.Key
 		f.reg.Upsert(k, r.Spec)
 		f.reg.SetBackends(k, r.Backends)
 		f.reg.SetMode(k, r.Mode)

@@ -49,7 +49,8 @@ func recvUntil(tb testing.TB, c *deltaClient, done func(r *discoveryv3.DeltaDisc
 func BenchmarkServerAddRemove10k(b *testing.B) {
 	snap := benchSnapshot(10000)
 	f := startBenchFixture(b)
-	for k, r := range snap.Revisions {
+	for _, r := range snap.Sorted() {
+		k := r.Key
 		f.reg.Upsert(k, r.Spec)
 		f.reg.SetBackends(k, r.Backends)
 		f.reg.SetMode(k, r.Mode)

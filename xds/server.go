@@ -214,7 +214,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 					s.log.Error("releasing held xDS watches", zap.Error(err))
 				}
 				s.log.Info("xDS caches open", zap.Uint64("snapshot", snap.Version),
-					zap.Int("revisions", len(snap.Revisions)))
+					zap.Int("revisions", snap.Revisions.Len()))
 			}
 		}
 		select {

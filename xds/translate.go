@@ -387,16 +387,17 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 // false when the change needs a full translation (revisions added or
 // removed, routing changed, a revision skipped before).
 func (t *translator) endpointChanges(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, ok bool, err error) {
-	if prev == nil || len(prev.Revisions) != len(snap.Revisions) {
+	if prev == nil {
 		return nil, false, nil
 	}
-	for k, r := range snap.Revisions {
-		p, found := prev.Revisions[k]
-		if !found {
-			return nil, false, nil
-		}
-		if p == r {
+	// Only the keys the registry changed since prev are visited.
+	for k := range snap.Changes(prev) {
+		p, r := prev.Get(k), snap.Get(k)
+		if p == r { // unchanged, or invalid before and after (not routed)
 			continue
+		}
+		if p == nil || r == nil { // added, removed, or moved in or out of Invalid
+			return nil, false, nil
 		}
 		if _, bad := skipped[k]; bad || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
 			return nil, false, nil

@@ -80,18 +80,21 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 	}
 }
 
-// history makes registry snapshots the way the registry does: a change
-// replaces only the changed revisions' pointers.
+// history makes random changes and publishes them through a real
+// registry, so the snapshots (shared maps, the log of changed keys behind
+// Snapshot.Changes) are the ones the server gets.
 type history struct {
-	rng     *rand.Rand
-	revs    map[revision.Key]*revision.Revision
-	version uint64
-	gen     uint64
-	last    string // the last change, for failure messages
+	rng  *rand.Rand
+	revs map[revision.Key]*revision.Revision
+	reg  *revision.Registry
+	gen  uint64
+	last string // the last change, for failure messages
 }
 
 func newHistory(seed uint64) *history {
-	h := &history{rng: rand.New(rand.NewPCG(seed, 42)), revs: map[revision.Key]*revision.Revision{}}
+	h := &history{rng: rand.New(rand.NewPCG(seed, 42)), revs: map[revision.Key]*revision.Revision{},
+		reg: revision.NewRegistry(revision.RegistryOptions{})}
+	h.reg.SetSynced()
 	for i := range 20 {
 		h.add(i)
 	}
@@ -198,13 +201,21 @@ func (h *history) next() *revision.Snapshot {
 		r.Generation = h.gen
 		h.revs[k] = &r
 	}
-	h.version++
-	snap := &revision.Snapshot{Version: h.version, Synced: true, Revisions: make(map[revision.Key]*revision.Revision, len(h.revs)),
-		Invalid: map[revision.Key]error{}}
-	for k, r := range h.revs {
-		snap.Revisions[k] = r
+	// Holdoff 0: every setter that changes something publishes, so one
+	// step may span several publications (Changes merges their logs).
+	for i := range 26 {
+		k := h.key(i)
+		r := h.revs[k]
+		if r == nil {
+			h.reg.Delete(k)
+			continue
+		}
+		h.reg.Upsert(k, r.Spec)
+		h.reg.SetBackends(k, r.Backends)
+		h.reg.SetMode(k, r.Mode)
+		h.reg.SetDesiredScale(k, r.DesiredScale)
 	}
-	return snap
+	return h.reg.Snapshot()
 }
 
 // hasSplit reports whether r routes a split host (weighted clusters).

@@ -51,11 +51,7 @@ func withSpec(r *revision.Revision, edit func(*revision.Spec)) *revision.Revisio
 }
 
 func snapshotOf(revs ...*revision.Revision) *revision.Snapshot {
-	s := &revision.Snapshot{Version: 1, Synced: true, Revisions: map[revision.Key]*revision.Revision{}, Invalid: map[revision.Key]error{}}
-	for _, r := range revs {
-		s.Revisions[r.Key] = r
-	}
-	return s
+	return &revision.Snapshot{Version: 1, Synced: true, Revisions: revision.NewRevisionMap(revs...), Invalid: map[revision.Key]error{}}
 }
 
 func ready(addr string, port int32) revision.Backend {

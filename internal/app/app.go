@@ -354,7 +354,7 @@ func (a *App) Ready() bool { return a.ready.Load() }
 // Status returns one row per revision (valid and invalid) for /status.
 func (a *App) Status() []RevisionStatus {
 	snap := a.opts.Registry.Snapshot()
-	rows := make([]RevisionStatus, 0, len(snap.Revisions)+len(snap.Invalid))
+	rows := make([]RevisionStatus, 0, snap.Revisions.Len()+len(snap.Invalid))
 	for _, rev := range snap.Sorted() {
 		row := RevisionStatus{Revision: rev.Key.String(), Mode: rev.Mode.String(), Desired: rev.DesiredScale,
 			Ready: len(rev.ReadyBackends())}

@@ -160,9 +160,9 @@ func (e *testEnv) waitFor(t *testing.T, what string, cond func(*revision.Snapsho
 	return s
 }
 
-func keys(m map[revision.Key]*revision.Revision) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
+func keys(m revision.RevisionMap) []string {
+	out := make([]string, 0, m.Len())
+	for k := range m.All() {
 		out = append(out, k.String())
 	}
 	slices.Sort(out)

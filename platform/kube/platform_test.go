@@ -75,7 +75,7 @@ func TestRunPublishesRevisionsAndBackends(t *testing.T) {
 	if err := env.client.AppsV1().Deployments(testNS).Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	env.waitFor(t, "hello deleted", func(s *revision.Snapshot) bool { return len(s.Revisions) == 0 })
+	env.waitFor(t, "hello deleted", func(s *revision.Snapshot) bool { return s.Revisions.Len() == 0 })
 	if _, _, err := env.p.GetScale(ctx, key("hello")); !errors.Is(err, autoscaler.ErrNotFound) {
 		t.Errorf("GetScale after delete: %v, want ErrNotFound", err)
 	}

@@ -63,9 +63,9 @@ func (p *Platform) modeEvents(prev, cur *revision.Snapshot) {
 	if !p.Leading() {
 		return
 	}
-	for key, rev := range cur.Revisions {
-		old := prev.Get(key)
-		if old == nil || old.Mode == rev.Mode {
+	for key := range cur.Changes(prev) {
+		old, rev := prev.Get(key), cur.Get(key)
+		if old == nil || rev == nil || old.Mode == rev.Mode {
 			continue
 		}
 		p.mu.Lock()
