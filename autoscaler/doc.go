@@ -19,7 +19,9 @@
 //	ModeConfirmer.ProxyConfirmedSince ──────────────────────►  │
 //	                                                           ▼
 //	                  Decision ─► ScaleTarget.SetScale (when it differs)
-//	                           ─► registry SetDesiredScale, OnDecision (when it changed)
+//	                           ─► registry (when it changed): SetDesiredScale, or the
+//	                              Recorder (mode control: desired scale and mode in one
+//	                              update); then OnDecision subscribers
 //
 // # Collector
 //

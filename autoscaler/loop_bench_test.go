@@ -21,7 +21,7 @@ import (
 // BenchmarkTickLoop measures one tick over every revision through the
 // production decision loops, wired as `thaw local` wires them: the real
 // registry (5 ms holdoff), the local platform's GetScale (its lock), mode
-// control as the ModeConfirmer and OnDecision subscriber, and the collector
+// control as the ModeConfirmer and decision Recorder, and the collector
 // holding a full stable window of stats per revision (one Envoy source,
 // refreshed between ticks outside the measurement, as the stats sink would).
 // One revision in 50 has load (and replicas); the rest are idle at zero.
@@ -76,10 +76,7 @@ func benchTickLoop(b *testing.B, n int) {
 	modes := control.New(control.Options{Registry: reg, Confirmer: confirmAll{}, Clock: clk})
 	target := &countingTarget{ScaleTarget: plat, done: make(chan struct{}, 1)}
 	ms := autoscaler.NewMultiscaler(autoscaler.MultiscalerOptions{Clock: clk, Collector: col, Target: target,
-		Confirmer: modes})
-	ms.OnDecision(func(d autoscaler.Decision) {
-		modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity})
-	})
+		Confirmer: modes, Recorder: modes})
 	if _, err := reg.WaitFor(ctx, func(s *revision.Snapshot) bool { return s.Revisions.Len() == n }); err != nil {
 		b.Fatal(err)
 	}

@@ -64,9 +64,22 @@ type MultiscalerOptions struct {
 	// GetScale runs every tick for every revision with the loop's context
 	// only: implementations should answer it from a cache.
 	ScaleTimeout time.Duration
+	// Recorder, when set, records each published decision in the registry
+	// in place of the Multiscaler's own SetDesiredScale, so that the
+	// desired scale and the mode it implies reach the registry in one
+	// update (control.Controller implements it). It runs on the deciding
+	// loop, before OnDecision subscribers, and must not block.
+	Recorder DecisionRecorder
 	// Shards is the number of decision loops (default GOMAXPROCS, at most
 	// 8). Each revision belongs to one loop.
 	Shards int
+}
+
+// DecisionRecorder records a published decision in the registry (desired
+// scale, and whatever else it derives from it) in one update. d is passed
+// by value: the deciding loop allocates nothing per decision.
+type DecisionRecorder interface {
+	RecordDecision(d Decision)
 }
 
 // Multiscaler decides every revision of a revision.Registry from a few
@@ -322,7 +335,9 @@ func (m *Multiscaler) stopAll(cancel context.CancelFunc) {
 }
 
 func (m *Multiscaler) publish(d *Decision) {
-	if reg := m.registry.Load(); reg != nil {
+	if m.opts.Recorder != nil {
+		m.opts.Recorder.RecordDecision(*d)
+	} else if reg := m.registry.Load(); reg != nil {
 		reg.SetDesiredScale(d.Key, d.DesiredScale)
 	}
 	if subs := m.subs.Load(); subs != nil {

@@ -67,7 +67,18 @@ func (c *Controller) Recommend(key revision.Key, rec Recommendation) {
 	c.mu.Lock()
 	c.recs[key] = rec
 	c.mu.Unlock()
-	c.reconcile(key)
+	c.reconcile(key, nil)
+}
+
+// RecordDecision implements autoscaler.DecisionRecorder: it records the
+// decision's recommendation and writes the desired scale together with the
+// mode it implies, one registry update per decision.
+func (c *Controller) RecordDecision(d autoscaler.Decision) {
+	c.mu.Lock()
+	c.recs[d.Key] = Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity}
+	c.mu.Unlock()
+	desired := d.DesiredScale
+	c.reconcile(d.Key, &desired)
 }
 
 // Run re-evaluates modes whenever the registry changes (backends appear or
@@ -80,7 +91,7 @@ func (c *Controller) Run(ctx context.Context) {
 		snap := c.opts.Registry.Snapshot()
 		for key := range snap.Changes(prev) {
 			if snap.Get(key) != nil {
-				c.reconcile(key)
+				c.reconcile(key, nil)
 			} else {
 				c.forget(key)
 			}
@@ -94,7 +105,10 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-func (c *Controller) reconcile(key revision.Key) {
+// reconcile chooses key's mode from its latest state and recommendation
+// and writes it; with desired set, the desired scale goes in the same
+// registry update.
+func (c *Controller) reconcile(key revision.Key, desired *int32) {
 	c.reconcileMu.Lock()
 	defer c.reconcileMu.Unlock()
 	// The registry publishes synchronously or after a short holdoff; read
@@ -112,20 +126,25 @@ func (c *Controller) reconcile(key revision.Key) {
 		recp = &rec
 	}
 	mode := ChooseMode(&rev.Spec, len(rev.ReadyBackends()), recp)
-	current, ok := c.opts.Registry.PendingMode(key) // set but maybe not yet published
-	if !ok {
+	var current revision.Mode
+	if desired != nil {
+		current, ok = c.opts.Registry.SetDecision(key, *desired, mode)
+	} else {
+		current, ok = c.opts.Registry.PendingMode(key) // set but maybe not yet published
+		if ok && mode != current {
+			c.opts.Registry.SetMode(key, mode)
+		}
+	}
+	if !ok || mode == current {
 		return
 	}
-	if mode != current {
-		c.opts.Logger.Info("mode change", zap.String("revision", rev.Key.String()),
-			zap.Stringer("from", current), zap.Stringer("to", mode),
-			zap.Int("readyBackends", len(rev.ReadyBackends())))
-		if mode != revision.ModeProxy {
-			c.mu.Lock()
-			delete(c.proxy, rev.Key) // a later proxy period starts its own clock
-			c.mu.Unlock()
-		}
-		c.opts.Registry.SetMode(rev.Key, mode)
+	c.opts.Logger.Info("mode change", zap.String("revision", rev.Key.String()),
+		zap.Stringer("from", current), zap.Stringer("to", mode),
+		zap.Int("readyBackends", len(rev.ReadyBackends())))
+	if mode != revision.ModeProxy {
+		c.mu.Lock()
+		delete(c.proxy, rev.Key) // a later proxy period starts its own clock
+		c.mu.Unlock()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -143,5 +144,48 @@ func TestConfirmationKeyedByGeneration(t *testing.T) {
 	reg.SetBackends(key, nil)
 	if since3, ok := c.ProxyConfirmedSince(key); !ok || !since3.Equal(since2) {
 		t.Errorf("after backend change: ProxyConfirmedSince = %v, %v; want %v, true", since3, ok, since2)
+	}
+}
+
+// TestRecordDecisionIsOneRegistryUpdate checks that a decision that changes
+// both the desired scale and the mode reaches the registry as one update
+// (one publication with holdoff 0), and that a decision for a revision the
+// registry no longer has leaves nothing behind.
+func TestRecordDecisionIsOneRegistryUpdate(t *testing.T) {
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	c := New(Options{Registry: reg, Confirmer: &fakeConfirmer{confirmed: map[revision.Key]uint64{}}})
+	key := revision.Key{Namespace: "ns", Name: "a"}
+	reg.Upsert(key, newSpec())
+	reg.SetBackends(key, []revision.Backend{{Address: "127.0.0.1", Port: 1, Ready: true}})
+	reg.SetMode(key, revision.ModeServe)
+
+	before := reg.Snapshot()
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, WantZero: true, DesiredScale: 0})
+	after := reg.Snapshot()
+	rev := after.Get(key)
+	if after.Version != before.Version+1 {
+		t.Errorf("versions %d -> %d: want one publication for desired scale and mode", before.Version, after.Version)
+	}
+	if rev.Mode != revision.ModeProxy || rev.DesiredScale != 0 || rev.ModeGeneration != rev.Generation {
+		t.Errorf("after the decision: %+v, want proxy mode, desired 0, mode changed at this generation", rev)
+	}
+	// The same decision again changes nothing.
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, WantZero: true, DesiredScale: 0})
+	if v := reg.Snapshot().Version; v != after.Version {
+		t.Errorf("a repeated decision published version %d", v)
+	}
+	// Desired scale alone does not bump the generation Envoy follows.
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, WantZero: true, DesiredScale: 1})
+	if r := reg.Snapshot().Get(key); r.DesiredScale != 1 || r.Generation != rev.Generation {
+		t.Errorf("desired 1: %+v, want generation %d kept", r, rev.Generation)
+	}
+
+	reg.Delete(key)
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, DesiredScale: 2})
+	c.mu.Lock()
+	n := len(c.recs)
+	c.mu.Unlock()
+	if n != 0 || reg.Snapshot().Get(key) != nil {
+		t.Errorf("a decision for a deleted revision left %d recommendations, revision %+v", n, reg.Snapshot().Get(key))
 	}
 }

@@ -223,6 +223,33 @@ func (r *Registry) SetDesiredScale(key Key, desired int32) {
 	r.changedLocked()
 }
 
+// SetDecision records the autoscaler's decision (desired pods) and the mode
+// it implies in one update: one lock, one change to publish. Only a mode
+// change bumps the revision's Generation. previous is the mode before the
+// call; ok is false (and nothing is recorded) for an unknown revision.
+func (r *Registry) SetDecision(key Key, desired int32, mode Mode) (previous Mode, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key]
+	if e == nil {
+		return ModeProxy, false
+	}
+	previous = e.mode
+	if e.desired == desired && e.mode == mode {
+		return previous, true
+	}
+	e.desired = desired
+	if e.mode != mode {
+		e.mode = mode
+		e.generation++
+		e.modeGeneration = e.generation
+	}
+	e.cached = nil
+	r.pending[key] = struct{}{}
+	r.changedLocked()
+	return previous, true
+}
+
 // SetSynced marks the platforms' initial listing complete. From then on
 // snapshots are Synced.
 func (r *Registry) SetSynced() {

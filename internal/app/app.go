@@ -168,11 +168,8 @@ func New(opts Options) (*App, error) {
 	a.platform = platform
 	a.scaler = autoscaler.NewMultiscaler(autoscaler.MultiscalerOptions{Logger: a.log.Named("autoscaler"), Clock: clk,
 		Collector: a.collector, Target: platform, Confirmer: a.modes, TickInterval: opts.TickInterval, Registerer: a.metrics,
-		RevisionMetrics: opts.RevisionMetrics})
+		RevisionMetrics: opts.RevisionMetrics, Recorder: a.modes})
 	poker.m.Store(a.scaler)
-	a.scaler.OnDecision(func(d autoscaler.Decision) {
-		a.modes.Recommend(d.Key, control.Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity})
-	})
 	a.ext = extproc.NewServer(extproc.ServerOptions{Logger: a.log.Named("extproc"), Activator: a.act,
 		HoldBudget: opts.XDS.HoldBudget, Registerer: a.metrics, Limits: opts.Limits.ExtProc})
 	sinkLimits := opts.Limits.StatSink
