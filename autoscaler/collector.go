@@ -164,6 +164,9 @@ func (c *Collector) DroppedUnknown() uint64 { return c.unknown.Load() }
 func (c *Collector) Forget(key revision.Key) {
 	sh := c.shard(key)
 	sh.mu.Lock()
+	if ser := sh.m[key]; ser != nil {
+		ser.dropped.Store(true)
+	}
 	delete(sh.m, key)
 	sh.mu.Unlock()
 }
@@ -181,6 +184,7 @@ func (c *Collector) Expire(now time.Time) {
 			stale := !ser.hasData || nowSec-ser.last > int64(len(ser.ring))
 			ser.mu.Unlock()
 			if stale {
+				ser.dropped.Store(true)
 				delete(sh.m, k)
 			}
 		}

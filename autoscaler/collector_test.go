@@ -217,6 +217,38 @@ func TestCollectorForgetAndExpire(t *testing.T) {
 	}
 }
 
+// TestCollectorCachedSeriesFollowsForgetAndExpire checks that a decision
+// loop's cached series is looked up again once the collector dropped it:
+// it never answers from a forgotten or expired series.
+func TestCollectorCachedSeriesFollowsForgetAndExpire(t *testing.T) {
+	c, _ := newTestCollector(AlgorithmLinear)
+	var cached *series
+	ask := func(sec float64) (WindowStats, error) {
+		return c.stableAndPanicCached(&cached, keyA, at(sec), 10*time.Second, time.Second)
+	}
+	if _, err := ask(0); !errors.Is(err, ErrNoData) || cached != nil {
+		t.Fatalf("before any sample: err %v, cached %v; want ErrNoData, nothing cached", err, cached)
+	}
+	record(t, c, keyA, every("e1", 0, 3, 4, 4)...)
+	st, err := ask(3)
+	first := cached
+	if err != nil || first == nil || math.Abs(st.PanicConcurrency-4) > approx {
+		t.Fatalf("after samples: %+v, %v, cached %v; want panic concurrency 4 and a cached series", st, err, first)
+	}
+	c.Forget(keyA)
+	if _, err := ask(3); !errors.Is(err, ErrNoData) {
+		t.Fatalf("after Forget: err = %v, want ErrNoData (the cached series was dropped)", err)
+	}
+	record(t, c, keyA, every("e1", 4, 6, 2, 2)...)
+	if st, err := ask(6); err != nil || cached == first || math.Abs(st.PanicConcurrency-2) > approx {
+		t.Fatalf("after new samples: %+v, %v; want the new series (panic concurrency 2)", st, err)
+	}
+	c.Expire(at(200))
+	if _, err := ask(6); !errors.Is(err, ErrNoData) {
+		t.Fatalf("after Expire: err = %v, want ErrNoData", err)
+	}
+}
+
 func TestCollectorGrowsRingForLongerWindow(t *testing.T) {
 	c, _ := newTestCollector(AlgorithmLinear) // 10 s initial window
 	record(t, c, keyA, every("e1", 0, 4, 2, 0)...)

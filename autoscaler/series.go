@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,9 @@ type series struct {
 	// which windows answers without reading the ring (most revisions are
 	// idle).
 	activeUntil int64
+	// dropped is set when the collector forgets the series (Forget,
+	// Expire): a decision loop that cached the pointer looks it up again.
+	dropped atomic.Bool
 }
 
 type bucket struct {

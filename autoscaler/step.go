@@ -41,7 +41,7 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 
 	// The KPA rules, as Decider.Scale runs them.
 	var res Result
-	if stats, err := m.collector.StableAndPanic(st.key, now, spec.StableWindow, spec.PanicWindow()); err != nil {
+	if stats, err := m.collector.stableAndPanicCached(&st.series, st.key, now, spec.StableWindow, spec.PanicWindow()); err != nil {
 		res = Result{ReadyPods: ready, Err: err}
 	} else {
 		res = st.kpa.Step(spec, stats, ready, now)

@@ -43,6 +43,27 @@ func (c *Collector) StableAndPanic(key revision.Key, now time.Time, stableWindow
 	if ser == nil {
 		return WindowStats{}, ErrNoData
 	}
+	return c.windowsOf(ser, now, stableWindow, panicWindow)
+}
+
+// stableAndPanicCached is StableAndPanic for a decision loop that keeps
+// the revision's series in *cached: the collector's map is read only when
+// nothing is cached yet or the cached series was dropped (Forget, Expire).
+// At 100,000 revisions that map lookup was a tenth of a tick.
+func (c *Collector) stableAndPanicCached(cached **series, key revision.Key, now time.Time, stableWindow, panicWindow time.Duration) (WindowStats, error) {
+	ser := *cached
+	if ser == nil || ser.dropped.Load() {
+		ser = c.series(key, false)
+		*cached = ser
+		if ser == nil {
+			return WindowStats{}, ErrNoData
+		}
+	}
+	return c.windowsOf(ser, now, stableWindow, panicWindow)
+}
+
+// windowsOf computes one series' windows (see StableAndPanic).
+func (c *Collector) windowsOf(ser *series, now time.Time, stableWindow, panicWindow time.Duration) (WindowStats, error) {
 	ns := min(ceilSeconds(stableWindow), maxRingSeconds)
 	np := min(ceilSeconds(panicWindow), ns)
 	ser.mu.Lock()
