@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -162,6 +163,22 @@ type revState struct {
 	// exit status with the end of its stderr, or failing readiness probe.
 	// Cleared when that instance, or any once it is gone, becomes ready.
 	lastErr, errInstance string
+	// scale is desired (high 32 bits) and ready instances (low 32 bits)
+	// for GetScale, which the decision loops call for every revision on
+	// every tick: they read it without the platform's lock. Written under
+	// the lock by storeScaleLocked whenever either changes.
+	scale atomic.Uint64
+}
+
+// storeScaleLocked publishes rs's desired and ready counts to GetScale.
+func (rs *revState) storeScaleLocked() {
+	var ready uint32
+	for _, in := range rs.instances {
+		if in.ready && !in.stopping {
+			ready++
+		}
+	}
+	rs.scale.Store(uint64(uint32(rs.desired))<<32 | uint64(ready))
 }
 
 // New returns a Platform for cfg. It starts nothing: call Run. It panics if
@@ -271,19 +288,15 @@ func (p *Platform) Run(ctx context.Context) error {
 // GetScale returns the desired process count of key and how many of its
 // processes are ready (not counting ones being stopped). It returns an
 // error wrapping autoscaler.ErrNotFound for a revision not in the Config.
+// It takes no lock (the decision loops call it for every revision every
+// tick): the counts are published by storeScaleLocked.
 func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready int32, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	rs := p.revs[key]
+	rs := p.revs[key] // written only by New
 	if rs == nil {
 		return 0, 0, fmt.Errorf("local platform: revision %s: %w", key, autoscaler.ErrNotFound)
 	}
-	for _, in := range rs.instances {
-		if in.ready && !in.stopping {
-			ready++
-		}
-	}
-	return rs.desired, ready, nil
+	v := rs.scale.Load()
+	return int32(uint32(v >> 32)), int32(uint32(v)), nil
 }
 
 // RevisionError returns why key's processes last failed ("" when none did
@@ -324,6 +337,7 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 		rs.log().Info("scale", zap.Int32("from", rs.desired), zap.Int32("to", replicas))
 	}
 	rs.desired = replicas
+	rs.storeScaleLocked()
 	if p.runCtx != nil {
 		p.reconcileLocked(rs, load)
 	}
@@ -367,6 +381,7 @@ func (p *Platform) reconcileLocked(rs *revState, load map[int32]int) {
 // publishLocked sets the revision's backends to its ready, non-stopping
 // instances.
 func (p *Platform) publishLocked(rs *revState) {
+	rs.storeScaleLocked()
 	var bs []revision.Backend
 	for _, in := range rs.instances {
 		if in.ready && !in.stopping {
