@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // BenchmarkDecisions measures complete ext_proc decisions per second over
@@ -23,19 +29,30 @@ func BenchmarkDecisions(b *testing.B) {
 	// With the header deadline tap and the request deadline (limits.go),
 	// as thaw's shared server runs them.
 	b.Run("cc=0/limits", func(b *testing.B) { benchDecisions(b, newEnvWith(b, 5*time.Second, Limits{}, true), 0) })
+	// The floor: a server that answers every stream with one fixed message
+	// and does nothing else, on the same gRPC server options. What cc=0
+	// costs above it is thaw's; the rest is gRPC's (HTTP/2, protobuf) and
+	// the client's.
+	b.Run("floor", func(b *testing.B) { benchStreams(b, floorClient(b)) })
 }
 
 func benchDecisions(b *testing.B, e *env, cc int) {
 	e.revision(demo, cc, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	benchStreams(b, e.client)
+}
+
+// benchStreams runs complete streams in parallel against client.
+func benchStreams(b *testing.B, client extprocv3.ExternalProcessorClient) {
 	// Only x-thaw-revision: the filter's forward_rules send nothing else.
 	req := headers("x-thaw-revision", "default/demo")
 	b.ReportAllocs()
+	cpu0 := processCPU(b)
 	b.SetParallelism(16) // many concurrent streams, as under load
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		for pb.Next() {
-			st, err := e.client.Process(ctx)
+			st, err := client.Process(ctx)
 			if err != nil {
 				b.Error(err)
 				return
@@ -56,4 +73,50 @@ func benchDecisions(b *testing.B, e *env, cc int) {
 			}
 		}
 	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/stream")
+}
+
+// floorServer answers every stream's first message with a fixed answer
+// and ends the stream: no revision lookup, no balancing, no metrics.
+type floorServer struct {
+	extprocv3.UnimplementedExternalProcessorServer
+}
+
+var floorAnswer = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+	RequestHeaders: &extprocv3.HeadersResponse{}}}
+
+func (floorServer) Process(st extprocv3.ExternalProcessor_ProcessServer) error {
+	if _, err := st.Recv(); err != nil {
+		return err
+	}
+	return st.Send(floorAnswer)
+}
+
+func floorClient(b *testing.B) extprocv3.ExternalProcessorClient {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := grpc.NewServer(GRPCServerOptions()...)
+	extprocv3.RegisterExternalProcessorServer(g, floorServer{})
+	go g.Serve(ln)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		conn.Close()
+		g.Stop()
+	})
+	return extprocv3.NewExternalProcessorClient(conn)
+}
+
+// processCPU returns this process's user + system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
