@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -81,8 +82,10 @@ type tracker struct {
 	// holders indexes, per type URL and resource name, the streams that
 	// hold the resource (streamState.holds), so ackedEverywhere costs
 	// O(holders) instead of O(streams): with one EDS stream per revision
-	// an Envoy Gateway Envoy holds thousands of streams.
-	holders map[string]map[string]map[streamKey]*streamState
+	// an Envoy Gateway Envoy holds thousands of streams. A name's holders
+	// are a slice, not a map: they are few (one per Envoy holding the
+	// name), and at 10,000 revisions a map per name cost ~9 MB per Envoy.
+	holders map[string]map[string][]*streamState
 }
 
 // nodeStreams counts one node id's streams by kind.
@@ -90,7 +93,7 @@ type nodeStreams struct{ ads, eds int }
 
 func newTracker() *tracker {
 	return &tracker{streams: map[streamKey]*streamState{}, nodes: map[string]nodeStreams{},
-		holders: map[string]map[string]map[streamKey]*streamState{}}
+		holders: map[string]map[string][]*streamState{}}
 }
 
 // open records a new stream (eds: a non-ADS EDS stream); closer (may be
@@ -152,26 +155,27 @@ func (t *tracker) reindex(s *streamState, typeURL, name string) {
 	}
 	byName := t.holders[typeURL]
 	if byName == nil {
-		byName = map[string]map[streamKey]*streamState{}
+		byName = map[string][]*streamState{}
 		t.holders[typeURL] = byName
 	}
-	set := byName[name]
-	if set == nil {
-		set = map[streamKey]*streamState{}
-		byName[name] = set
+	if set := byName[name]; !slices.Contains(set, s) {
+		byName[name] = append(set, s)
 	}
-	set[s.key] = s
 }
 
 func (t *tracker) unindex(typeURL, name string, k streamKey) {
 	set := t.holders[typeURL][name]
-	if set == nil {
+	i := slices.IndexFunc(set, func(s *streamState) bool { return s.key == k })
+	if i < 0 {
 		return
 	}
-	delete(set, k)
-	if len(set) == 0 {
+	last := len(set) - 1
+	set[i], set[last] = set[last], nil
+	if last == 0 {
 		delete(t.holders[typeURL], name)
+		return
 	}
+	t.holders[typeURL][name] = set[:last]
 }
 
 func (t *tracker) nodeID(k streamKey) string {
