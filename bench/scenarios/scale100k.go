@@ -1,0 +1,503 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+// Shape of scenario scale100k.
+const (
+	large100kActive   = 3  // revisions with a backend under light load
+	large100kRPS      = 30 // requests/s over all of them
+	large100kTick     = 2 * time.Second
+	large100kAckLimit = 10 * time.Minute // --xds-ack-timeout
+	// large100kPerRev is memory to have available per revision before
+	// starting: Envoy ~48 KiB and thaw ~16 KiB (peak) measured at 100k.
+	large100kPerRev = 64 << 10
+	// loopPrefix names the decision loops' functions in a CPU profile.
+	loopPrefix = "github.com/thaw-dev/thaw/autoscaler.(*loopShard)."
+)
+
+// runScale100k starts the real `thaw local` with n idle revisions (initial
+// scale 0: no process), large100kActive active ones (min-scale 1, a real
+// backend each, light load through Envoy all along) and a few that are
+// woken one after the other and left to go back to zero, to cause mode
+// flips. It measures start to every Envoy ACK, thaw's and Envoy's memory,
+// the decision loops' CPU per tick (a CPU profile of the running binary),
+// and the bytes and flip-to-ACK of the flips. Every wait is bounded; a
+// bound reached is an error naming it, returned with the figures measured
+// until then.
+func runScale100k(e *env, n int) (*results.ScaleLarge, error) {
+	if err := haveMemory(int64(n)*large100kPerRev + 1<<30); err != nil {
+		return nil, err
+	}
+	dir, err := e.tempDir("scale100k")
+	if err != nil {
+		return nil, err
+	}
+	active := make([]rev, large100kActive)
+	for i := range active {
+		active[i] = rev{name: fmt.Sprintf("active%d", i), autoscaling: map[string]string{
+			"min-scale": "1", "target-burst-capacity": "0"}}
+	}
+	// Each woken by one request. The activator is in the path only at
+	// zero, so waking flips to serve; idle for one window (long enough for
+	// all to be woken first), each goes back to proxy mode and to zero at
+	// once (no grace period).
+	flippers := make([]rev, e.size(5, 2))
+	for i := range flippers {
+		flippers[i] = rev{name: fmt.Sprintf("flipper%d", i), autoscaling: map[string]string{"initial-scale": "0",
+			"window": "30s", "scale-to-zero-grace-period": "0s", "target-burst-capacity": "0"}}
+	}
+	cfg := largeConfig(e.workloadBin, n, append(append([]rev{}, active...), flippers...))
+	readyBound := time.Duration(n/1000)*6*time.Second + time.Minute // ~10 min at 100k
+	res := &results.ScaleLarge{Active: len(active), ActiveRPS: large100kRPS,
+		AckTimeoutSeconds: large100kAckLimit.Seconds(), TickSeconds: large100kTick.Seconds()}
+	res.Revisions = n
+	e.logf("scale100k: starting thaw with %d idle revisions (ready within %s)", n, readyBound)
+	start := time.Now()
+	th, err := startThawWait(e.ctx, e, dir, cfg, readyBound,
+		"--xds-ack-timeout", large100kAckLimit.String(), "--tick", large100kTick.String())
+	if err != nil {
+		return nil, fmt.Errorf("thaw with %d revisions: %w", n, err)
+	}
+	defer e.stopLogged(th.process)
+	res.ReadySeconds = time.Since(start).Seconds()
+	err = measureLarge(e, th, dir, active, flippers, res)
+	return res, err
+}
+
+// measureLarge measures a ready scale100k thaw into res.
+func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *results.ScaleLarge) error {
+	pid := th.cmd.Process.Pid
+	epid, err := envoyPid(dir)
+	if err != nil {
+		return err
+	}
+	if cpu, err := cpuTime(epid); err == nil {
+		res.EnvoySyncCPUSeconds = cpu.Seconds()
+	}
+	e.logf("scale100k: ready in %.1f s (Envoy's CPU %.1f s)", res.ReadySeconds, res.EnvoySyncCPUSeconds)
+
+	names := make([]string, len(active))
+	for i, r := range active {
+		names[i] = r.name
+	}
+	if err := th.waitRows(e.ctx, 2*time.Minute, "active revisions serving", func(r revStatus) bool {
+		return r.Mode == "serve" && r.Ready >= 1
+	}, names...); err != nil {
+		return err
+	}
+	load := startLightLoad(th.httpURL, active, large100kRPS)
+	defer load.stop()
+
+	res.SettleSeconds = 20
+	if e.quick {
+		res.SettleSeconds = 5
+	}
+	if err := sleepCtx(e.ctx, time.Duration(res.SettleSeconds*float64(time.Second))); err != nil {
+		return err
+	}
+	if err := largeMemory(th, pid, epid, &res.Scale); err != nil {
+		return err
+	}
+	e.logf("scale100k: thaw RSS %.0f MiB (peak %.0f, heap %.0f), Envoy RSS %.0f MiB",
+		res.ThawRSSMiB, res.ThawPeakRSSMiB, res.HeapInuseMiB, res.EnvoyRSSMiB)
+
+	if err := measureTicks(e, th, pid, res); err != nil {
+		return err
+	}
+	e.logf("scale100k: decision loops %.0f ms CPU per %s tick (whole process %.0f ms; %.0f decisions per tick)",
+		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick)
+
+	flipErr := measureFlips(e, th, flippers, res)
+	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms)",
+		res.FlipCycles, res.BackAtZero, res.EndpointPushes, res.BytesPerPush(), res.OtherBytes, res.FlipToAckP50Ms, res.FlipToAckP99Ms, res.FlipToAckCount,
+		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms)
+	res.LoadRequests, res.LoadErrors = load.stop()
+	var loadErr error
+	if res.LoadErrors > 0 {
+		loadErr = fmt.Errorf("light load: %d of %d requests failed (%s)", res.LoadErrors, res.LoadRequests, load.firstError())
+	}
+	return errors.Join(flipErr, loadErr)
+}
+
+// largeConfig renders n idle revisions, one flow-style line each (a
+// 100k-revision file in block style is ~40 MB), then extra in block style.
+func largeConfig(workloadBin string, n int, extra []rev) string {
+	var b strings.Builder
+	b.Grow(n * 140)
+	b.WriteString("revisions:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: s%06d, hosts: [s%06d.bench], command: [%q, --port, \"{port}\"], autoscaling: {initial-scale: \"0\"}}\n",
+			i, i, workloadBin)
+	}
+	b.WriteString(strings.TrimPrefix(localConfig(workloadBin, extra...), "revisions:\n"))
+	return b.String()
+}
+
+// haveMemory fails when the machine has less than need bytes available
+// (MemAvailable), so the scenario stops before Envoy runs out.
+func haveMemory(need int64) error {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return fmt.Errorf("memory check: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return fmt.Errorf("memory check: %w", err)
+			}
+			if kb<<10 < need {
+				return fmt.Errorf("memory check: %d MiB available, the scenario needs %d MiB (Envoy and thaw); use -quick for fewer revisions",
+					kb>>10, need>>20)
+			}
+			return nil
+		}
+	}
+	return errors.New("memory check: no MemAvailable in /proc/meminfo")
+}
+
+// envoyPid reads the pid `thaw local` wrote for its Envoy.
+func envoyPid(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "state", "envoy.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("envoy pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("envoy pid: %w", err)
+	}
+	return pid, nil
+}
+
+// largeMemory fills the memory figures of s.
+func largeMemory(th *thaw, pid, epid int, s *results.Scale) error {
+	var err error
+	if s.ThawRSSMiB, err = procStatusMiB(pid, "VmRSS"); err != nil {
+		return err
+	}
+	if s.ThawPeakRSSMiB, err = procStatusMiB(pid, "VmHWM"); err != nil {
+		return err
+	}
+	if s.EnvoyRSSMiB, err = procStatusMiB(epid, "VmRSS"); err != nil {
+		return err
+	}
+	m, err := scrape(th.adminURL + "/metrics")
+	if err != nil {
+		return err
+	}
+	s.HeapInuseMiB = m["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	s.StackInuseMiB = m["go_memstats_stack_inuse_bytes"] / (1 << 20)
+	s.Goroutines = m["go_goroutines"]
+	return nil
+}
+
+// measureTicks profiles thaw's CPU while the revisions tick: the decision
+// loops' share of the profile, the process's CPU from /proc over the same
+// time, and the decisions counted.
+func measureTicks(e *env, th *thaw, pid int, res *results.ScaleLarge) error {
+	secs := e.size(20, 10)
+	before, err := scrape(th.adminURL + "/metrics")
+	if err != nil {
+		return err
+	}
+	cpu0, err := cpuTime(pid)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(e.ctx, time.Duration(secs+60)*time.Second)
+	defer cancel()
+	prof, err := fetchBody(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", th.adminURL, secs))
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	elapsed := time.Since(t0)
+	cpu1, err := cpuTime(pid)
+	if err != nil {
+		return err
+	}
+	after, err := scrape(th.adminURL + "/metrics")
+	if err != nil {
+		return err
+	}
+	share, err := cpuProfileShare(prof, loopPrefix)
+	if err != nil {
+		return err
+	}
+	ticks := float64(secs) / large100kTick.Seconds()
+	res.ProfileSeconds = float64(secs)
+	res.LoopCPUPerTickMs = results.Millis(share.Matched) / ticks
+	res.ProcessCPUPerTickMs = results.Millis(cpu1-cpu0) / (elapsed.Seconds() / large100kTick.Seconds())
+	res.DecisionsPerTick = (after["thaw_autoscaler_decisions_total"] - before["thaw_autoscaler_decisions_total"]) /
+		(elapsed.Seconds() / large100kTick.Seconds())
+	if share.Matched == 0 {
+		return fmt.Errorf("cpu profile of %d s has no sample in %s* (%s in all): the decision loop was renamed?", secs, loopPrefix, share.Total)
+	}
+	return nil
+}
+
+// measureFlips wakes each of flippers with one request and waits for it
+// to serve, then waits for all to be back in proxy mode at zero, and takes
+// the xDS figures of the whole from thaw's metrics (in res even when a
+// wait failed).
+func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) error {
+	c := &http.Client{Timeout: 30 * time.Second}
+	t0 := time.Now()
+	if _, err := th.status(e.ctx, c); err != nil {
+		return fmt.Errorf("/status: %w", err)
+	}
+	res.StatusSeconds = time.Since(t0).Seconds()
+	before, err := scrape(th.adminURL + "/metrics")
+	if err != nil {
+		return err
+	}
+	// The histogram's changes per phase: waking (each backend joins its
+	// proxy-mode assignment, then the flip to serve) and going back to
+	// zero (the flip to proxy, then the backend leaves).
+	const hist = "thaw_xds_flip_to_ack_seconds"
+	wake, sleep := map[string]float64{}, map[string]float64{}
+	mark := before
+	phase := func(into map[string]float64) error {
+		now, err := scrape(th.adminURL + "/metrics")
+		if err != nil {
+			return err
+		}
+		for k, v := range now {
+			if strings.HasPrefix(k, hist) {
+				into[k] += v - mark[k]
+			}
+		}
+		mark = now
+		return nil
+	}
+	waitErr := func() error {
+		for _, r := range flippers {
+			ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+			body, err := getHost(ctx, th.httpURL+"/", r.host())
+			cancel()
+			if err != nil {
+				return fmt.Errorf("waking %s: %w", r.name, err)
+			}
+			if !strings.Contains(body, r.name) {
+				return fmt.Errorf("waking %s: answered %q", r.name, body)
+			}
+			if err := th.waitRows(e.ctx, time.Minute, r.name+" in serve mode", func(s revStatus) bool {
+				return s.Mode == "serve"
+			}, r.name); err != nil {
+				return err
+			}
+			res.FlipCycles++
+		}
+		// The last flip's ACK may follow its mode by a little.
+		if err := sleepCtx(e.ctx, time.Second); err != nil {
+			return err
+		}
+		if err := phase(wake); err != nil {
+			return err
+		}
+		names := make([]string, len(flippers))
+		for i, r := range flippers {
+			names[i] = r.name
+		}
+		err := th.waitRows(e.ctx, 3*time.Minute, "every flipper back at zero in proxy mode", func(s revStatus) bool {
+			return s.Mode == "proxy" && s.Desired == 0 && s.Ready == 0
+		}, names...)
+		if rows, serr := th.status(e.ctx, c); serr == nil {
+			for _, r := range flippers {
+				if s := rows["local/"+r.name]; s.Mode == "proxy" && s.Desired == 0 && s.Ready == 0 {
+					res.BackAtZero++
+				}
+			}
+		}
+		return err
+	}()
+	// The last change (a backend leaving its proxy-mode assignment) may
+	// still be waiting for its ACK.
+	if err := sleepCtx(e.ctx, 2*time.Second); err != nil {
+		return err
+	}
+	if err := phase(sleep); err != nil {
+		return errors.Join(waitErr, err)
+	}
+	after := mark
+	d := func(k string) float64 { return after[k] - before[k] }
+	res.EndpointPushes = d(`thaw_xds_pushes_total{type="endpoints"}`)
+	res.EndpointBytes = d(`thaw_xds_pushed_bytes_total{type="endpoints"}`)
+	for k := range after {
+		if strings.HasPrefix(k, "thaw_xds_pushed_bytes_total{") && k != `thaw_xds_pushed_bytes_total{type="endpoints"}` {
+			res.OtherBytes += d(k)
+		}
+	}
+	res.FlipToAckCount = d(hist + "_count")
+	p50, _ := histQuantile(before, after, hist, 0.5)
+	p99, _ := histQuantile(before, after, hist, 0.99)
+	res.FlipToAckP50Ms, res.FlipToAckP99Ms = p50*1000, p99*1000
+	w50, _ := histQuantile(nil, wake, hist, 0.5)
+	w99, _ := histQuantile(nil, wake, hist, 0.99)
+	s99, _ := histQuantile(nil, sleep, hist, 0.99)
+	res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms = w50*1000, w99*1000, s99*1000
+	if waitErr == nil && res.FlipToAckCount == 0 {
+		waitErr = fmt.Errorf("%s: no change was ACKed during the flips", hist)
+	}
+	return waitErr
+}
+
+// waitRows is thaw.waitStatus for a large installation: /status (every
+// revision, ~1 s of thaw's CPU at 100k) every 2 s, each answer within 30 s.
+func (th *thaw) waitRows(ctx context.Context, timeout time.Duration, what string, cond func(revStatus) bool, revs ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &http.Client{Timeout: 30 * time.Second}
+	var last []revStatus
+	for {
+		rows, err := th.status(ctx, c)
+		if err == nil {
+			last = last[:0]
+			ok := true
+			for _, r := range revs {
+				row, found := rows["local/"+r]
+				last = append(last, row)
+				if !found || !cond(row) {
+					ok = false
+				}
+			}
+			if ok {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not reached within %s; last rows %+v (last error %v)", what, timeout, last, err)
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// fetchBody returns the body of a GET of url, which must answer 200.
+func fetchBody(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s %q", url, resp.Status, b[:min(len(b), 200)])
+	}
+	return b, err
+}
+
+// getHost returns the body of a GET of url with Host host, which must
+// answer 200.
+func getHost(ctx context.Context, url, host string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s %q", host, resp.Status, b)
+	}
+	return string(b), err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// lightLoad is a constant-rate vegeta attack spread over some revisions,
+// running until stopped.
+type lightLoad struct {
+	atk  *vegeta.Attacker
+	done chan struct{}
+
+	mu       sync.Mutex
+	requests int64
+	errors   int64
+	first    string
+	stopped  bool
+}
+
+// startLightLoad sends rps requests/s in all, round robin over revs'
+// hosts, through baseURL.
+func startLightLoad(baseURL string, revs []rev, rps int) *lightLoad {
+	tgts := make([]vegeta.Target, len(revs))
+	for i, r := range revs {
+		tgts[i] = vegeta.Target{Method: http.MethodGet, URL: baseURL + "/", Header: http.Header{"Host": []string{r.host()}}}
+	}
+	l := &lightLoad{done: make(chan struct{})}
+	l.atk = vegeta.NewAttacker(vegeta.Workers(4), vegeta.MaxBody(0), vegeta.Timeout(30*time.Second))
+	go func() {
+		defer close(l.done)
+		for res := range l.atk.Attack(vegeta.NewStaticTargeter(tgts...), vegeta.Rate{Freq: rps, Per: time.Second}, 0, "light") {
+			l.mu.Lock()
+			l.requests++
+			if res.Error != "" || res.Code != http.StatusOK {
+				l.errors++
+				if l.first == "" {
+					l.first = fmt.Sprintf("%d %s", res.Code, res.Error)
+				}
+			}
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// stop ends the attack (once) and returns the requests sent and failed.
+func (l *lightLoad) stop() (requests, errors int64) {
+	l.mu.Lock()
+	stopped := l.stopped
+	l.stopped = true
+	l.mu.Unlock()
+	if !stopped {
+		l.atk.Stop()
+		select {
+		case <-l.done:
+		case <-time.After(time.Minute):
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.requests, l.errors
+}
+
+func (l *lightLoad) firstError() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.first
+}
