@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -75,7 +76,7 @@ func runScale100k(e *env, n int) (*results.ScaleLarge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("thaw with %d revisions: %w", n, err)
 	}
-	defer e.stopLogged(th.process)
+	defer stopLarge(e, th, dir)
 	res.ReadySeconds = time.Since(start).Seconds()
 	err = measureLarge(e, th, dir, active, flippers, res)
 	return res, err
@@ -134,6 +135,34 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		loadErr = fmt.Errorf("light load: %d of %d requests failed (%s)", res.LoadErrors, res.LoadRequests, load.firstError())
 	}
 	return errors.Join(flipErr, loadErr)
+}
+
+// stopLarge stops thaw, then its Envoy if it outlived thaw. At 100k
+// thaw's shutdown (Envoy's listener drain, whose admin call waits behind
+// Envoy's busy main thread) can take longer than other scenarios allow,
+// and when thaw is killed its Envoy, in a process group of its own, is
+// left running.
+func stopLarge(e *env, th *thaw, dir string) {
+	epid, perr := envoyPid(dir)
+	if err := th.stop(2 * time.Minute); err != nil {
+		e.logf("%s: %v\n%s", th.name, err, th.logTail(20))
+	}
+	if perr != nil {
+		return
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", epid))
+	if err != nil || strings.TrimSpace(string(comm)) != "envoy" {
+		return // gone (or the pid was reused)
+	}
+	e.logf("scale100k: thaw's Envoy (pid %d) outlived thaw; stopping it", epid)
+	_ = syscall.Kill(epid, syscall.SIGTERM)
+	for range 100 {
+		if err := syscall.Kill(epid, 0); err != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(epid, syscall.SIGKILL)
 }
 
 // largeConfig renders n idle revisions, one flow-style line each (a
