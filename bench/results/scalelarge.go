@@ -34,6 +34,9 @@ type ScaleLarge struct {
 	LoopCPUPerTickMs    float64 `json:"loopCPUPerTickMs"`
 	ProcessCPUPerTickMs float64 `json:"processCPUPerTickMs"`
 	DecisionsPerTick    float64 `json:"decisionsPerTick"`
+	// EnvoyCPUCores is Envoy's CPU over the same time, in cores (its stats
+	// flush walks every cluster's stats each second).
+	EnvoyCPUCores float64 `json:"envoyCPUCores"`
 	// Flips: FlipCycles revisions woken by a request one after the other,
 	// then left to go back to zero (BackAtZero of them did). Every ClusterLoadAssignment change is one
 	// endpoints response: EndpointPushes responses of EndpointBytes bytes

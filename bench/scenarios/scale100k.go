@@ -119,11 +119,11 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 	e.logf("scale100k: thaw RSS %.0f MiB (peak %.0f, heap %.0f), Envoy RSS %.0f MiB",
 		res.ThawRSSMiB, res.ThawPeakRSSMiB, res.HeapInuseMiB, res.EnvoyRSSMiB)
 
-	if err := measureTicks(e, th, pid, res); err != nil {
+	if err := measureTicks(e, th, pid, epid, res); err != nil {
 		return err
 	}
-	e.logf("scale100k: decision loops %.0f ms CPU per %s tick (whole process %.0f ms; %.0f decisions per tick)",
-		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick)
+	e.logf("scale100k: decision loops %.0f ms CPU per %s tick (whole process %.0f ms; %.0f decisions per tick); Envoy %.2f cores",
+		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick, res.EnvoyCPUCores)
 
 	flipErr := measureFlips(e, th, flippers, res)
 	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms)",
@@ -242,13 +242,17 @@ func largeMemory(th *thaw, pid, epid int, s *results.Scale) error {
 // measureTicks profiles thaw's CPU while the revisions tick: the decision
 // loops' share of the profile, the process's CPU from /proc over the same
 // time, and the decisions counted.
-func measureTicks(e *env, th *thaw, pid int, res *results.ScaleLarge) error {
+func measureTicks(e *env, th *thaw, pid, epid int, res *results.ScaleLarge) error {
 	secs := e.size(20, 10)
 	before, err := scrape(th.adminURL + "/metrics")
 	if err != nil {
 		return err
 	}
 	cpu0, err := cpuTime(pid)
+	if err != nil {
+		return err
+	}
+	ecpu0, err := cpuTime(epid)
 	if err != nil {
 		return err
 	}
@@ -264,6 +268,11 @@ func measureTicks(e *env, th *thaw, pid int, res *results.ScaleLarge) error {
 	if err != nil {
 		return err
 	}
+	ecpu1, err := cpuTime(epid)
+	if err != nil {
+		return err
+	}
+	res.EnvoyCPUCores = (ecpu1 - ecpu0).Seconds() / elapsed.Seconds()
 	after, err := scrape(th.adminURL + "/metrics")
 	if err != nil {
 		return err
