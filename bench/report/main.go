@@ -192,7 +192,7 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)
 	if in.Scenarios.Scale100k == nil {
-		// make bench runs scale100k apart (BENCH_SCALE100K=1).
+		// make bench runs scale100k as a step of its own.
 		if s, err := results.ReadScenarios(filepath.Join(dir, "scale100k.json")); err == nil {
 			in.Scenarios.Scale100k = s.Scale100k
 			in.Scenarios.Errors = append(in.Scenarios.Errors, s.Errors...)

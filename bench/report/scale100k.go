@@ -11,7 +11,7 @@ import (
 const large100k = 100000
 
 // scale100kRows judges the whole binary at 100,000 revisions (scenario
-// scale100k, not in the default set) and the in-process added-revision
+// scale100k, a make bench step of its own) and the in-process added-revision
 // benchmark at 100k (BenchmarkServerAddRemove100k, micro-xds).
 func scale100kRows(sl *results.ScaleLarge, micro []results.GoBench) []row {
 	add, okAdd := results.Find(micro, "/xds", "ServerAddRemove100k")
@@ -26,7 +26,7 @@ func scale100kRows(sl *results.ScaleLarge, micro []results.GoBench) []row {
 	}
 	if sl == nil {
 		return []row{{What: "whole thaw binary at 100k revisions (scenario scale100k)",
-			Measured: "not run (`make bench BENCH_SCALE100K=1`, or `go run ./bench/scenarios -only scale100k`)", Result: missing}, addRow}
+			Measured: "not run (`make bench` without `BENCH_SCALE100K=0`, or `go run ./bench/scenarios -only scale100k`)", Result: missing}, addRow}
 	}
 	judge := func(r string) string {
 		if sl.Revisions < large100k {

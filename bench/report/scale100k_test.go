@@ -49,7 +49,7 @@ func TestScale100kRows(t *testing.T) {
 	// Not run: one row saying how to run it, and the in-process row.
 	rows := scale100kRows(nil, micro)
 	check("not run", rows, []string{missing, pass})
-	if !strings.Contains(rows[0].Measured, "BENCH_SCALE100K=1") {
+	if !strings.Contains(rows[0].Measured, "-only scale100k") {
 		t.Errorf("not-run row does not say how to run it: %s", rows[0].Measured)
 	}
 }

@@ -60,8 +60,10 @@ type ScaleLarge struct {
 	WakeToAckP50Ms  float64 `json:"wakeToAckP50Ms"`
 	WakeToAckP99Ms  float64 `json:"wakeToAckP99Ms"`
 	SleepToAckP99Ms float64 `json:"sleepToAckP99Ms"`
-	// StatusSeconds is how long one /status answer (every revision) took.
-	StatusSeconds float64 `json:"statusSeconds"`
+	// StatusSeconds is how long one /status answer (every revision) took,
+	// MetricsSeconds one /metrics scrape, both before the flips.
+	StatusSeconds  float64 `json:"statusSeconds"`
+	MetricsSeconds float64 `json:"metricsSeconds"`
 }
 
 // BytesPerPush is the mean size of one endpoints response of the flips

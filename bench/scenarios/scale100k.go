@@ -304,10 +304,12 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 		return fmt.Errorf("/status: %w", err)
 	}
 	res.StatusSeconds = time.Since(t0).Seconds()
+	t0 = time.Now()
 	before, err := scrape(th.adminURL + "/metrics")
 	if err != nil {
 		return err
 	}
+	res.MetricsSeconds = time.Since(t0).Seconds()
 	// The histogram's changes per phase: waking (each backend joins its
 	// proxy-mode assignment, then the flip to serve) and going back to
 	// zero (the flip to proxy, then the backend leaves).
@@ -400,7 +402,7 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 }
 
 // waitRows is thaw.waitStatus for a large installation: /status (every
-// revision, ~1 s of thaw's CPU at 100k) every 2 s, each answer within 30 s.
+// revision, ~1 s of thaw's CPU at 100k) every 3 s, each answer within 30 s.
 func (th *thaw) waitRows(ctx context.Context, timeout time.Duration, what string, cond func(revStatus) bool, revs ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -425,7 +427,7 @@ func (th *thaw) waitRows(ctx context.Context, timeout time.Duration, what string
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not reached within %s; last rows %+v (last error %v)", what, timeout, last, err)
-		case <-time.After(2 * time.Second):
+		case <-time.After(3 * time.Second):
 		}
 	}
 }
