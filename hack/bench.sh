@@ -10,7 +10,7 @@
 # Needs `make tools build` (make bench does it). Environment:
 #   BENCH_QUICK=1      short runs for development (figures not comparable)
 #   BENCH_SCALE100K=0  leave out scenario scale100k (100,000 revisions with
-#                      real Envoy: ~4-5 minutes and ~8 GB of memory on
+#                      real Envoy: ~4 minutes and ~8 GB of memory on
 #                      2 cores)
 #   BENCH_MAX_LOAD=N   first wait (up to 10 minutes) for a 1-minute load
 #                      average below N
@@ -83,7 +83,7 @@ if [ "$quick" = 1 ]; then scen+=(-quick); fi
 run scenarios "${scen[@]}"
 
 # 100,000 revisions, a step of its own (its own time bound and figures
-# file): ~4-5 minutes and ~8 GB of memory.
+# file): ~4 minutes and ~8 GB of memory.
 if [ "${BENCH_SCALE100K:-1}" = 1 ]; then
 	large=(go run ./bench/scenarios -only scale100k -timeout 20m -out "$out/scale100k.json" -png "")
 	if [ "$quick" = 1 ]; then large+=(-quick); fi

@@ -27,7 +27,7 @@
 //	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
 //	          the default set
 //	scale100k (only when asked: make bench runs it as a step of its own;
-//	          ~4-5 minutes, ~8 GB of memory) 100,000 idle revisions, 3 active
+//	          ~4 minutes, ~8 GB of memory) 100,000 idle revisions, 3 active
 //	          ones under light load and 5 woken then back at zero: start to
 //	          ready, memory, the decision loops' CPU per tick, a mode flip's
 //	          bytes and flip-to-ACK (-quick: 20,000 and 2)
