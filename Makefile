@@ -97,6 +97,7 @@ test-peers: tools-envoy tools-kube tools-peers build
 	bash hack/bench-peers.sh --smoke
 
 ## bench: micro-benchmarks and scenario benchmarks; writes docs/BENCHMARKS.md.
+## BENCH_SCALE100K=0 leaves out scenario scale100k (100,000 revisions, ~8 GB).
 bench: tools-envoy tools-kube tools-peers tools-envoy-gateway build
 	bash hack/bench.sh
 

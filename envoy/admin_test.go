@@ -48,3 +48,20 @@ func TestParseHostLoads(t *testing.T) {
 		t.Error("a malformed body: want an error")
 	}
 }
+
+func TestClustersPath(t *testing.T) {
+	tests := []struct {
+		clusters []string
+		want     string
+	}{
+		{nil, "/clusters?format=json"},
+		{[]string{"rev_local_a"}, "/clusters?format=json&filter=%5E%28rev_local_a%29%24"},
+		// Regex metacharacters in a name are matched literally.
+		{[]string{"rev_a.b", "thaw_activator_dst"}, "/clusters?format=json&filter=%5E%28rev_a%5C.b%7Cthaw_activator_dst%29%24"},
+	}
+	for _, tt := range tests {
+		if got := ClustersPath(tt.clusters...); got != tt.want {
+			t.Errorf("ClustersPath(%q) = %q, want %q", tt.clusters, got, tt.want)
+		}
+	}
+}

@@ -9,6 +9,9 @@
 #
 # Needs `make tools build` (make bench does it). Environment:
 #   BENCH_QUICK=1      short runs for development (figures not comparable)
+#   BENCH_SCALE100K=0  leave out scenario scale100k (100,000 revisions with
+#                      real Envoy: ~4 minutes and ~8 GB of memory on
+#                      2 cores)
 #   BENCH_MAX_LOAD=N   first wait (up to 10 minutes) for a 1-minute load
 #                      average below N
 #   ENVOY_BIN          the Envoy binary (default .tools/bin/envoy)
@@ -78,6 +81,14 @@ run xds-envoy-10k go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime "$(b
 scen=(go run ./bench/scenarios -out "$out/scenarios.json" -png docs/burst.png)
 if [ "$quick" = 1 ]; then scen+=(-quick); fi
 run scenarios "${scen[@]}"
+
+# 100,000 revisions, a step of its own (its own time bound and figures
+# file): ~4 minutes and ~8 GB of memory.
+if [ "${BENCH_SCALE100K:-1}" = 1 ]; then
+	large=(go run ./bench/scenarios -only scale100k -timeout 20m -out "$out/scale100k.json" -png "")
+	if [ "$quick" = 1 ]; then large+=(-quick); fi
+	run scale100k "${large[@]}"
+fi
 
 # The peers (KEDA HTTP add-on interceptor, Knative queue-proxy) in a
 # network namespace of their own; a peer that fails is named in the report.

@@ -6,6 +6,7 @@
 //	                    and xDS benchmarks)
 //	scenarios.json      bench/scenarios' figures
 //	peers.json          bench/scenarios -only peers' figures
+//	scale100k.json      bench/scenarios -only scale100k's figures (optional)
 //	load-start, load-end  copies of /proc/loadavg around the run
 //
 // The document is a template (BENCHMARKS.md.tmpl); never edit the output by
@@ -190,6 +191,14 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.BurstLarge = newBurstLargeView(in.Scenarios.BurstLarge)
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)
+	if in.Scenarios.Scale100k == nil {
+		// make bench runs scale100k as a step of its own.
+		if s, err := results.ReadScenarios(filepath.Join(dir, "scale100k.json")); err == nil {
+			in.Scenarios.Scale100k = s.Scale100k
+			in.Scenarios.Errors = append(in.Scenarios.Errors, s.Errors...)
+		}
+	}
+	d.Summary = append(d.Summary, scale100kRows(in.Scenarios.Scale100k, in.Micro)...)
 	d.Summary = append(d.Summary, abuseRows(in.Scenarios.Abuse)...)
 	d.Peers = newPeersView(readPeers(dir))
 	d.Summary = append(d.Summary, d.Peers.Judged...)

@@ -31,6 +31,8 @@ type Scenarios struct {
 	// BurstLarge are the repeated 10,000-request bursts at zero.
 	BurstLarge []Burst `json:"burstLarge,omitempty"`
 	Scale      *Scale  `json:"scale,omitempty"`
+	// Scale100k is scenario scale100k (not in the default set).
+	Scale100k *ScaleLarge `json:"scale100k,omitempty"`
 	// Protocols is the gRPC and WebSocket scenario (protocols.go).
 	Protocols *Protocols `json:"protocols,omitempty"`
 	Abuse     *Abuse     `json:"abuse,omitempty"`

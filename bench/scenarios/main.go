@@ -26,6 +26,11 @@
 //	          configuration costs a warm request, in one static Envoy
 //	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
 //	          the default set
+//	scale100k (only when asked: make bench runs it as a step of its own;
+//	          ~4 minutes, ~8 GB of memory) 100,000 idle revisions, 3 active
+//	          ones under light load and 5 woken then back at zero: start to
+//	          ready, memory, the decision loops' CPU per tick, a mode flip's
+//	          bytes and flip-to-ACK (-quick: 20,000 and 2)
 //	peers     (only alone: -only peers) thaw beside the KEDA HTTP add-on
 //	          interceptor and Knative's queue-proxy, in a network namespace
 //	          of its own; -out gets the peers figures; -smoke sends one
@@ -262,6 +267,11 @@ func run(e *env, only, out, png string) error {
 		sc, err := runScale(e, e.size(10000, 1000))
 		res.Scale = sc
 		note("scale", err)
+	}
+	if want["scale100k"] {
+		sl, err := runScale100k(e, e.size(100000, 20000))
+		res.Scale100k = sl
+		note("scale100k", err)
 	}
 	if want["protocols"] {
 		pr, err := runProtocols(e)

@@ -124,7 +124,7 @@ type thaw struct {
 
 // startThaw writes config into dir and runs `thaw local` on free loopback
 // ports; it returns once thaw's /readyz answers (Envoy ACKed the first
-// configuration), within 60 s. thaw and its Envoy take ports chosen here;
+// configuration), within 60 s (startThawWait: any bound). thaw and its Envoy take ports chosen here;
 // when another process took one in between (the log says "address already
 // in use"), thaw is started again on fresh ports, at most 4 times.
 func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error) {
@@ -133,12 +133,17 @@ func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error)
 
 // startThawArgs is startThaw with extra arguments for thaw local.
 func startThawArgs(ctx context.Context, env *env, dir, config string, extra ...string) (*thaw, error) {
+	return startThawWait(ctx, env, dir, config, 60*time.Second, extra...)
+}
+
+// startThawWait is startThawArgs waiting up to ready for thaw's /readyz.
+func startThawWait(ctx context.Context, env *env, dir, config string, ready time.Duration, extra ...string) (*thaw, error) {
 	cfgPath := filepath.Join(dir, "thaw.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		th, err := startThawOnce(ctx, env, dir, cfgPath, extra...)
+		th, err := startThawOnce(ctx, env, dir, cfgPath, ready, extra...)
 		if err == nil || !th.lostPort() || attempt == 4 {
 			return th, err
 		}
@@ -148,7 +153,7 @@ func startThawArgs(ctx context.Context, env *env, dir, config string, extra ...s
 
 // startThawOnce is one attempt of startThaw; on error it returns the
 // stopped thaw, for its log.
-func startThawOnce(ctx context.Context, env *env, dir, cfgPath string, extra ...string) (*thaw, error) {
+func startThawOnce(ctx context.Context, env *env, dir, cfgPath string, ready time.Duration, extra ...string) (*thaw, error) {
 	ports, err := pickPorts(4)
 	if err != nil {
 		return nil, err
@@ -172,7 +177,7 @@ func startThawOnce(ctx context.Context, env *env, dir, cfgPath string, extra ...
 		adminURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
 		envoyAdminURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), grpcPort: ports[1],
 		grpcAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", 60*time.Second); err != nil {
+	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", ready); err != nil {
 		_ = th.stop(30 * time.Second)
 		return th, fmt.Errorf("thaw not ready: %w\n%s", err, p.logTail(30))
 	}

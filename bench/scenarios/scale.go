@@ -86,9 +86,10 @@ func procStatusMiB(pid int, field string) (float64, error) {
 }
 
 // scrape reads the samples of a Prometheus text endpoint, keyed by name,
-// or by name{labels} as printed.
+// or by name{labels} as printed; within 60 s (thaw at 100k revisions on a
+// loaded machine has taken more than 10).
 func scrape(url string) (map[string]float64, error) {
-	c := &http.Client{Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: 60 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/thaw-dev/thaw/bench/results"
+)
+
+func TestScale100kRows(t *testing.T) {
+	micro := []results.GoBench{{Pkg: "github.com/thaw-dev/thaw/xds", Name: "ServerAddRemove100k",
+		Metrics: map[string]float64{"ns/op": 4e9, "add-bytes": 1632, "remove-bytes": 254, "sync-MiB": 143}}}
+	sl := &results.ScaleLarge{Scale: results.Scale{Revisions: 100000, ReadySeconds: 70, ThawRSSMiB: 1300, ThawPeakRSSMiB: 1600},
+		Active: 3, ProfileSeconds: 20, TickSeconds: 2, LoopCPUPerTickMs: 150, ProcessCPUPerTickMs: 300,
+		EndpointPushes: 20, EndpointBytes: 20 * 300, FlipToAckCount: 20, FlipToAckP99Ms: 40}
+	want := []string{info, fail, pass, pass, fail, pass} // ready, 1300 MiB, 150 ms, 300 B, 40 ms, 1632 B
+	check := func(name string, rows []row, want []string) {
+		t.Helper()
+		if len(rows) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", name, len(rows), len(want))
+		}
+		for i, r := range rows {
+			if r.Result != want[i] {
+				t.Errorf("%s row %d (%s): %s, want %s (measured %s)", name, i, r.What, r.Result, want[i], r.Measured)
+			}
+		}
+	}
+	check("100k", scale100kRows(sl, micro), want)
+
+	// A flip that sent anything but endpoints fails the bytes row.
+	other := *sl
+	other.OtherBytes = 5
+	if r := scale100kRows(&other, micro)[3]; r.Result != fail {
+		t.Errorf("flip with other types: %s, want %s (%s)", r.Result, fail, r.Measured)
+	}
+	// A quick run (fewer revisions) is shown, not judged.
+	quick := *sl
+	quick.Revisions = 20000
+	for i, r := range scale100kRows(&quick, nil) {
+		if i < 5 && r.Result != info {
+			t.Errorf("quick run row %d (%s): %s, want %s", i, r.What, r.Result, info)
+		}
+		if i == 5 && r.Result != missing {
+			t.Errorf("no micro-benchmark: %s, want %s", r.Result, missing)
+		}
+	}
+	// Not run: one row saying how to run it, and the in-process row.
+	rows := scale100kRows(nil, micro)
+	check("not run", rows, []string{missing, pass})
+	if !strings.Contains(rows[0].Measured, "-only scale100k") {
+		t.Errorf("not-run row does not say how to run it: %s", rows[0].Measured)
+	}
+}
+
+// TestBuildReadsScale100k: make bench writes scale100k's figures to a file
+// of their own; the report takes them from there.
+func TestBuildReadsScale100k(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "commands.tsv"), []byte("scale100k\tgo run ./bench/scenarios -only scale100k\t0\t300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &results.Scenarios{Scale100k: &results.ScaleLarge{Scale: results.Scale{Revisions: 100000, ThawRSSMiB: 900},
+		Active: 3, FlipCycles: 5, BackAtZero: 4}, Errors: []string{"scale100k: boom"}}
+	if err := s.Write(filepath.Join(dir, "scale100k.json")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := build(dir, "", "docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := render(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(out)
+	for _, want := range []string{
+		"| whole thaw binary, 100000 idle + 3 active revisions: thaw RSS | 900 MiB",
+		"this run had 100000 idle revisions,\nwoke 5 and saw 4 back at zero.",
+		"**Scenario error:** scale100k: boom",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("document lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package results
+
+// ScaleLarge is the whole thaw binary (`thaw local` with its Envoy) at
+// 100,000 revisions (bench/scenarios scale100k): most idle (initial scale
+// 0, no process), a few active ones with real backends under light load,
+// and one that is woken and scaled back to zero to cause mode flips.
+// Durations are in seconds or milliseconds as named; memory in MiB.
+type ScaleLarge struct {
+	// Scale holds the idle-fleet figures (Revisions counts the idle ones;
+	// ReadySeconds is start to every Envoy ACK).
+	Scale
+	// Active revisions had min-scale 1 and ActiveRPS requests/s in all
+	// through Envoy while everything below was measured; LoadRequests and
+	// LoadErrors count that load.
+	Active       int   `json:"active"`
+	ActiveRPS    int   `json:"activeRPS"`
+	LoadRequests int64 `json:"loadRequests"`
+	LoadErrors   int64 `json:"loadErrors"`
+	// AckTimeoutSeconds is the --xds-ack-timeout thaw ran with (its
+	// default closes Envoy's stream during a long initial sync).
+	AckTimeoutSeconds float64 `json:"ackTimeoutSeconds"`
+	// EnvoySyncCPUSeconds is Envoy's CPU time from its start to thaw's
+	// ready (the initial sync).
+	EnvoySyncCPUSeconds float64 `json:"envoySyncCPUSeconds"`
+	// Tick: thaw was profiled (/debug/pprof/profile) for ProfileSeconds
+	// while the idle revisions ticked every TickSeconds. LoopCPUPerTickMs
+	// is the CPU of the samples in the decision loops
+	// (autoscaler.(*loopShard)) per tick period; ProcessCPUPerTickMs
+	// thaw's whole CPU (/proc, all threads: GC, stats ingestion, the
+	// activator too) per tick period; DecisionsPerTick the decisions
+	// counted (thaw_autoscaler_decisions_total) per tick period.
+	TickSeconds         float64 `json:"tickSeconds"`
+	ProfileSeconds      float64 `json:"profileSeconds"`
+	LoopCPUPerTickMs    float64 `json:"loopCPUPerTickMs"`
+	ProcessCPUPerTickMs float64 `json:"processCPUPerTickMs"`
+	DecisionsPerTick    float64 `json:"decisionsPerTick"`
+	// EnvoyCPUCores is Envoy's CPU over the same time, in cores (its stats
+	// flush walks every cluster's stats each second).
+	EnvoyCPUCores float64 `json:"envoyCPUCores"`
+	// Flips: FlipCycles revisions woken by a request one after the other,
+	// then left to go back to zero (BackAtZero of them did). Every ClusterLoadAssignment change is one
+	// endpoints response: EndpointPushes responses of EndpointBytes bytes
+	// in all; OtherBytes is what the other resource types sent meanwhile
+	// (0: a flip touches nothing else). FlipToAck* come from
+	// thaw_xds_flip_to_ack_seconds over the cycles (FlipToAckCount
+	// changes, quantiles interpolated in its buckets as Prometheus does).
+	FlipCycles     int     `json:"flipCycles"`
+	BackAtZero     int     `json:"backAtZero"`
+	EndpointPushes float64 `json:"endpointPushes"`
+	EndpointBytes  float64 `json:"endpointBytes"`
+	OtherBytes     float64 `json:"otherBytes"`
+	FlipToAckCount float64 `json:"flipToAckCount"`
+	FlipToAckP50Ms float64 `json:"flipToAckP50Ms"`
+	FlipToAckP99Ms float64 `json:"flipToAckP99Ms"`
+	// The same per phase: WakeToAck* while the revisions woke (a backend
+	// joined the proxy-mode assignment, then the flip to serve),
+	// SleepToAckP99Ms while they went back to zero (the flip to proxy, then
+	// the backend left; `thaw local` meanwhile asks Envoy's admin for
+	// /clusters to choose the process to stop).
+	WakeToAckP50Ms  float64 `json:"wakeToAckP50Ms"`
+	WakeToAckP99Ms  float64 `json:"wakeToAckP99Ms"`
+	SleepToAckP99Ms float64 `json:"sleepToAckP99Ms"`
+	// StatusSeconds is how long one /status answer (every revision) took,
+	// MetricsSeconds one /metrics scrape, both before the flips.
+	StatusSeconds  float64 `json:"statusSeconds"`
+	MetricsSeconds float64 `json:"metricsSeconds"`
+}
+
+// BytesPerPush is the mean size of one endpoints response of the flips
+// (0 when there was none).
+func (s *ScaleLarge) BytesPerPush() float64 {
+	if s.EndpointPushes == 0 {
+		return 0
+	}
+	return s.EndpointBytes / s.EndpointPushes
+}
