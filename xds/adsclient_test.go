@@ -106,10 +106,13 @@ type deltaClient struct {
 	first  bool
 }
 
+// dialDelta opens a delta ADS stream as Envoy does. Responses of up to
+// 512 MiB are accepted: the initial sync at 100,000 revisions sends every
+// cluster in one response, and Envoy accepts it.
 func dialDelta(t testing.TB, addr, nodeID string) *deltaClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
