@@ -131,7 +131,7 @@ func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail
 		s.notify.broadcast()
 		return nil
 	}
-	r := s.tracker.ack(k, nonce)
+	r := s.tracker.ack(k, nonce, s.clock.Now())
 	if r == nil {
 		return nil
 	}

@@ -32,9 +32,11 @@ const (
 	// together (each costs thaw a few goroutines and ~20 KB).
 	DefaultMaxEDSStreams = 20000
 	// DefaultAckTimeout is how long a stream may leave a response
-	// unanswered (neither ACK nor NACK), or stay open without a first
-	// request, before thaw closes it. Envoy answers in milliseconds; even a
-	// 100k-revision initial sync is ACKed within a few seconds.
+	// unanswered (neither ACK nor NACK) while answering no other, or stay
+	// open without a first request, before thaw closes it. Envoy answers
+	// most responses in milliseconds; a CDS response waits for every
+	// cluster to warm (minutes at 100,000 revisions), but EDS answers keep
+	// coming meanwhile.
 	DefaultAckTimeout = 30 * time.Second
 )
 

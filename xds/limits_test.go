@@ -123,6 +123,44 @@ func TestStalledNodeIsExcluded(t *testing.T) {
 	waitFor(t, "the reconnected node's ACK to confirm", func() bool { return f.srv.ConfirmedEverywhere(keyA, gen2) })
 }
 
+// TestAnsweringStreamIsNotStalled: a stream that leaves its CDS response
+// unanswered (as Envoy does until every cluster has warmed, minutes at
+// 100,000 revisions) but keeps ACKing its endpoint updates is not closed,
+// however long that takes; once it stops answering anything, it is.
+func TestAnsweringStreamIsNotStalled(t *testing.T) {
+	const ackTimeout = 10 * time.Second
+	clk := clocktesting.NewFakeClock(time.Now())
+	f := startFixtureOpts(t, ServerOptions{Logger: zaptest.NewLogger(t), Config: componentConfig(), Clock: clk,
+		Limits: Limits{AckTimeout: ackTimeout}}, 0)
+	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, ready("10.0.0.1", 80))
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, "envoy-warming")
+	c.subscribe(resourcev3.ClusterType)
+	c.recvType(resourcev3.ClusterType) // never ACKed: the clusters "warm"
+	c.subscribe(resourcev3.EndpointType, revision.ClusterName(keyA))
+	c.ack(c.recvType(resourcev3.EndpointType))
+
+	// Three ack timeouts pass; every quarter of one, a flip is sent and
+	// ACKed.
+	for i := range 12 {
+		f.reg.SetMode(keyA, revision.Mode(i%2))
+		c.ack(c.recvType(resourcev3.EndpointType))
+		waitFor(t, "the stall check timer", clk.HasWaiters)
+		clk.Step(ackTimeout / 4)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ex := f.srv.Excluded(); len(ex) != 0 {
+		t.Fatalf("Excluded() = %+v: a stream that keeps answering was closed", ex)
+	}
+	// Silence: one more flip left unanswered.
+	f.reg.SetMode(keyA, revision.ModeProxy)
+	c.recvType(resourcev3.EndpointType)
+	stepUntil(t, clk, ackTimeout/4, "the silent stream excluded", func() bool { return len(f.srv.Excluded()) == 1 })
+	if ex := f.srv.Excluded(); ex[0].ID != "envoy-warming" || ex[0].Reason != closedAckTimeout {
+		t.Errorf("Excluded() = %+v, want envoy-warming for ack_timeout", ex)
+	}
+}
+
 // TestSilentStreamIsClosed: a stream that never sends a request is closed
 // after the ack timeout and never counts.
 func TestSilentStreamIsClosed(t *testing.T) {

@@ -84,7 +84,9 @@ func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream 
 					oldest = r.sentAt
 				}
 			}
-			if now.Sub(oldest) < timeout {
+			// Stalled: the oldest response unanswered for timeout, and
+			// no other answered meanwhile.
+			if now.Sub(oldest) < timeout || now.Sub(s.answeredAt) < timeout {
 				continue
 			}
 			st.oldest = now.Sub(oldest)

@@ -57,6 +57,11 @@ type streamState struct {
 	// excluded: thaw found the stream stalled and closed it; it no longer
 	// counts for confirmation (limits.go).
 	excluded bool
+	// answeredAt is when the stream last ACKed or NACKed a response: a
+	// stream that answers is not stalled, even while one response waits
+	// (Envoy ACKs a CDS response only once every cluster has warmed, which
+	// takes minutes at 100,000 revisions while EDS answers keep coming).
+	answeredAt time.Time
 }
 
 // sentResponse is one response as tracked: resource names with versions,
@@ -248,7 +253,7 @@ func (s *streamState) settle(nonce string) *sentResponse {
 
 // ack records that the stream accepted the response with nonce. It returns
 // the response, or nil when the nonce is unknown.
-func (t *tracker) ack(k streamKey, nonce string) *sentResponse {
+func (t *tracker) ack(k streamKey, nonce string, now time.Time) *sentResponse {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.streams[k]
@@ -259,6 +264,7 @@ func (t *tracker) ack(k streamKey, nonce string) *sentResponse {
 	if r == nil {
 		return nil
 	}
+	s.answeredAt = now
 	a := s.acked[r.typeURL]
 	if a == nil {
 		a = make(map[string]string, len(r.names))
@@ -340,6 +346,7 @@ func (t *tracker) nack(k streamKey, nonce, message string, now time.Time) *NACK 
 	if r == nil {
 		return nil
 	}
+	s.answeredAt = now
 	t.reindexResponse(s, r)
 	names := make([]string, 0, len(r.names)+len(r.removed))
 	names = append(append(names, r.names...), r.removed...)
