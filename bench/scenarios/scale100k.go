@@ -11,14 +11,17 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/xds"
 )
 
 // Shape of scenario scale100k.
 const (
-	large100kActive   = 3  // revisions with a backend under light load
-	large100kRPS      = 30 // requests/s over all of them
-	large100kTick     = 2 * time.Second
-	large100kAckLimit = 10 * time.Minute // --xds-ack-timeout
+	large100kActive = 3  // revisions with a backend under light load
+	large100kRPS    = 30 // requests/s over all of them
+	large100kTick   = 2 * time.Second
+	// large100kAckLimit is thaw's default --xds-ack-timeout: since an
+	// answering stream is not stalled, the default holds at 100k.
+	large100kAckLimit = xds.DefaultAckTimeout
 	// large100kPerRev is memory to have available per revision before
 	// starting: Envoy ~48 KiB and thaw ~16 KiB (peak) measured at 100k.
 	large100kPerRev = 64 << 10
@@ -65,7 +68,7 @@ func runScale100k(e *env, n int) (*results.ScaleLarge, error) {
 	e.logf("scale100k: starting thaw with %d idle revisions (ready within %s)", n, readyBound)
 	start := time.Now()
 	th, err := startThawWait(e.ctx, e, dir, cfg, readyBound,
-		"--xds-ack-timeout", large100kAckLimit.String(), "--tick", large100kTick.String())
+		"--tick", large100kTick.String())
 	if err != nil {
 		return nil, fmt.Errorf("thaw with %d revisions: %w", n, err)
 	}
