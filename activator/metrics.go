@@ -9,13 +9,17 @@ import (
 
 const outcomeAcquired = "acquired"
 
-// metrics are the activator's Prometheus metrics. Per-revision gauges are
-// read from the throttlers at scrape time, so the request path pays nothing
-// for them.
+// metrics are the activator's Prometheus metrics. Gauges are read from the
+// throttlers at scrape time, so the request path pays nothing for them:
+// sums over all revisions always, one series per revision only with
+// Options.RevisionMetrics.
 type metrics struct {
-	a *Activator
+	a           *Activator
+	perRevision bool
 
 	holdDuration *prometheus.HistogramVec
+	requests     *prometheus.Desc
+	backends     *prometheus.Desc
 	held         *prometheus.Desc
 	inFlight     *prometheus.Desc
 	pods         *prometheus.Desc
@@ -23,9 +27,14 @@ type metrics struct {
 
 var _ prometheus.Collector = (*metrics)(nil)
 
-func newMetrics(a *Activator) *metrics {
+func newMetrics(a *Activator, perRevision bool) *metrics {
 	return &metrics{
-		a: a,
+		a: a, perRevision: perRevision,
+		requests: prometheus.NewDesc("thaw_activator_requests",
+			"Requests over all revisions: held (waiting for a backend) and in_flight (sent to a backend, not ended).",
+			[]string{"state"}, nil),
+		backends: prometheus.NewDesc("thaw_activator_backends",
+			"Backends the activator sends requests to (ready and probed), summed over revisions.", nil, nil),
 		holdDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "activator", Name: "hold_duration_seconds",
 			Help: "How long requests were held waiting for a backend (the cold-start wait), in seconds, " +
@@ -52,17 +61,29 @@ func (m *metrics) observeHold(outcome string, d time.Duration) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- m.held
-	ch <- m.inFlight
-	ch <- m.pods
+	ch <- m.requests
+	ch <- m.backends
+	if m.perRevision {
+		ch <- m.held
+		ch <- m.inFlight
+		ch <- m.pods
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	var held, inFlight, pods int64
 	for key, t := range *m.a.throttlers.Load() {
-		k := key.String()
-		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(t.waiting.Load()), k)
-		ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(t.inFlight.Load()), k)
-		ch <- prometheus.MustNewConstMetric(m.pods, prometheus.GaugeValue, float64(len(t.state.Load().pods)), k)
+		h, f, p := t.waiting.Load(), t.inFlight.Load(), int64(len(t.state.Load().pods))
+		held, inFlight, pods = held+h, inFlight+f, pods+p
+		if m.perRevision {
+			k := key.String()
+			ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(h), k)
+			ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(f), k)
+			ch <- prometheus.MustNewConstMetric(m.pods, prometheus.GaugeValue, float64(p), k)
+		}
 	}
+	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.GaugeValue, float64(held), "held")
+	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.GaugeValue, float64(inFlight), "in_flight")
+	ch <- prometheus.MustNewConstMetric(m.backends, prometheus.GaugeValue, float64(pods))
 }

@@ -41,7 +41,7 @@ func newEnv(t testing.TB, budget time.Duration) *env {
 func newEnvWith(t testing.TB, budget time.Duration, lim Limits, tap bool) *env {
 	t.Helper()
 	e := &env{t: t, reg: revision.NewRegistry(revision.RegistryOptions{}), prom: prometheus.NewRegistry()}
-	e.act = activator.New(activator.Options{Registerer: e.prom})
+	e.act = activator.New(activator.Options{Registerer: e.prom, RevisionMetrics: true})
 	e.srv = NewServer(ServerOptions{Activator: e.act, HoldBudget: budget, Registerer: e.prom, Limits: lim})
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})

@@ -88,7 +88,7 @@ See docs/kubernetes.md.`,
 	fl.IntVar(&f.httpPort, "http-port", app.DefaultHTTPPort, "port of the Envoy fleet's HTTP listener")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
-	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler metric (docs/metrics.md); off: cluster-wide sums only")
+	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")

@@ -160,7 +160,7 @@ func New(opts Options) (*App, error) {
 	// in both modes, so the stats sink already sees them and adding the
 	// activator's view would count them twice.
 	a.act = activator.New(activator.Options{Logger: a.log.Named("activator"), Clock: clk, Poker: poker,
-		Registerer: a.metrics})
+		Registerer: a.metrics, RevisionMetrics: opts.RevisionMetrics})
 	platform, err := opts.NewPlatform(a.act, a.metrics)
 	if err != nil {
 		return nil, err
