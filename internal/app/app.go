@@ -60,7 +60,8 @@ type Options struct {
 	// TickInterval is the autoscaler's decision period (default 2 s).
 	TickInterval time.Duration
 	// RevisionMetrics exports one series per revision for the autoscaler's
-	// metrics (autoscaler.MultiscalerOptions.RevisionMetrics).
+	// metrics and the activator's gauges (MultiscalerOptions and
+	// activator.Options RevisionMetrics).
 	RevisionMetrics bool
 	// DrainTimeout bounds how long shutdown waits for held requests (default
 	// 30 s).
