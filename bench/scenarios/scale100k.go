@@ -180,7 +180,11 @@ func largeConfig(workloadBin string, n int, extra []rev) string {
 // time, and the decisions counted.
 func measureTicks(e *env, th *thaw, pid, epid int, res *results.ScaleLarge) error {
 	secs := e.size(20, 10)
+	// A scrape takes seconds at 100k: the decision counter is read at its
+	// midpoint, so the counted window runs from one midpoint to the other.
+	b0 := time.Now()
 	before, err := scrape(th.adminURL + "/metrics")
+	beforeAt := b0.Add(time.Since(b0) / 2)
 	if err != nil {
 		return err
 	}
@@ -209,7 +213,9 @@ func measureTicks(e *env, th *thaw, pid, epid int, res *results.ScaleLarge) erro
 		return err
 	}
 	res.EnvoyCPUCores = (ecpu1 - ecpu0).Seconds() / elapsed.Seconds()
+	a0 := time.Now()
 	after, err := scrape(th.adminURL + "/metrics")
+	afterAt := a0.Add(time.Since(a0) / 2)
 	if err != nil {
 		return err
 	}
@@ -222,7 +228,7 @@ func measureTicks(e *env, th *thaw, pid, epid int, res *results.ScaleLarge) erro
 	res.LoopCPUPerTickMs = results.Millis(share.Matched) / ticks
 	res.ProcessCPUPerTickMs = results.Millis(cpu1-cpu0) / (elapsed.Seconds() / large100kTick.Seconds())
 	res.DecisionsPerTick = (after["thaw_autoscaler_decisions_total"] - before["thaw_autoscaler_decisions_total"]) /
-		(elapsed.Seconds() / large100kTick.Seconds())
+		(afterAt.Sub(beforeAt).Seconds() / large100kTick.Seconds())
 	if share.Matched == 0 {
 		return fmt.Errorf("cpu profile of %d s has no sample in %s* (%s in all): the decision loop was renamed?", secs, loopPrefix, share.Total)
 	}
