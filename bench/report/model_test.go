@@ -137,15 +137,7 @@ func TestBuildAndRender(t *testing.T) {
 	if err := s.Write(filepath.Join(dir, "scenarios.json")); err != nil {
 		t.Fatal(err)
 	}
-	d, err := build(dir, "", "docs/BENCHMARKS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := render(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(out)
+	doc := renderDoc(t, dir)
 	for _, want := range []string{
 		"| decider: one tick over 10k revisions (production loop, real registry and local platform) | 12.5 ms CPU (20.0 ms wall) | ≤ 20 ms (judged on CPU time) | pass |",
 		"| cold-start overhead, backend startup delay 1.00 s | p99 12.0 ms (p50 0.0 ms, n=30) | ≤ 20 ms p99 (local) | pass |",
@@ -163,4 +155,18 @@ func TestBuildAndRender(t *testing.T) {
 	if t.Failed() {
 		t.Log(doc)
 	}
+}
+
+// renderDoc builds and renders the document from the outputs in dir.
+func renderDoc(t *testing.T, dir string) string {
+	t.Helper()
+	d, err := build(dir, "", "docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := render(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

@@ -66,15 +66,7 @@ func TestBuildReadsScale100k(t *testing.T) {
 	if err := s.Write(filepath.Join(dir, "scale100k.json")); err != nil {
 		t.Fatal(err)
 	}
-	d, err := build(dir, "", "docs/BENCHMARKS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := render(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(out)
+	doc := renderDoc(t, dir)
 	for _, want := range []string{
 		"| whole thaw binary, 100000 idle + 3 active revisions: thaw RSS | 900 MiB",
 		"this run had 100000 idle revisions,\nwoke 5 and saw 4 back at zero.",

@@ -324,22 +324,17 @@ func fetchStats(ctx context.Context, c *http.Client, baseURL, host string) (work
 // envoyStats returns the counters and gauges of thaw's Envoy whose names
 // match the regex filter (admin /stats).
 func (th *thaw) envoyStats(ctx context.Context, filter string) (map[string]int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.envoyAdminURL+"/stats?format=json&filter="+filter, nil)
+	body, err := fetchBody(ctx, th.envoyAdminURL+"/stats?format=json&filter="+filter)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var doc struct {
 		Stats []struct {
 			Name  string          `json:"name"`
 			Value json.RawMessage `json:"value"`
 		} `json:"stats"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("envoy /stats: %w", err)
 	}
 	out := map[string]int64{}
