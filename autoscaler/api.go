@@ -48,6 +48,22 @@ type ScaleTarget interface {
 	SetScale(ctx context.Context, key revision.Key, replicas int32) error
 }
 
+// ScaleReader reads one revision's replicas, as ScaleTarget.GetScale does
+// for its key, without finding the revision again.
+type ScaleReader interface {
+	Scale() (current, ready int32, err error)
+}
+
+// ScaleHandles is implemented by a ScaleTarget that can resolve a revision
+// once and hand out a ScaleReader for it; the Multiscaler then reads each
+// revision's replicas every tick without a lookup by key (at 100,000
+// revisions that lookup was a large share of a tick). ok is false when the
+// target has no handle for key: GetScale is used. A handle must stay valid
+// for as long as the revision exists in the target.
+type ScaleHandles interface {
+	ScaleHandle(key revision.Key) (r ScaleReader, ok bool)
+}
+
 // ModeConfirmer tells when proxy mode for a revision became confirmed by
 // every connected Envoy (the xds layer's ACK tracking, through mode control).
 // ok is false when proxy mode is not (yet) confirmed everywhere.

@@ -143,11 +143,37 @@ type countingTarget struct {
 
 func (c *countingTarget) expect(n int64) { c.left.Store(n) }
 
-func (c *countingTarget) GetScale(ctx context.Context, key revision.Key) (int32, int32, error) {
-	cur, ready, err := c.ScaleTarget.GetScale(ctx, key)
+// count signals done when the expected number of reads was reached.
+func (c *countingTarget) count() {
 	if c.left.Add(-1) == 0 {
 		c.done <- struct{}{}
 	}
+}
+
+// ScaleHandle passes the platform's handles on (the Multiscaler reads
+// through them, as with the platform alone), counting their reads.
+func (c *countingTarget) ScaleHandle(key revision.Key) (autoscaler.ScaleReader, bool) {
+	r, ok := c.ScaleTarget.(autoscaler.ScaleHandles).ScaleHandle(key)
+	if !ok {
+		return nil, false
+	}
+	return countingReader{r: r, c: c}, true
+}
+
+type countingReader struct {
+	r autoscaler.ScaleReader
+	c *countingTarget
+}
+
+func (cr countingReader) Scale() (int32, int32, error) {
+	cur, ready, err := cr.r.Scale()
+	cr.c.count()
+	return cur, ready, err
+}
+
+func (c *countingTarget) GetScale(ctx context.Context, key revision.Key) (int32, int32, error) {
+	cur, ready, err := c.ScaleTarget.GetScale(ctx, key)
+	c.count()
 	return cur, ready, err
 }
 

@@ -306,6 +306,11 @@ func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 
 func (m *Multiscaler) newState(rev *revision.Revision, now time.Time) *revState {
 	st := newRevState(rev, now, m.shards[m.next%len(m.shards)])
+	if h, ok := m.opts.Target.(ScaleHandles); ok {
+		if r, ok := h.ScaleHandle(rev.Key); ok {
+			st.scale = r
+		}
+	}
 	m.next++
 	return st
 }

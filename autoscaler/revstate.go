@@ -33,9 +33,10 @@ type revState struct {
 	due          time.Time // next tick
 	gate         Gate
 	kpa          KPA
-	series       *series // the collector's, cached (see stableAndPanicCached)
-	known        bool    // the first GetScale succeeded
-	firstCurrent int32   // replicas at the first GetScale
+	series       *series     // the collector's, cached (see stableAndPanicCached)
+	scale        ScaleReader // the target's handle (ScaleHandles), or nil
+	known        bool        // the first GetScale succeeded
+	firstCurrent int32       // replicas at the first GetScale
 	lastErr      string
 	inPanic      bool
 	published    publishedKey // what the last published decision is compared on

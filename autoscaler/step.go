@@ -27,7 +27,13 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 	now := m.opts.Clock.Now()
 	spec := &st.rev.Load().Spec
 
-	current, ready, err := m.opts.Target.GetScale(ctx, st.key)
+	var current, ready int32
+	var err error
+	if st.scale != nil {
+		current, ready, err = st.scale.Scale()
+	} else {
+		current, ready, err = m.opts.Target.GetScale(ctx, st.key)
+	}
 	if err != nil {
 		st.countError(true)
 		m.totals.getErrors.Add(1)

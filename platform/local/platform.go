@@ -149,6 +149,7 @@ type Platform struct {
 }
 
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
+var _ autoscaler.ScaleHandles = (*Platform)(nil)
 
 type revState struct {
 	cfg         RevisionConfig
@@ -295,6 +296,24 @@ func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready
 	if rs == nil {
 		return 0, 0, fmt.Errorf("local platform: revision %s: %w", key, autoscaler.ErrNotFound)
 	}
+	return rs.Scale()
+}
+
+// ScaleHandle implements autoscaler.ScaleHandles: the revision's counts
+// without the lookup GetScale makes (the revisions are fixed by the Config,
+// so a handle stays valid while the platform lives). ok is false for a
+// revision not in the Config.
+func (p *Platform) ScaleHandle(key revision.Key) (autoscaler.ScaleReader, bool) {
+	rs := p.revs[key] // written only by New
+	if rs == nil {
+		return nil, false
+	}
+	return rs, true
+}
+
+// Scale returns the desired process count and the ready processes, as
+// GetScale does (autoscaler.ScaleReader).
+func (rs *revState) Scale() (current, ready int32, err error) {
 	v := rs.scale.Load()
 	return int32(uint32(v >> 32)), int32(uint32(v)), nil
 }

@@ -88,6 +88,15 @@ func TestScaleUpAndDown(t *testing.T) {
 	if _, ready, _ := h.p.GetScale(context.Background(), rev.Key); ready != 2 {
 		t.Errorf("ready = %d, want 2", ready)
 	}
+	// The autoscaler's handle reads the same counts without the lookup.
+	if r, ok := h.p.ScaleHandle(rev.Key); !ok {
+		t.Error("ScaleHandle: no handle for a configured revision")
+	} else if cur, ready, err := r.Scale(); cur != 2 || ready != 2 || err != nil {
+		t.Errorf("handle Scale = %d, %d, %v; want 2, 2, nil", cur, ready, err)
+	}
+	if _, ok := h.p.ScaleHandle(revision.Key{Namespace: "local", Name: "absent"}); ok {
+		t.Error("ScaleHandle of an unknown revision: want none")
+	}
 
 	h.setScale(rev.Key, 0)
 	if r := h.reg.Snapshot().Get(rev.Key); len(r.Backends) != 0 {
