@@ -23,6 +23,10 @@
 //	                              Recorder (mode control: desired scale and mode in one
 //	                              update); then OnDecision subscribers
 //
+// Replicas come from ScaleTarget.GetScale, or from the revision's
+// ScaleReader when the target implements ScaleHandles (resolved once per
+// revision: no lookup by key on every tick).
+//
 // # Collector
 //
 // Within one second, the concurrency samples of one source are averaged; a
