@@ -36,7 +36,7 @@ func (env *xdsEnv) addAndRemove(ctx context.Context, tb testing.TB, key revision
 	tb.Helper()
 	be := startBackend(tb, "grown")
 	var g growth
-	_, before := pushedAll(tb, env.prom)
+	_, before := pushed(tb, env.prom, "")
 	cpuBefore := cpuSeconds(tb, env.envoy.Pid())
 	spec := revision.DefaultSpec()
 	spec.Hosts = []string{host}
@@ -52,7 +52,7 @@ func (env *xdsEnv) addAndRemove(ctx context.Context, tb testing.TB, key revision
 	// The add is complete once the route ACK is in: let the last response
 	// be counted.
 	settle(ctx, tb, env.prom)
-	_, afterAdd := pushedAll(tb, env.prom)
+	_, afterAdd := pushed(tb, env.prom, "")
 	g.addBytes = afterAdd - before
 
 	clustersBefore := pushesOf(tb, env.prom, "clusters")
@@ -67,7 +67,7 @@ func (env *xdsEnv) addAndRemove(ctx context.Context, tb testing.TB, key revision
 		tb.Fatal("cluster and endpoint removals never sent")
 	}
 	settle(ctx, tb, env.prom)
-	_, afterRemove := pushedAll(tb, env.prom)
+	_, afterRemove := pushed(tb, env.prom, "")
 	g.removeBytes = afterRemove - afterAdd
 	g.envoyCPU = cpuSeconds(tb, env.envoy.Pid()) - cpuBefore
 	return g
@@ -85,11 +85,11 @@ func (env *xdsEnv) status(tb testing.TB, host string) int {
 // 200 ms (at most 10 s): the responses of one change have all been sent.
 func settle(ctx context.Context, tb testing.TB, reg *prometheus.Registry) {
 	tb.Helper()
-	last, _ := pushedAll(tb, reg)
+	last, _ := pushed(tb, reg, "")
 	stable := time.Now()
 	for i := 0; i < 1000 && ctx.Err() == nil; i++ {
 		time.Sleep(10 * time.Millisecond)
-		n, _ := pushedAll(tb, reg)
+		n, _ := pushed(tb, reg, "")
 		if n != last {
 			last, stable = n, time.Now()
 			continue
@@ -111,26 +111,6 @@ func pollUntil(ctx context.Context, limit, interval time.Duration, cond func() b
 		time.Sleep(interval)
 	}
 	return false
-}
-
-// pushedAll returns the xDS server's response count and bytes, all types.
-func pushedAll(tb testing.TB, reg *prometheus.Registry) (pushes, bytes float64) {
-	tb.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case "thaw_xds_pushes_total":
-				pushes += m.GetCounter().GetValue()
-			case "thaw_xds_pushed_bytes_total":
-				bytes += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return pushes, bytes
 }
 
 // pushesOf returns the xDS server's response count for one short type

@@ -535,9 +535,9 @@ func benchXDSEnvoy10k(b *testing.B, inlineRoutes bool) {
 	sync := time.Since(start)
 	envoyCPU := cpuSeconds(b, env.envoy.Pid())
 
-	pushesBefore, bytesBefore := pushed(b, env.prom)
+	pushesBefore, bytesBefore := pushed(b, env.prom, "endpoints")
 	env.flip(ctx, b, keys[1], revision.ModeServe)
-	pushesAfter, bytesAfter := pushed(b, env.prom)
+	pushesAfter, bytesAfter := pushed(b, env.prom, "endpoints")
 	if pushesAfter-pushesBefore != 1 {
 		b.Errorf("one flip sent %v responses, want 1", pushesAfter-pushesBefore)
 	}
@@ -627,8 +627,9 @@ func histQuantile(tb testing.TB, reg *prometheus.Registry, name string, q float6
 	return 0
 }
 
-// pushed returns the xDS server's response count and bytes for endpoints.
-func pushed(tb testing.TB, reg *prometheus.Registry) (pushes, bytes float64) {
+// pushed returns the xDS server's response count and bytes for one short
+// type name ("endpoints"), or summed over all types when typ is "".
+func pushed(tb testing.TB, reg *prometheus.Registry, typ string) (pushes, bytes float64) {
 	tb.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
@@ -636,14 +637,14 @@ func pushed(tb testing.TB, reg *prometheus.Registry) (pushes, bytes float64) {
 	}
 	for _, f := range fams {
 		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != "endpoints" {
+			if typ != "" && (len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != typ) {
 				continue
 			}
 			switch f.GetName() {
 			case "thaw_xds_pushes_total":
-				pushes = m.GetCounter().GetValue()
+				pushes += m.GetCounter().GetValue()
 			case "thaw_xds_pushed_bytes_total":
-				bytes = m.GetCounter().GetValue()
+				bytes += m.GetCounter().GetValue()
 			}
 		}
 	}

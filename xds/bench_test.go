@@ -31,13 +31,19 @@ func benchSnapshot(n int) *revision.Snapshot {
 // production gets (shared maps, the log behind Snapshot.Changes).
 func benchRegistry(n int) *revision.Registry {
 	reg := revision.NewRegistry(revision.RegistryOptions{})
-	for _, r := range benchSnapshot(n).Sorted() {
+	loadRegistry(reg, benchSnapshot(n))
+	return reg
+}
+
+// loadRegistry puts snap's revisions (spec, backends, mode) into reg and
+// marks it synced.
+func loadRegistry(reg *revision.Registry, snap *revision.Snapshot) {
+	for _, r := range snap.Sorted() {
 		reg.Upsert(r.Key, r.Spec)
 		reg.SetBackends(r.Key, r.Backends)
 		reg.SetMode(r.Key, r.Mode)
 	}
 	reg.SetSynced()
-	return reg
 }
 
 // BenchmarkTranslate10k measures one full translation of 10,000 revisions.
@@ -105,15 +111,8 @@ func BenchmarkServerApplyFlip10k(b *testing.B) {
 // in-process delta ADS client subscribed to all 10,000 CLAs, ACKed,
 // ConfirmedEverywhere true.
 func BenchmarkServerFlipDelta10k(b *testing.B) {
-	snap := benchSnapshot(10000)
 	f := startBenchFixture(b)
-	for _, r := range snap.Sorted() {
-		k := r.Key
-		f.reg.Upsert(k, r.Spec)
-		f.reg.SetBackends(k, r.Backends)
-		f.reg.SetMode(k, r.Mode)
-	}
-	f.reg.SetSynced()
+	loadRegistry(f.reg, benchSnapshot(10000))
 	c := dialDelta(b, f.addr, "bench")
 	syncAll(b, c)
 	key := revision.Key{Namespace: "ns-0", Name: "app-0"}

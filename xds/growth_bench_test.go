@@ -55,15 +55,8 @@ func BenchmarkServerAddRemove10k(b *testing.B) { benchAddRemove(b, 10000) }
 func BenchmarkServerAddRemove100k(b *testing.B) { benchAddRemove(b, 100000) }
 
 func benchAddRemove(b *testing.B, n int) {
-	snap := benchSnapshot(n)
 	f := startBenchFixture(b)
-	for _, r := range snap.Sorted() {
-		k := r.Key
-		f.reg.Upsert(k, r.Spec)
-		f.reg.SetBackends(k, r.Backends)
-		f.reg.SetMode(k, r.Mode)
-	}
-	f.reg.SetSynced()
+	loadRegistry(f.reg, benchSnapshot(n))
 	// The initial sync carries responses of tens of MB at 100k (every
 	// cluster in one CDS response, every virtual host in one VHDS
 	// response): Envoy accepts them, and so does dialDelta.
