@@ -36,7 +36,8 @@ const (
 	// open without a first request, before thaw closes it. Envoy answers
 	// most responses in milliseconds; a CDS response waits for every
 	// cluster to warm (minutes at 100,000 revisions), but EDS answers keep
-	// coming meanwhile.
+	// coming meanwhile. A response unanswered for 10 × the timeout closes
+	// the stream whatever else it answers.
 	DefaultAckTimeout = 30 * time.Second
 )
 

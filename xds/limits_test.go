@@ -161,6 +161,38 @@ func TestAnsweringStreamIsNotStalled(t *testing.T) {
 	}
 }
 
+// TestUnansweredResponseHasAHardBound: a stream that answers every
+// endpoint update but never its CDS response is closed once that response
+// is maxUnansweredFactor ack timeouts old.
+func TestUnansweredResponseHasAHardBound(t *testing.T) {
+	const ackTimeout = 10 * time.Second
+	clk := clocktesting.NewFakeClock(time.Now())
+	f := startFixtureOpts(t, ServerOptions{Logger: zaptest.NewLogger(t), Config: componentConfig(), Clock: clk,
+		Limits: Limits{AckTimeout: ackTimeout}}, 0)
+	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, ready("10.0.0.1", 80))
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, "envoy-one-unanswered")
+	c.subscribe(resourcev3.ClusterType)
+	c.recvType(resourcev3.ClusterType) // never ACKed
+	c.subscribe(resourcev3.EndpointType, revision.ClusterName(keyA))
+	c.ack(c.recvType(resourcev3.EndpointType))
+	steps := 0
+	for i := 0; len(f.srv.Excluded()) == 0; i++ {
+		if i == 4*maxUnansweredFactor+8 {
+			t.Fatalf("not excluded after %d quarter timeouts of answering all but one response", i)
+		}
+		f.reg.SetMode(keyA, revision.Mode(i%2))
+		c.ack(c.recvType(resourcev3.EndpointType))
+		waitFor(t, "the stall check timer", clk.HasWaiters)
+		clk.Step(ackTimeout / 4)
+		waitFor(t, "the stall check to run", clk.HasWaiters) // it re-arms its timer after checking
+		steps++
+	}
+	if steps < 4*maxUnansweredFactor-1 {
+		t.Errorf("excluded after %d quarter timeouts, before the hard bound (%d)", steps, 4*maxUnansweredFactor)
+	}
+}
+
 // TestSilentStreamIsClosed: a stream that never sends a request is closed
 // after the ack timeout and never counts.
 func TestSilentStreamIsClosed(t *testing.T) {

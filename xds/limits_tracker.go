@@ -62,9 +62,16 @@ type stalledStream struct {
 	close     context.CancelCauseFunc
 }
 
+// maxUnansweredFactor bounds, in ack timeouts, how long one response may
+// stay unanswered while the stream answers others: 10 × the 30 s default
+// is 5 minutes, above Envoy's initial sync at 100,000 revisions (41–125 s
+// measured, CDS ACKed last).
+const maxUnansweredFactor = 10
+
 // stalled marks as excluded, and returns, every stream that has left a
-// response unanswered for at least timeout, or has sent no request for
-// timeout since it opened. A stream is returned once.
+// response unanswered for at least timeout while answering no other (or
+// for maxUnansweredFactor × timeout whatever it answered), or has sent no
+// request for timeout since it opened. A stream is returned once.
 func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -84,9 +91,12 @@ func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream 
 					oldest = r.sentAt
 				}
 			}
-			// Stalled: the oldest response unanswered for timeout, and
-			// no other answered meanwhile.
-			if now.Sub(oldest) < timeout || now.Sub(s.answeredAt) < timeout {
+			// Stalled: the oldest response unanswered for timeout and no
+			// other answered meanwhile; or unanswered for the hard bound,
+			// so a client that answers everything but one response cannot
+			// hold that revision's confirmation forever.
+			age := now.Sub(oldest)
+			if age < timeout || (now.Sub(s.answeredAt) < timeout && age < maxUnansweredFactor*timeout) {
 				continue
 			}
 			st.oldest = now.Sub(oldest)
