@@ -73,3 +73,18 @@ func TestTailLines(t *testing.T) {
 		}
 	}
 }
+
+// TestFreePortBelowEphemeralRange checks that FreePort picks below the
+// kernel's ephemeral range when it is known, so no outgoing connection can
+// take the port before the test binds it.
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	lo := ephemeralLow()
+	if lo <= firstPickedPort+1000 {
+		t.Skipf("ephemeral range starts at %d: FreePort falls back to a kernel-chosen port", lo)
+	}
+	for range 20 {
+		if p := FreePort(t); p < firstPickedPort || p >= lo {
+			t.Fatalf("FreePort = %d, want in [%d, %d)", p, firstPickedPort, lo)
+		}
+	}
+}

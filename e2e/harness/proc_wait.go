@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,14 +33,50 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
-// freeLoopbackPort is FreePort for callers without a test.
+// freeLoopbackPort is FreePort for callers without a test. It picks from
+// below the kernel's ephemeral range (ports it never hands to client
+// sockets or ":0" listeners), so a port chosen here and bound later by
+// Envoy or a backend cannot be taken meanwhile by some process's
+// outgoing connection (a CI flake: Envoy's listener "Address already in
+// use"). It falls back to a kernel-chosen port when that range is not
+// known or has none free.
 func freeLoopbackPort() (int, error) {
+	if lo := ephemeralLow(); lo > firstPickedPort+1000 {
+		for range 50 {
+			port := firstPickedPort + rand.IntN(lo-firstPickedPort)
+			if ln, err := net.Listen("tcp", LoopbackAddr(port)); err == nil {
+				_ = ln.Close()
+				return port, nil
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// firstPickedPort is the lowest port freeLoopbackPort picks.
+const firstPickedPort = 20000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), or 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
 }
 
 // LoopbackAddr returns "127.0.0.1:<port>".
