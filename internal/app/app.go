@@ -191,6 +191,7 @@ func New(opts Options) (*App, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 	gopts = append(gopts, extproc.GRPCServerOptions()...)
+	gopts = append(gopts, xds.GRPCServerOptions()...)
 	gopts = append(gopts, opts.GRPCServerOptions...)
 	a.grpc = grpc.NewServer(gopts...)
 	a.health = health.NewServer()
