@@ -115,7 +115,7 @@ func (in *instance) start() (*process, error) {
 	if p.store != nil {
 		out = &outputFiles{store: p.store, base: in.fileBase()}
 	}
-	proc, err := startProcess(in.rs.cfg, in.name, port, out, in.log)
+	proc, err := startProcess(*in.rs.cfg, in.name, port, out, in.log)
 	if err != nil {
 		in.releasePort()
 		return nil, err
