@@ -169,3 +169,26 @@ func TestEndpointCacheSubscribeMore(t *testing.T) {
 		t.Fatalf("subscribing b sent %v, want b", got)
 	}
 }
+
+func TestEndpointCacheStateOfTheWorldCacheIsLazy(t *testing.T) {
+	c := newEndpointCache(changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	if c.sotw != nil {
+		t.Fatal("a state-of-the-world cache exists before any such watch")
+	}
+	ch := make(chan cachev3.Response, 1)
+	req := &cachev3.Request{TypeUrl: resourcev3.EndpointType, ResourceNames: []string{"a", "b"}}
+	if _, err := c.CreateWatch(req, stream.NewSotwSubscription(req.GetResourceNames(), true), ch); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(c.sotw.GetResources())); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("state-of-the-world cache holds %v, want the current a and b", got)
+	}
+	setCLAs(t, c, revision.ModeServe, "c")
+	if err := c.update(nil, nil, nil, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(c.sotw.GetResources())); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("after adding c and removing a: %v", got)
+	}
+}
