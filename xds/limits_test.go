@@ -2,6 +2,7 @@ package xds
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -282,5 +283,42 @@ func TestTotalStreamLimit(t *testing.T) {
 	}
 	if errors.Is(err, io.EOF) {
 		t.Fatal("stream ended cleanly")
+	}
+}
+
+// TestLargeResponseGetsMoreTime: a response's ack allowance grows with the
+// resources it carries (Envoy answers only once it applied them all), so
+// a stream busy with the 100,000 clusters of an initial sync is not
+// closed at the flat timeout, while a small response still is.
+func TestLargeResponseGetsMoreTime(t *testing.T) {
+	const timeout = 30 * time.Second
+	names := make([]string, 100_000)
+	for i := range names {
+		names[i] = fmt.Sprintf("rev_default_%06d", i)
+	}
+	start := time.Now()
+	tests := []struct {
+		name    string
+		names   []string
+		after   time.Duration
+		stalled bool
+	}{
+		{"small response just past the timeout", names[:3], timeout + 10*time.Millisecond, true},
+		{"small response before the timeout", names[:3], timeout - time.Second, false},
+		{"100k clusters at twice the timeout", names, 2 * timeout, false},
+		{"100k clusters past their allowance", names, timeout + 100*time.Second + time.Second, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTracker()
+			k := streamKey{delta: true, id: 1}
+			tr.open(k, false, start, nil)
+			tr.streams[k].nodeID, tr.streams[k].answeredAt = "envoy", start
+			tr.sent(k, "n1", &sentResponse{typeURL: resourcev3.ClusterType, names: tc.names, sentAt: start})
+			got := tr.stalled(start.Add(tc.after), timeout)
+			if (len(got) == 1) != tc.stalled {
+				t.Fatalf("stalled() after %v = %+v, want stalled %v", tc.after, got, tc.stalled)
+			}
+		})
 	}
 }
