@@ -66,7 +66,9 @@ type throttler struct {
 
 	// gone is closed when the revision leaves the registry.
 	gone chan struct{}
-	// changed is closed and replaced on every state change (WaitIdle).
+	// changed is closed on every state change (WaitIdle); nil until
+	// changedChan asks for one and after each close (most revisions are
+	// never waited on: a channel each cost ~10 MB at 100,000).
 	changedMu sync.Mutex
 	changed   chan struct{}
 }
@@ -78,7 +80,7 @@ type waiter struct {
 }
 
 func newThrottler(key revision.Key, l limits) *throttler {
-	t := &throttler{key: key, gone: make(chan struct{}), changed: make(chan struct{})}
+	t := &throttler{key: key, gone: make(chan struct{})}
 	t.state.Store(&tstate{limits: l})
 	return t
 }
@@ -197,9 +199,16 @@ func (t *throttler) setState(st *tstate) {
 	t.mu.Lock()
 	t.dispatchLocked()
 	t.mu.Unlock()
+	t.signalChanged()
+}
+
+// signalChanged closes the channel changedChan handed out, if any.
+func (t *throttler) signalChanged() {
 	t.changedMu.Lock()
-	close(t.changed)
-	t.changed = make(chan struct{})
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
 	t.changedMu.Unlock()
 }
 
@@ -209,15 +218,16 @@ func (t *throttler) remove() {
 	t.removed = true
 	t.mu.Unlock()
 	close(t.gone)
-	t.changedMu.Lock()
-	close(t.changed)
-	t.changed = make(chan struct{})
-	t.changedMu.Unlock()
+	t.signalChanged()
 }
 
+// changedChan returns a channel closed at the next state change.
 func (t *throttler) changedChan() <-chan struct{} {
 	t.changedMu.Lock()
 	defer t.changedMu.Unlock()
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
 	return t.changed
 }
 

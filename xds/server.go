@@ -81,7 +81,7 @@ type Server struct {
 	revs    map[revision.Key]appliedRevision
 	skipped map[revision.Key]error
 	// first holds type → name → version of the first applied snapshot;
-	// written once before the gate opens, read-only afterwards.
+	// written once before the gate opens, nil once it is ACKed.
 	first   map[string]map[string]string
 	flipsMu sync.Mutex
 	flips   map[string]flip

@@ -129,6 +129,12 @@ func TestServerAckFlipSendsOneCLA(t *testing.T) {
 	if err := f.srv.WaitFirstAck(ctx); err != nil {
 		t.Fatalf("WaitFirstAck: %v", err)
 	}
+	f.srv.mu.RLock()
+	kept := f.srv.first
+	f.srv.mu.RUnlock()
+	if kept != nil {
+		t.Error("the first snapshot's versions are still kept after the first ACK")
+	}
 	if !f.srv.ConfirmedEverywhere(keyA, generation(f, keyA)) {
 		t.Fatal("serve mode not confirmed after full sync")
 	}
