@@ -36,9 +36,10 @@ const (
 	// open without a first request, before thaw closes it. Envoy answers
 	// most responses in milliseconds; a CDS response waits for every
 	// cluster to warm (minutes at 100,000 revisions), but EDS answers keep
-	// coming meanwhile. A response is given 1 ms more per resource it
-	// carries (Envoy applies it all before answering, and answers nothing
-	// else meanwhile: over 30 s for 100,000 clusters on a loaded machine).
+	// coming meanwhile. A stream is given 1 ms more per resource of its
+	// unanswered responses (Envoy applies each whole before answering, and
+	// answers nothing else meanwhile: over 30 s for 100,000 clusters on a
+	// loaded machine).
 	// A response unanswered for 10 × that closes the stream whatever else
 	// it answers.
 	DefaultAckTimeout = 30 * time.Second

@@ -286,10 +286,11 @@ func TestTotalStreamLimit(t *testing.T) {
 	}
 }
 
-// TestLargeResponseGetsMoreTime: a response's ack allowance grows with the
-// resources it carries (Envoy answers only once it applied them all), so
-// a stream busy with the 100,000 clusters of an initial sync is not
-// closed at the flat timeout, while a small response still is.
+// TestLargeResponseGetsMoreTime: a stream's ack allowance grows with the
+// resources of its unanswered responses (Envoy answers only once it
+// applied them all, in order), so a stream busy with the 100,000 clusters
+// of an initial sync is not closed at the flat timeout, nor for the small
+// response queued behind them, while small responses alone still are.
 func TestLargeResponseGetsMoreTime(t *testing.T) {
 	const timeout = 30 * time.Second
 	names := make([]string, 100_000)
@@ -306,7 +307,7 @@ func TestLargeResponseGetsMoreTime(t *testing.T) {
 		{"small response just past the timeout", names[:3], timeout + 10*time.Millisecond, true},
 		{"small response before the timeout", names[:3], timeout - time.Second, false},
 		{"100k clusters at twice the timeout", names, 2 * timeout, false},
-		{"100k clusters past their allowance", names, timeout + 100*time.Second + time.Second, true},
+		{"100k clusters past their allowance", names, timeout + 100*time.Second + 100*time.Millisecond, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,6 +316,8 @@ func TestLargeResponseGetsMoreTime(t *testing.T) {
 			tr.open(k, false, start, nil)
 			tr.streams[k].nodeID, tr.streams[k].answeredAt = "envoy", start
 			tr.sent(k, "n1", &sentResponse{typeURL: resourcev3.ClusterType, names: tc.names, sentAt: start})
+			// A small response queued behind it waits as long.
+			tr.sent(k, "n2", &sentResponse{typeURL: resourcev3.ListenerType, names: []string{"thaw_http"}, sentAt: start.Add(time.Second)})
 			got := tr.stalled(start.Add(tc.after), timeout)
 			if (len(got) == 1) != tc.stalled {
 				t.Fatalf("stalled() after %v = %+v, want stalled %v", tc.after, got, tc.stalled)

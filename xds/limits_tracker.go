@@ -70,26 +70,21 @@ type stalledStream struct {
 const maxUnansweredFactor = 10
 
 // ackAllowancePerResource is added to the ack timeout for every resource
-// (or removal) a response carries: Envoy answers a response only once it
-// has applied all of it on its main thread, which answers nothing else
-// meanwhile. Envoy 1.40 spent ~0.35 ms of CPU per cluster applying 10,000
-// (bench scenario scale) and over 30 s on the 100,000 of the initial sync
-// when the machine was loaded, so a flat 30 s closed healthy streams in
-// the middle of it. 1 ms per resource gives that response 130 s.
+// (or removal) in the responses a stream has not answered: Envoy answers
+// a response only once it has applied all of it on its main thread, which
+// answers nothing else meanwhile, and responses queue behind each other.
+// Envoy 1.40 spent ~0.35 ms of CPU per cluster applying 10,000 (bench
+// scenario scale) and went quiet for over 30 s on the 100,000 of the
+// initial sync when the machine was loaded, so a flat 30 s closed healthy
+// streams in the middle of it. 1 ms per resource gives that sync 130 s.
 const ackAllowancePerResource = time.Millisecond
 
-// ackAllowance is how long r may stay unanswered while the stream answers
-// nothing else.
-func (r *sentResponse) ackAllowance(timeout time.Duration) time.Duration {
-	return timeout + time.Duration(len(r.names)+len(r.removed))*ackAllowancePerResource
-}
-
 // stalled marks as excluded, and returns, every stream that has left a
-// response unanswered for its allowance (the timeout plus
-// ackAllowancePerResource per resource it carries) while answering no
-// other response for timeout (or for maxUnansweredFactor × its allowance
-// whatever it answered), or has sent no request for timeout since it
-// opened. A stream is returned once.
+// response unanswered, and answered nothing, for its allowance (the
+// timeout plus ackAllowancePerResource for each resource of its
+// unanswered responses), or left one unanswered for maxUnansweredFactor ×
+// that whatever else it answered, or has sent no request for timeout
+// since it opened. A stream is returned once.
 func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -103,22 +98,23 @@ func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream 
 		case s.nodeID == "" && now.Sub(s.connectedAt) >= timeout:
 			st.noRequest, st.oldest = true, now.Sub(s.connectedAt)
 		case len(s.sent) > 0:
-			// Stalled: a response unanswered for its allowance and no other
-			// answered meanwhile; or unanswered for the hard bound, so a
-			// client that answers everything but one response cannot hold
-			// that revision's confirmation forever.
-			quiet := now.Sub(s.answeredAt) >= timeout
-			stalled := false
+			var oldest time.Time
+			allow := timeout
 			for _, r := range s.sent {
-				age, allow := now.Sub(r.sentAt), r.ackAllowance(timeout)
-				st.oldest = max(st.oldest, age)
-				if (quiet && age >= allow) || age >= maxUnansweredFactor*allow {
-					stalled = true
+				if oldest.IsZero() || r.sentAt.Before(oldest) {
+					oldest = r.sentAt
 				}
+				allow += time.Duration(len(r.names)+len(r.removed)) * ackAllowancePerResource
 			}
-			if !stalled {
+			// Stalled: silent for the allowance since the oldest unanswered
+			// response; or that response unanswered for the hard bound, so
+			// a client that answers everything but one response cannot hold
+			// that revision's confirmation forever.
+			age := now.Sub(oldest)
+			if age < allow || (now.Sub(s.answeredAt) < allow && age < maxUnansweredFactor*allow) {
 				continue
 			}
+			st.oldest = age
 		default:
 			continue
 		}

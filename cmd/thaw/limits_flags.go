@@ -20,7 +20,7 @@ func addLimitFlags(fl *pflag.FlagSet, l *app.Limits) {
 	fl.IntVar(&l.XDS.MaxEDSStreams, "xds-max-eds-streams", xds.DefaultMaxEDSStreams,
 		"most non-ADS EDS streams of all nodes together; more are refused")
 	fl.DurationVar(&l.XDS.AckTimeout, "xds-ack-timeout", xds.DefaultAckTimeout,
-		"an xDS stream that leaves a response unanswered while answering no other (or sends nothing) this long plus 1ms per resource in the response, or one response unanswered 10 times that, is closed and no longer counts for scale-to-zero confirmation")
+		"an xDS stream that leaves a response unanswered while answering no other (or sends nothing) this long plus 1ms per resource in its unanswered responses, or one response unanswered 10 times that, is closed and no longer counts for scale-to-zero confirmation")
 	fl.IntVar(&l.StatSink.MaxNodes, "stats-max-nodes", statsink.DefaultMaxNodes,
 		"most Envoy node ids the stats sink keeps state for; idle ones are evicted first, then new ones refused")
 	fl.IntVar(&l.StatSink.MaxStreamsPerNode, "stats-max-streams-per-node", statsink.DefaultMaxStreamsPerNode,
