@@ -288,6 +288,7 @@ func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 			if st.rev.Load() != rev { // a store (write barrier) only on change
 				st.rev.Store(rev)
 			}
+			st.proxyStale.Store(true)
 		default:
 			st = m.newState(rev, now)
 			m.states[k] = st

@@ -44,6 +44,11 @@ type revState struct {
 	lastEBC      int32 // of the last valid decision
 	lastInPanic  bool
 	hasLastValid bool
+	// proxySince and proxyKnown keep the ModeConfirmer's positive answer
+	// until proxyStale says the registry entry changed (see ModeConfirmer).
+	proxySince time.Time
+	proxyKnown bool
+	proxyStale atomic.Bool // set by sync, read by the decision loop
 
 	mu        sync.Mutex // guards the fields below
 	stopped   bool

@@ -55,7 +55,7 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 	in := GateInput{Now: now, Spec: spec, Result: res, Current: current, Ready: ready,
 		Poked: poked, EnableScaleToZero: m.toZero}
 	if m.opts.Confirmer != nil {
-		in.ProxySince, in.ProxyConfirmed = m.opts.Confirmer.ProxyConfirmedSince(st.key)
+		in.ProxySince, in.ProxyConfirmed = st.proxyConfirmedSince(m.opts.Confirmer)
 	}
 	out := st.gate.Decide(in)
 	st.warmUpFloor(&out, now, current, spec)
@@ -69,6 +69,21 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 		return
 	}
 	m.finish(st, &d, &res, spec, nil)
+}
+
+// proxyConfirmedSince asks c about st's proxy mode, or answers what c
+// last answered when that was a confirmation and the revision did not
+// change since (see ModeConfirmer).
+func (st *revState) proxyConfirmedSince(c ModeConfirmer) (time.Time, bool) {
+	if st.proxyStale.Load() && st.proxyStale.Swap(false) {
+		st.proxyKnown = false
+	}
+	if st.proxyKnown {
+		return st.proxySince, true
+	}
+	since, ok := c.ProxyConfirmedSince(st.key)
+	st.proxySince, st.proxyKnown = since, ok
+	return since, ok
 }
 
 // warmUpFloor keeps out.Desired at no less than current (within the max
