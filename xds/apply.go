@@ -21,7 +21,7 @@ type change struct {
 	// upd holds new and changed resources, with their versions in ver.
 	upd map[string]types.Resource
 	ver map[string]string
-	// enc holds the encodings of upd for endpoints (the endpoint cache
+	// enc holds the encodings of upd for the deltaTypes (their cache
 	// sends them as they are).
 	enc   map[string][]byte
 	added []string
@@ -58,7 +58,7 @@ func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, 
 
 func newChange(typeURL string) *change {
 	c := &change{typeURL: typeURL, upd: map[string]types.Resource{}, ver: map[string]string{}}
-	if typeURL == resourcev3.EndpointType {
+	if deltaTypes[typeURL] {
 		c.enc = map[string][]byte{}
 	}
 	return c
@@ -77,10 +77,19 @@ func (c *change) add(name string, r types.Resource) error {
 	return nil
 }
 
+// deltaTypes are the resource types served by a deltaCache: one resource
+// or more per revision. Listeners and routes (a handful) stay in
+// go-control-plane LinearCaches.
+var deltaTypes = map[string]bool{
+	resourcev3.EndpointType:    true,
+	resourcev3.ClusterType:     true,
+	resourcev3.VirtualHostType: true,
+}
+
 // update applies upd and del to the type's cache.
 func (s *Server) update(typeURL string, c *change, del []string) error {
-	if typeURL == resourcev3.EndpointType {
-		return s.eds.update(c.upd, c.enc, c.ver, del)
+	if dc := s.deltas[typeURL]; dc != nil {
+		return dc.update(c.upd, c.enc, c.ver, del)
 	}
 	return s.caches[typeURL].UpdateResources(c.upd, del)
 }

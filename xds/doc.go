@@ -26,9 +26,11 @@
 // revision), so a flip rebuilds and sends one ClusterLoadAssignment. Order
 // is make-before-break: clusters and endpoints, then (after new ones are
 // ACKed, bounded by Config.StageTimeout) listeners and routes, then
-// (after the routes are ACKed) removals. Clusters, listeners and routes
-// live in go-control-plane LinearCaches; endpoints in endpointCache, which
-// answers delta watches in O(changed) instead of O(subscribed).
+// (after the routes are ACKed) removals. Listeners and routes live in
+// go-control-plane LinearCaches; endpoints, clusters and virtual hosts
+// (one or more per revision) in deltaCaches, which keep each resource's
+// encoding and version once and answer delta watches in O(changed)
+// instead of O(subscribed).
 //
 // ACK tracking (tracker.go, callbacks.go): per stream, the version (content
 // hash, go-control-plane's delta version) of every resource sent, ACKed

@@ -60,10 +60,11 @@ type Server struct {
 	cfg     Config
 	clock   clock.Clock
 	metrics *metrics
-	// caches serve clusters, listeners, routes and virtual hosts; eds
-	// serves endpoints.
+	// caches serve listeners and routes (a handful of resources); deltas
+	// serve endpoints, clusters and virtual hosts (one or more per
+	// revision).
 	caches  map[string]*cachev3.LinearCache
-	eds     *endpointCache
+	deltas  map[string]*deltaCache
 	gate    *gatedCache
 	xds     serverv3.Server
 	stop    context.CancelFunc
@@ -124,6 +125,7 @@ func NewServer(opts ServerOptions) *Server {
 		clock:    opts.Clock,
 		metrics:  newMetrics(opts.Registerer),
 		caches:   map[string]*cachev3.LinearCache{},
+		deltas:   map[string]*deltaCache{},
 		tracker:  newTracker(),
 		notify:   newNotifier(),
 		applied:  map[string]map[string]types.Resource{},
@@ -142,10 +144,11 @@ func NewServer(opts ServerOptions) *Server {
 		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
 		Caches:        map[string]cachev3.Cache{},
 	}
-	s.eds = newEndpointCache(changeLogSize)
 	for _, typ := range resourceTypes {
-		if typ == resourcev3.EndpointType {
-			mux.Caches[typ] = s.eds
+		if deltaTypes[typ] {
+			c := newDeltaCache(typ, changeLogSize)
+			s.deltas[typ] = c
+			mux.Caches[typ] = c
 		} else {
 			c := cachev3.NewLinearCache(typ)
 			s.caches[typ] = c
@@ -166,7 +169,7 @@ func NewServer(opts ServerOptions) *Server {
 // EndpointDiscoveryService to g. The latter serves Envoys whose EDS
 // clusters name thaw as a non-ADS config source (api_config_source with
 // the static cluster thaw_xds, as thaw's Envoy Gateway extension writes
-// them): one stream per cluster, answered from the same endpoint cache,
+// them): one stream per cluster, answered from the same endpoint deltaCache,
 // tracked per stream like ADS, so ConfirmedEverywhere covers them.
 func (s *Server) Register(g *grpc.Server) {
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s.xds)

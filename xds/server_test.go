@@ -283,7 +283,7 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 	if !slices.Equal(vhds.GetRemovedResources(), []string{VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
 		t.Fatalf("VHDS on delete: removed %v, resources %v", vhds.GetRemovedResources(), resourceNames(vhds))
 	}
-	if len(f.srv.caches[resourcev3.ClusterType].GetResources()) != 3 {
+	if len(f.srv.deltas[resourcev3.ClusterType].GetResources()) != 3 {
 		t.Fatal("cluster removed before the virtual host removal was ACKed")
 	}
 	c.ack(vhds)
@@ -307,7 +307,7 @@ func routeHasHost(t *testing.T, f *fixture, host string) bool {
 			}
 		}
 	}
-	for _, r := range f.srv.caches[resourcev3.VirtualHostType].GetResources() {
+	for _, r := range f.srv.deltas[resourcev3.VirtualHostType].GetResources() {
 		if slices.Contains(r.(*routev3.VirtualHost).GetDomains(), host) {
 			return true
 		}

@@ -9,23 +9,28 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // seqKey is a reserved entry in the returned-resources map of each delta
-// EDS subscription: the cache sequence number the map is up to date with.
-// No resource can have this name (cluster names are printable).
+// subscription: the cache sequence number the map is up to date with.
+// No resource can have this name (resource names are printable).
 const seqKey = "\x00thaw-seq"
 
 // changeLogSize bounds the change log; a subscription older than the log
 // falls back to a full comparison.
 const changeLogSize = 1 << 16
 
-// endpointCache serves ClusterLoadAssignments. go-control-plane's
-// LinearCache compares every subscribed resource on every response and on
-// every re-armed watch (after each ACK), which at 10,000 revisions costs
-// ~9 ms of CPU per flip per Envoy. This cache keeps a log of changed names
+// deltaCache serves one resource type: thaw uses it for
+// ClusterLoadAssignments, clusters and virtual hosts (VHDS). It keeps
+// each resource as its deterministic encoding and version, computed once
+// by the server; go-control-plane's LinearCache kept, besides the
+// resource, its own encoding, version and two closures (~0.3 KiB more per
+// resource). And LinearCache compares every subscribed resource on every
+// response and on every re-armed watch (after each ACK), which at 10,000
+// revisions cost ~9 ms of CPU per flip per Envoy, and as much per
+// revision added or removed for the wildcard cluster and virtual host
+// subscriptions. This cache keeps a log of changed names
 // and remembers, inside each delta subscription's returned-resources map
 // (seqKey), how far that subscription has seen: a flip costs O(changed).
 // New subscriptions, subscription changes and reconnects (Envoy's
@@ -34,12 +39,14 @@ const changeLogSize = 1 << 16
 // created at the first such watch: thaw's own Envoys use delta xDS only,
 // and the inner cache costs ~0.3 KiB per resource (30 MiB at 100,000
 // revisions) for nothing then.
-type endpointCache struct {
+type deltaCache struct {
+	typeURL string
+
 	mu sync.Mutex
 	// sotw is nil until the first state-of-the-world watch; then every
 	// update goes to it too, under mu.
 	sotw    *cachev3.LinearCache
-	res     map[string]*edsEntry
+	res     map[string]*deltaEntry
 	seq     uint64
 	log     []logEntry // ring buffer, changeLogSize entries
 	logLen  int        // entries in use
@@ -48,10 +55,10 @@ type endpointCache struct {
 	// in the log.
 	oldest  uint64
 	watchID uint64
-	watches map[uint64]*edsWatch
+	watches map[uint64]*deltaWatch
 }
 
-type edsEntry struct {
+type deltaEntry struct {
 	name string
 	// msg is the resource itself, for the state-of-the-world cache.
 	msg     types.Resource
@@ -64,29 +71,30 @@ type logEntry struct {
 	name string
 }
 
-type edsWatch struct {
+type deltaWatch struct {
 	req   *cachev3.DeltaRequest
 	sub   cachev3.Subscription
 	known map[string]string
 	ch    chan cachev3.DeltaResponse
 }
 
-var _ cachev3.Cache = (*endpointCache)(nil)
+var _ cachev3.Cache = (*deltaCache)(nil)
 
-// newEndpointCache returns an empty cache whose change log holds logSize
-// entries (changeLogSize in production).
-func newEndpointCache(logSize int) *endpointCache {
-	return &endpointCache{
-		res:     map[string]*edsEntry{},
+// newDeltaCache returns an empty cache of typeURL resources whose change
+// log holds logSize entries (changeLogSize in production).
+func newDeltaCache(typeURL string, logSize int) *deltaCache {
+	return &deltaCache{
+		typeURL: typeURL,
+		res:     map[string]*deltaEntry{},
 		log:     make([]logEntry, logSize),
 		oldest:  1,
-		watches: map[uint64]*edsWatch{},
+		watches: map[uint64]*deltaWatch{},
 	}
 }
 
 // update sets and deletes resources; versions are the caller's hashes of
 // the deterministic encodings in encoded.
-func (c *endpointCache) update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
+func (c *deltaCache) update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sotw != nil {
@@ -97,7 +105,7 @@ func (c *endpointCache) update(upd map[string]types.Resource, encoded map[string
 	c.seq++
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {
-		c.res[name] = &edsEntry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
+		c.res[name] = &deltaEntry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
 		c.record(name)
 		changed[name] = true
 	}
@@ -117,7 +125,7 @@ func (c *endpointCache) update(upd map[string]types.Resource, encoded map[string
 
 // record appends a change to the ring buffer, dropping the oldest entry
 // (and raising oldest) when full. Call under c.mu.
-func (c *endpointCache) record(name string) {
+func (c *deltaCache) record(name string) {
 	if c.logLen == len(c.log) {
 		dropped := c.log[c.logHead]
 		c.logHead = (c.logHead + 1) % len(c.log)
@@ -130,7 +138,7 @@ func (c *endpointCache) record(name string) {
 
 // changedSince returns the names changed after seq, or ok false when the
 // log no longer reaches back that far. Call under c.mu.
-func (c *endpointCache) changedSince(seq uint64) (map[string]bool, bool) {
+func (c *deltaCache) changedSince(seq uint64) (map[string]bool, bool) {
 	if seq+1 < c.oldest {
 		return nil, false
 	}
@@ -148,7 +156,7 @@ func (c *endpointCache) changedSince(seq uint64) (map[string]bool, bool) {
 // respond builds a response for w covering the names in candidates (nil:
 // every subscribed or known name), or returns nil when the client is up to
 // date. It records the new state in w.known. Call under c.mu.
-func (c *endpointCache) respond(w *edsWatch, candidates map[string]bool) *edsResponse {
+func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaResponse {
 	wildcard := w.sub.IsWildcard()
 	subscribed := w.sub.SubscribedResources()
 	wants := func(name string) bool {
@@ -158,7 +166,7 @@ func (c *endpointCache) respond(w *edsWatch, candidates map[string]bool) *edsRes
 		_, ok := subscribed[name]
 		return ok
 	}
-	var upd []*edsEntry
+	var upd []*deltaEntry
 	var removed []string
 	check := func(name string) {
 		if name == seqKey {
@@ -210,19 +218,19 @@ func (c *endpointCache) respond(w *edsWatch, candidates map[string]bool) *edsRes
 		delete(w.known, name)
 	}
 	w.known[seqKey] = strconv.FormatUint(c.seq, 10)
-	return &edsResponse{req: w.req, resources: upd, removed: removed, known: w.known, version: strconv.FormatUint(c.seq, 10)}
+	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed, known: w.known, version: strconv.FormatUint(c.seq, 10)}
 }
 
-// CreateWatch serves state-of-the-world EDS from the inner LinearCache,
+// CreateWatch serves state-of-the-world xDS from the inner LinearCache,
 // which it creates, holding every current resource, on the first call.
-func (c *endpointCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
+func (c *deltaCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
 	c.mu.Lock()
 	if c.sotw == nil {
 		all := make(map[string]types.Resource, len(c.res))
 		for name, e := range c.res {
 			all[name] = e.msg
 		}
-		c.sotw = cachev3.NewLinearCache(resourcev3.EndpointType, cachev3.WithInitialResources(all))
+		c.sotw = cachev3.NewLinearCache(c.typeURL, cachev3.WithInitialResources(all))
 	}
 	sotw := c.sotw
 	c.mu.Unlock()
@@ -231,17 +239,17 @@ func (c *endpointCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscripti
 
 // CreateDeltaWatch answers at once when the client lacks something, else
 // parks the watch until update changes a name it follows.
-func (c *endpointCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
-	if req.GetTypeUrl() != resourcev3.EndpointType {
-		return nil, errors.New("endpoint cache: wrong type " + req.GetTypeUrl())
+func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
+	if req.GetTypeUrl() != c.typeURL {
+		return nil, errors.New("delta cache " + c.typeURL + ": wrong type " + req.GetTypeUrl())
 	}
 	known := sub.ReturnedResources()
 	if known == nil {
-		return nil, errors.New("endpoint cache: subscription without returned-resources map")
+		return nil, errors.New("delta cache: subscription without returned-resources map")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := &edsWatch{req: req, sub: sub, known: known, ch: ch}
+	w := &deltaWatch{req: req, sub: sub, known: known, ch: ch}
 	var candidates map[string]bool
 	subChanged := len(req.GetResourceNamesSubscribe()) > 0 || len(req.GetResourceNamesUnsubscribe()) > 0 ||
 		req.GetResponseNonce() == ""
@@ -265,14 +273,15 @@ func (c *endpointCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.
 }
 
 // Fetch is not supported (REST).
-func (c *endpointCache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
-	return nil, errors.New("endpoint cache: fetch is not supported")
+func (c *deltaCache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
+	return nil, errors.New("delta cache: fetch is not supported")
 }
 
-// edsResponse is a delta EDS response.
-type edsResponse struct {
+// deltaResponse is a delta xDS response of one type.
+type deltaResponse struct {
+	typeURL   string
 	req       *cachev3.DeltaRequest
-	resources []*edsEntry
+	resources []*deltaEntry
 	removed   []string
 	known     map[string]string
 	version   string
@@ -281,29 +290,41 @@ type edsResponse struct {
 	built *discoveryv3.DeltaDiscoveryResponse
 }
 
-var _ cachev3.DeltaResponse = (*edsResponse)(nil)
+var _ cachev3.DeltaResponse = (*deltaResponse)(nil)
 
-func (r *edsResponse) GetDeltaDiscoveryResponse() (*discoveryv3.DeltaDiscoveryResponse, error) {
+func (r *deltaResponse) GetDeltaDiscoveryResponse() (*discoveryv3.DeltaDiscoveryResponse, error) {
 	r.once.Do(func() {
 		res := make([]*discoveryv3.Resource, len(r.resources))
 		for i, e := range r.resources {
 			res[i] = &discoveryv3.Resource{Name: e.name, Version: e.version,
-				Resource: &anypb.Any{TypeUrl: resourcev3.EndpointType, Value: e.bytes}}
+				Resource: &anypb.Any{TypeUrl: r.typeURL, Value: e.bytes}}
 		}
 		r.built = &discoveryv3.DeltaDiscoveryResponse{Resources: res, RemovedResources: r.removed,
-			TypeUrl: resourcev3.EndpointType, SystemVersionInfo: r.version}
+			TypeUrl: r.typeURL, SystemVersionInfo: r.version}
 	})
 	return r.built, nil
 }
 
-func (r *edsResponse) GetDeltaRequest() *discoveryv3.DeltaDiscoveryRequest { return r.req }
+func (r *deltaResponse) GetDeltaRequest() *discoveryv3.DeltaDiscoveryRequest { return r.req }
 
-func (r *edsResponse) GetSystemVersion() (string, error) { return r.version, nil }
+func (r *deltaResponse) GetSystemVersion() (string, error) { return r.version, nil }
 
-func (r *edsResponse) GetResponseVersion() string { return r.version }
+func (r *deltaResponse) GetResponseVersion() string { return r.version }
 
-func (r *edsResponse) GetNextVersionMap() map[string]string { return r.known }
+func (r *deltaResponse) GetNextVersionMap() map[string]string { return r.known }
 
-func (r *edsResponse) GetReturnedResources() map[string]string { return r.known }
+func (r *deltaResponse) GetReturnedResources() map[string]string { return r.known }
 
-func (r *edsResponse) GetContext() context.Context { return context.Background() }
+func (r *deltaResponse) GetContext() context.Context { return context.Background() }
+
+// GetResources returns the resources by name (a new map; the resources
+// are shared, never modify them).
+func (c *deltaCache) GetResources() map[string]types.Resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]types.Resource, len(c.res))
+	for name, e := range c.res {
+		out[name] = e.msg
+	}
+	return out
+}

@@ -18,13 +18,13 @@ import (
 // watches like go-control-plane's server does and keeps the returned map.
 type edsStream struct {
 	t     *testing.T
-	c     *endpointCache
+	c     *deltaCache
 	sub   stream.Subscription
 	ch    chan cachev3.DeltaResponse
 	nonce int
 }
 
-func newEDSStream(t *testing.T, c *endpointCache, names []string, initial map[string]string) (*edsStream, *discoveryv3.DeltaDiscoveryResponse) {
+func newEDSStream(t *testing.T, c *deltaCache, names []string, initial map[string]string) (*edsStream, *discoveryv3.DeltaDiscoveryResponse) {
 	s := &edsStream{t: t, c: c, ch: make(chan cachev3.DeltaResponse, 4),
 		sub: stream.NewDeltaSubscription(names, nil, initial, true)}
 	return s, s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: names,
@@ -63,7 +63,7 @@ func (s *edsStream) ack() *discoveryv3.DeltaDiscoveryResponse {
 	return s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n"})
 }
 
-func setCLAs(t *testing.T, c *endpointCache, mode revision.Mode, names ...string) map[string]string {
+func setCLAs(t *testing.T, c *deltaCache, mode revision.Mode, names ...string) map[string]string {
 	t.Helper()
 	ch := newChange(resourcev3.EndpointType)
 	for _, n := range names {
@@ -97,7 +97,7 @@ func gotNames(r *discoveryv3.DeltaDiscoveryResponse) []string {
 }
 
 func TestEndpointCacheSendsOnlyChanges(t *testing.T) {
-	c := newEndpointCache(changeLogSize)
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b", "c")
 	s, first := newEDSStream(t, c, []string{"a", "b"}, nil)
 	if got := gotNames(first); !slices.Equal(got, []string{"a", "b"}) {
@@ -132,7 +132,7 @@ func TestEndpointCacheSendsOnlyChanges(t *testing.T) {
 }
 
 func TestEndpointCacheOldSubscriptionFallsBack(t *testing.T) {
-	c := newEndpointCache(4)
+	c := newDeltaCache(resourcev3.EndpointType, 4)
 	names := []string{"a", "b", "c", "d", "e", "f"}
 	setCLAs(t, c, revision.ModeProxy, names...)
 	s, _ := newEDSStream(t, c, names, nil)
@@ -148,7 +148,7 @@ func TestEndpointCacheOldSubscriptionFallsBack(t *testing.T) {
 }
 
 func TestEndpointCacheReconnectSendsOnlyStale(t *testing.T) {
-	c := newEndpointCache(changeLogSize)
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
 	v := setCLAs(t, c, revision.ModeProxy, "a", "b")
 	setCLAs(t, c, revision.ModeServe, "b")
 	// Envoy reconnects knowing a and the old b.
@@ -159,7 +159,7 @@ func TestEndpointCacheReconnectSendsOnlyStale(t *testing.T) {
 }
 
 func TestEndpointCacheSubscribeMore(t *testing.T) {
-	c := newEndpointCache(changeLogSize)
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a"}, nil)
 	s.ack()
@@ -171,7 +171,7 @@ func TestEndpointCacheSubscribeMore(t *testing.T) {
 }
 
 func TestEndpointCacheStateOfTheWorldCacheIsLazy(t *testing.T) {
-	c := newEndpointCache(changeLogSize)
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	if c.sotw != nil {
 		t.Fatal("a state-of-the-world cache exists before any such watch")
