@@ -1,6 +1,7 @@
 package xds
 
 import (
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"maps"
 	"slices"
 	"testing"
@@ -190,5 +191,69 @@ func TestEndpointCacheStateOfTheWorldCacheIsLazy(t *testing.T) {
 	}
 	if got := slices.Sorted(maps.Keys(c.sotw.GetResources())); !slices.Equal(got, []string{"b", "c"}) {
 		t.Fatalf("after adding c and removing a: %v", got)
+	}
+}
+
+// TestDeltaCacheWildcardSendsOnlyChanges: a wildcard subscription (Envoy's
+// clusters and virtual hosts) gets everything once, then only what was
+// added, changed or removed.
+func TestDeltaCacheWildcardSendsOnlyChanges(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	s, first := newEDSStream(t, c, nil, nil)
+	if got := gotNames(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first response %v, want a b", got)
+	}
+	if r := s.ack(); r != nil {
+		t.Fatalf("ACK answered with %v, want a parked watch", gotNames(r))
+	}
+	setCLAs(t, c, revision.ModeProxy, "c")
+	if r := s.take(); r == nil || !slices.Equal(gotNames(r), []string{"c"}) {
+		t.Fatalf("adding c sent %v, want c only", r)
+	}
+	if err := c.update(nil, nil, nil, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.ack(); r == nil || !slices.Equal(r.GetRemovedResources(), []string{"b"}) || len(r.GetResources()) != 0 {
+		t.Fatalf("removing b sent %v", r)
+	}
+}
+
+// TestDeltaCacheServesItsOwnType: a cluster cache answers cluster requests
+// with the cluster type URL and refuses other types.
+func TestDeltaCacheServesItsOwnType(t *testing.T) {
+	c := newDeltaCache(resourcev3.ClusterType, changeLogSize)
+	ch := newChange(resourcev3.ClusterType)
+	cfg := testConfig()
+	cl, err := RevisionCluster(RevisionClusterParams{Name: "rev_default_a", Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.add("rev_default_a", cl); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.update(ch.upd, ch.enc, ch.ver, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan cachev3.DeltaResponse, 1)
+	wrong := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType}
+	if _, err := c.CreateDeltaWatch(wrong, stream.NewDeltaSubscription(nil, nil, nil, true), out); err == nil {
+		t.Fatal("an endpoint request was accepted by the cluster cache")
+	}
+	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.ClusterType}
+	if _, err := c.CreateDeltaWatch(req, stream.NewDeltaSubscription(nil, nil, nil, true), out); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (<-out).GetDeltaDiscoveryResponse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetTypeUrl() != resourcev3.ClusterType || len(resp.GetResources()) != 1 ||
+		resp.GetResources()[0].GetResource().GetTypeUrl() != resourcev3.ClusterType {
+		t.Fatalf("response %v", resp)
+	}
+	var got clusterv3.Cluster
+	if err := resp.GetResources()[0].GetResource().UnmarshalTo(&got); err != nil || got.GetName() != "rev_default_a" {
+		t.Fatalf("resource %v (%v)", got.GetName(), err)
 	}
 }
