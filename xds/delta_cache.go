@@ -45,12 +45,15 @@ type deltaCache struct {
 	mu sync.Mutex
 	// sotw is nil until the first state-of-the-world watch; then every
 	// update goes to it too, under mu.
-	sotw    *cachev3.LinearCache
-	res     map[string]*deltaEntry
-	seq     uint64
-	log     []logEntry // ring buffer, changeLogSize entries
-	logLen  int        // entries in use
-	logHead int        // index of the oldest entry
+	sotw *cachev3.LinearCache
+	res  map[string]*deltaEntry
+	seq  uint64
+	// log is a ring buffer of at most logSize entries, grown as changes
+	// come (a preallocated log cost 1.5 MB per cache and type).
+	log     []logEntry
+	logSize int
+	logLen  int // entries in use
+	logHead int // index of the oldest entry
 	// oldest is the lowest sequence number whose changes are all still
 	// in the log.
 	oldest  uint64
@@ -86,7 +89,7 @@ func newDeltaCache(typeURL string, logSize int) *deltaCache {
 	return &deltaCache{
 		typeURL: typeURL,
 		res:     map[string]*deltaEntry{},
-		log:     make([]logEntry, logSize),
+		logSize: logSize,
 		oldest:  1,
 		watches: map[uint64]*deltaWatch{},
 	}
@@ -126,6 +129,11 @@ func (c *deltaCache) update(upd map[string]types.Resource, encoded map[string][]
 // record appends a change to the ring buffer, dropping the oldest entry
 // (and raising oldest) when full. Call under c.mu.
 func (c *deltaCache) record(name string) {
+	if len(c.log) < c.logSize { // still growing: nothing dropped, logHead 0
+		c.log = append(c.log, logEntry{seq: c.seq, name: name})
+		c.logLen++
+		return
+	}
 	if c.logLen == len(c.log) {
 		dropped := c.log[c.logHead]
 		c.logHead = (c.logHead + 1) % len(c.log)
