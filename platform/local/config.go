@@ -189,8 +189,9 @@ func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
 	seen := map[revision.Key]bool{}
 	hostOwner := map[string]hostUser{}
-	for i, raw := range f.Revisions {
-		rc, key, errs := parseRevision(raw, baseDir, defaults, lim)
+	parsed := parseRevisions(f.Revisions, baseDir, defaults, lim)
+	for i := range parsed {
+		rc, key, errs := parsed[i].rc, parsed[i].key, parsed[i].errs
 		label := fmt.Sprintf("#%d", i+1)
 		if key.Name != "" {
 			label = key.String()
@@ -244,17 +245,14 @@ type hostUser struct {
 // and every problem found.
 func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, lim revision.Limits) (RevisionConfig, revision.Key, []error) {
 	var rf revisionFile
-	// A lenient first pass finds the name even when a field is malformed,
-	// so the error can name the revision.
-	_ = json.Unmarshal(raw, &rf)
-	key := revision.Key{Namespace: rf.Namespace, Name: rf.Name}
-	if key.Namespace == "" {
-		key.Namespace = DefaultNamespace
-	}
-	rf = revisionFile{}
 	if err := decodeStrict(raw, &rf); err != nil {
-		return RevisionConfig{}, key, []error{jsonFieldError(err)}
+		// A lenient second pass finds the name even when a field is
+		// malformed, so the error can name the revision.
+		rf = revisionFile{}
+		_ = json.Unmarshal(raw, &rf)
+		return RevisionConfig{}, revisionKey(rf), []error{jsonFieldError(err)}
 	}
+	key := revisionKey(rf)
 	var errs []error
 	bad := func(field, value, allowed string) {
 		errs = append(errs, &revision.FieldError{Field: field, Value: value, Allowed: allowed})
