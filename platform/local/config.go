@@ -189,9 +189,8 @@ func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
 	seen := map[revision.Key]bool{}
 	hostOwner := map[string]hostUser{}
-	parsed := parseRevisions(f.Revisions, baseDir, defaults, lim)
-	for i := range parsed {
-		rc, key, errs := parsed[i].rc, parsed[i].key, parsed[i].errs
+	for i, raw := range f.Revisions {
+		rc, key, errs := parseRevision(raw, baseDir, defaults, lim)
 		label := fmt.Sprintf("#%d", i+1)
 		if key.Name != "" {
 			label = key.String()
@@ -373,4 +372,14 @@ func decodeStrict(data []byte, v any) error {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// revisionKey is the key an entry names (DefaultNamespace when it names
+// none).
+func revisionKey(rf revisionFile) revision.Key {
+	key := revision.Key{Namespace: rf.Namespace, Name: rf.Name}
+	if key.Namespace == "" {
+		key.Namespace = DefaultNamespace
+	}
+	return key
 }
