@@ -244,17 +244,14 @@ type hostUser struct {
 // and every problem found.
 func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, lim revision.Limits) (RevisionConfig, revision.Key, []error) {
 	var rf revisionFile
-	// A lenient first pass finds the name even when a field is malformed,
-	// so the error can name the revision.
-	_ = json.Unmarshal(raw, &rf)
-	key := revision.Key{Namespace: rf.Namespace, Name: rf.Name}
-	if key.Namespace == "" {
-		key.Namespace = DefaultNamespace
-	}
-	rf = revisionFile{}
 	if err := decodeStrict(raw, &rf); err != nil {
-		return RevisionConfig{}, key, []error{jsonFieldError(err)}
+		// A lenient second pass finds the name even when a field is
+		// malformed, so the error can name the revision.
+		rf = revisionFile{}
+		_ = json.Unmarshal(raw, &rf)
+		return RevisionConfig{}, revisionKey(rf), []error{jsonFieldError(err)}
 	}
+	key := revisionKey(rf)
 	var errs []error
 	bad := func(field, value, allowed string) {
 		errs = append(errs, &revision.FieldError{Field: field, Value: value, Allowed: allowed})
@@ -375,4 +372,14 @@ func decodeStrict(data []byte, v any) error {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// revisionKey is the key an entry names (DefaultNamespace when it names
+// none).
+func revisionKey(rf revisionFile) revision.Key {
+	key := revision.Key{Namespace: rf.Namespace, Name: rf.Name}
+	if key.Namespace == "" {
+		key.Namespace = DefaultNamespace
+	}
+	return key
 }
