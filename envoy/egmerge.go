@@ -17,9 +17,12 @@ const egPlaceholderNode = "envoy-gateway"
 
 // egDroppedKeys are top-level bootstrap keys the Envoy Gateway fragment
 // leaves to EG: its node, its ADS (EG refuses changes to
-// dynamic_resources), its admin, runtime and overload settings, and the
-// stats matcher (it would hide EG's own stats from EG's users).
-var egDroppedKeys = []string{"node", "dynamic_resources", "admin", "layered_runtime", "overload_manager", "stats_config"}
+// dynamic_resources), its admin, runtime and overload settings, the
+// stats matcher (it would hide EG's own stats from EG's users), and the
+// deferred creation of stats and of clusters' worker state (they would
+// change what EG's users see in /stats for all of EG's clusters).
+var egDroppedKeys = []string{"node", "dynamic_resources", "admin", "layered_runtime", "overload_manager", "stats_config",
+	"deferred_stat_options", "cluster_manager"}
 
 // RenderEnvoyGatewayMerge returns the bootstrap fragment for Envoy
 // Gateway's EnvoyProxy spec.bootstrap (type Merge): thaw's static clusters

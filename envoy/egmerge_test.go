@@ -32,6 +32,9 @@ func TestEnvoyGatewayMerge(t *testing.T) {
 	if b.GetNode() != nil || b.GetDynamicResources() != nil || b.GetAdmin() != nil || b.GetStatsConfig() != nil {
 		t.Error("fragment sets node, dynamic_resources, admin or stats_config, which EG owns")
 	}
+	if b.GetDeferredStatOptions() != nil || b.GetClusterManager() != nil {
+		t.Error("fragment changes how EG's Envoy creates stats or clusters for all of EG's clusters")
+	}
 	var clusters []string
 	for _, c := range b.GetStaticResources().GetClusters() {
 		clusters = append(clusters, c.GetName())
