@@ -141,6 +141,12 @@ func (r *collectorRecorder) Record(s autoscaler.Sample) {
 	r.n.Add(1)
 }
 
+// RecordBatch forwards the batch whole, as thaw's recorder does.
+func (r *collectorRecorder) RecordBatch(b *autoscaler.Batch) {
+	r.c.RecordBatch(b)
+	r.n.Add(int64(len(b.Samples)))
+}
+
 // BenchmarkIngestGRPC sends the same flushes through a real gRPC stream on
 // 127.0.0.1 into the real autoscaler Collector, as thaw wires them. The
 // sender is another process (this test binary, see sender_test.go), so

@@ -42,6 +42,9 @@ type entry struct {
 	hasBase bool
 	seenGen uint64 // last flush the cluster was present in
 	zeroed  bool   // a zero sample was sent since it went missing
+	// ref is the recorder's cache for this revision and node
+	// (autoscaler.BatchSample.Ref).
+	ref autoscaler.Ref
 }
 
 // node is the state of one Envoy (node id), shared by its streams and kept
@@ -65,6 +68,7 @@ type node struct {
 	baseGen uint64
 	msgSeq  uint64
 	touched []*entry
+	batch   autoscaler.Batch // reused by emit and zeroAll
 	bad     badCounts // since the last log
 	lastLog time.Time
 	// unknownGen is the last flush in which a metric of an unknown
@@ -295,10 +299,12 @@ func (n *node) startFlush(tsMs int64, mc *msgCtx) {
 
 // emit records one sample per revision touched by the message and, at the
 // start of a flush, a zero sample for revisions absent from the whole
-// previous flush.
+// previous flush, all in one autoscaler.Batch.
 func (n *node) emit(mc *msgCtx) {
-	rec, m := n.sink.rec, n.sink.m
-	samples, resets := 0, 0
+	m := n.sink.m
+	resets := 0
+	n.batch.Source, n.batch.Time = n.id, mc.time
+	n.batch.Samples = n.batch.Samples[:0]
 	for _, e := range n.touched {
 		var conc, req float64
 		if e.hasActive {
@@ -326,9 +332,8 @@ func (n *node) emit(mc *msgCtx) {
 			e.base, e.hasBase = e.total, true
 		}
 		e.zeroed = false
-		rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time,
-			Concurrency: conc, Requests: req})
-		samples++
+		n.batch.Samples = append(n.batch.Samples, autoscaler.BatchSample{Revision: e.key,
+			Concurrency: conc, Requests: req, Ref: &e.ref})
 	}
 	if mc.newFlush && n.gen >= 2 {
 		for name, e := range n.entries {
@@ -337,18 +342,28 @@ func (n *node) emit(mc *msgCtx) {
 			}
 			if !e.zeroed {
 				e.zeroed = true
-				rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time})
-				samples++
+				n.batch.Samples = append(n.batch.Samples, autoscaler.BatchSample{Revision: e.key, Ref: &e.ref})
 			}
 			if e.seenGen+staleFlushes < n.gen {
 				delete(n.entries, name)
 			}
 		}
 	}
-	m.samples.Add(float64(samples))
+	n.record()
 	if resets > 0 {
 		m.counterResets.Add(float64(resets))
 	}
+}
+
+// record hands n.batch to the recorder, counts its samples and empties it.
+func (n *node) record() {
+	if len(n.batch.Samples) == 0 {
+		return
+	}
+	autoscaler.RecordBatch(n.sink.rec, &n.batch)
+	n.sink.m.samples.Add(float64(len(n.batch.Samples)))
+	clear(n.batch.Samples) // drop the Refs' pointers into entries
+	n.batch.Samples = n.batch.Samples[:0]
 }
 
 // zeroAll records a zero sample for every revision the node reported: its
@@ -356,15 +371,15 @@ func (n *node) emit(mc *msgCtx) {
 func (n *node) zeroAll(now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	samples := 0
+	n.batch.Source, n.batch.Time = n.id, now
+	n.batch.Samples = n.batch.Samples[:0]
 	for _, e := range n.entries {
 		if !e.zeroed {
 			e.zeroed = true
-			n.sink.rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: now})
-			samples++
+			n.batch.Samples = append(n.batch.Samples, autoscaler.BatchSample{Revision: e.key, Ref: &e.ref})
 		}
 	}
-	n.sink.m.samples.Add(float64(samples))
+	n.record()
 }
 
 // noteBad counts bad input and logs it at most once per logEvery per node,

@@ -34,9 +34,11 @@ const MaxRecvMsgSize = 64 << 20
 const DefaultNodeExpiry = 10 * time.Second
 
 // ServerOptions returns the grpc.ServerOptions the sink needs on the shared
-// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize).
+// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), and a codec that copies
+// StreamMetrics messages once into the stream's buffer and leaves every
+// other message to gRPC's proto codec (codec.go).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec())}
 }
 
 // Options configures New.
