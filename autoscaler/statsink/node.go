@@ -69,7 +69,7 @@ type node struct {
 	msgSeq  uint64
 	touched []*entry
 	batch   autoscaler.Batch // reused by emit and zeroAll
-	bad     badCounts // since the last log
+	bad     badCounts        // since the last log
 	lastLog time.Time
 	// unknownGen is the last flush in which a metric of an unknown
 	// revision was dropped (0: never).
