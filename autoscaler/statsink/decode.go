@@ -1,6 +1,7 @@
 package statsink
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 
@@ -90,7 +91,7 @@ type field struct {
 
 // nextField reads the first field of b and returns it with the rest of b.
 func nextField(b []byte) (f field, rest []byte, err error) {
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := consumeTag(b)
 	if n < 0 {
 		return f, nil, errMalformed
 	}
@@ -98,21 +99,21 @@ func nextField(b []byte) (f field, rest []byte, err error) {
 	f.num, f.typ = num, typ
 	switch typ {
 	case protowire.BytesType:
-		v, m := protowire.ConsumeBytes(b)
+		v, m := consumeBytes(b)
 		if m < 0 {
 			return f, nil, errMalformed
 		}
 		f.bytes = v
 		n = m
 	case protowire.VarintType:
-		v, m := protowire.ConsumeVarint(b)
+		v, m := consumeVarint(b)
 		if m < 0 {
 			return f, nil, errMalformed
 		}
 		f.scalar = v
 		n = m
 	case protowire.Fixed64Type:
-		v, m := protowire.ConsumeFixed64(b)
+		v, m := consumeFixed64(b)
 		if m < 0 {
 			return f, nil, errMalformed
 		}
@@ -178,14 +179,14 @@ type point struct {
 // submessage (valueField) and the envoy.cluster_name label.
 func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
 	for len(b) > 0 {
-		num, wt, k := protowire.ConsumeTag(b)
+		num, wt, k := consumeTag(b)
 		if k < 0 {
 			return p, errMalformed
 		}
 		b = b[k:]
 		switch {
 		case wt == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(b)
+			v, m := consumeBytes(b)
 			if m < 0 {
 				return p, errMalformed
 			}
@@ -207,7 +208,7 @@ func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
 				p.hasValue = true
 			}
 		case num == fieldMetricTimestamp && wt == protowire.VarintType:
-			v, m := protowire.ConsumeVarint(b)
+			v, m := consumeVarint(b)
 			if m < 0 {
 				return p, errMalformed
 			}
@@ -226,7 +227,7 @@ func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
 
 func labelPair(b []byte) (name, value []byte, err error) {
 	for len(b) > 0 {
-		num, wt, k := protowire.ConsumeTag(b)
+		num, wt, k := consumeTag(b)
 		if k < 0 {
 			return nil, nil, errMalformed
 		}
@@ -239,7 +240,7 @@ func labelPair(b []byte) (name, value []byte, err error) {
 			b = b[m:]
 			continue
 		}
-		v, m := protowire.ConsumeBytes(b)
+		v, m := consumeBytes(b)
 		if m < 0 {
 			return nil, nil, errMalformed
 		}
@@ -256,6 +257,9 @@ func labelPair(b []byte) (name, value []byte, err error) {
 
 // doubleField reads field 1 (double) of a Gauge or Counter.
 func doubleField(b []byte) (v float64, err error) {
+	if len(b) == 9 && b[0] == byte(fieldValue)<<3|byte(protowire.Fixed64Type) { // as Envoy writes it
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[1:])), nil
+	}
 	for len(b) > 0 {
 		f, rest, err := nextField(b)
 		if err != nil {

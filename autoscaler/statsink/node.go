@@ -27,7 +27,9 @@ const (
 // clusters of revisions the registry knows get one (Limits.Known): other
 // names cost a lookup per metric and no memory.
 type entry struct {
-	key revision.Key
+	name string // the cluster, as in node.entries
+	key  revision.Key
+	gone bool // removed from node.entries (node.order may still hold it)
 	// noHistory: the entry was created while the node's metrics of unknown
 	// revisions were being dropped, so an earlier flush may have carried
 	// this cluster: its first counter value only sets the base.
@@ -68,6 +70,13 @@ type node struct {
 	baseGen uint64
 	msgSeq  uint64
 	touched []*entry
+	// order is the entries in the order the previous messages named them:
+	// Envoy writes a flush's stats in the same order every time (its stats
+	// store's iteration order, which changes only when stats are added or
+	// removed), so the metric at position i of a message is usually
+	// order[i]'s, and one name comparison replaces the map lookup. A wrong
+	// guess costs that comparison. Bounded by 4 per entry (see point).
+	order []*entry
 	batch   autoscaler.Batch // reused by emit and zeroAll
 	bad     badCounts        // since the last log
 	lastLog time.Time
@@ -82,6 +91,7 @@ type msgCtx struct {
 	time     time.Time // sample time: Envoy's snapshot time or now
 	started  bool      // flush generation decided
 	newFlush bool
+	pos      int // index in node.order of the next metric
 	bad      badCounts
 }
 
@@ -93,16 +103,27 @@ func (n *node) ingest(msg []byte, now time.Time) {
 	n.touched = n.touched[:0]
 	mc := msgCtx{now: now, time: now}
 	for len(msg) > 0 {
-		f, rest, err := nextField(msg)
-		if err != nil {
+		num, wt, k := consumeTag(msg)
+		if k < 0 {
 			mc.bad[reasonMalformed]++
 			break
 		}
-		msg = rest
-		if f.num != fieldMsgEnvoyMetrics || f.typ != protowire.BytesType {
+		msg = msg[k:]
+		if num != fieldMsgEnvoyMetrics || wt != protowire.BytesType {
+			if k = protowire.ConsumeFieldValue(num, wt, msg); k < 0 {
+				mc.bad[reasonMalformed]++
+				break
+			}
+			msg = msg[k:]
 			continue
 		}
-		if err := n.family(f.bytes, &mc); err != nil {
+		fam, m := consumeBytes(msg)
+		if m < 0 {
+			mc.bad[reasonMalformed]++
+			break
+		}
+		msg = msg[m:]
+		if err := n.family(fam, &mc); err != nil {
 			mc.bad[reasonMalformed]++
 			break
 		}
@@ -125,14 +146,14 @@ func (n *node) family(b []byte, mc *msgCtx) error {
 		metrics int
 	)
 	for p := b; len(p) > 0; {
-		num, wt, k := protowire.ConsumeTag(p)
+		num, wt, k := consumeTag(p)
 		if k < 0 {
 			return errMalformed
 		}
 		p = p[k:]
 		switch {
 		case num == fieldFamilyName && wt == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(p)
+			v, m := consumeBytes(p)
 			if m < 0 {
 				return errMalformed
 			}
@@ -144,7 +165,7 @@ func (n *node) family(b []byte, mc *msgCtx) error {
 				}
 			}
 		case num == fieldFamilyMetric && wt == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(p)
+			v, m := consumeBytes(p)
 			if m < 0 {
 				return errMalformed
 			}
@@ -154,7 +175,7 @@ func (n *node) family(b []byte, mc *msgCtx) error {
 			}
 			metrics++
 		case num == fieldFamilyType && wt == protowire.VarintType:
-			v, m := protowire.ConsumeVarint(p)
+			v, m := consumeVarint(p)
 			if m < 0 {
 				return errMalformed
 			}
@@ -228,9 +249,26 @@ func (n *node) point(fam family, p *point, mc *msgCtx) {
 		mc.bad[reasonNoClusterLabel]++
 		return
 	}
-	e := n.entries[string(p.cluster)] // no allocation for the lookup
+	i := mc.pos
+	mc.pos++
+	var e *entry
+	if i < len(n.order) {
+		if h := n.order[i]; h != nil && !h.gone && h.name == string(p.cluster) {
+			e = h
+		}
+	}
 	if e == nil {
-		if e = n.newEntry(p.cluster, mc); e == nil {
+		e = n.entries[string(p.cluster)] // no allocation for the lookup
+		if e == nil {
+			e = n.newEntry(p.cluster, mc)
+		}
+		switch {
+		case i < len(n.order):
+			n.order[i] = e
+		case i == len(n.order) && i < 4*len(n.entries)+64:
+			n.order = append(n.order, e)
+		}
+		if e == nil {
 			return
 		}
 	}
@@ -267,8 +305,9 @@ func (n *node) newEntry(cluster []byte, mc *msgCtx) *entry {
 		mc.bad[reasonTooManyClusters]++
 		return nil
 	}
-	e := &entry{key: key, noHistory: n.unknownGen != 0 && n.unknownGen+1 >= n.gen}
-	n.entries[string(cluster)] = e
+	name := string(cluster)
+	e := &entry{name: name, key: key, noHistory: n.unknownGen != 0 && n.unknownGen+1 >= n.gen}
+	n.entries[name] = e
 	return e
 }
 
@@ -346,6 +385,7 @@ func (n *node) emit(mc *msgCtx) {
 			}
 			if e.seenGen+staleFlushes < n.gen {
 				delete(n.entries, name)
+				e.gone = true
 			}
 		}
 	}
