@@ -76,7 +76,7 @@ type node struct {
 	// removed), so the metric at position i of a message is usually
 	// order[i]'s, and one name comparison replaces the map lookup. A wrong
 	// guess costs that comparison. Bounded by 4 per entry (see point).
-	order []*entry
+	order   []*entry
 	batch   autoscaler.Batch // reused by emit and zeroAll
 	bad     badCounts        // since the last log
 	lastLog time.Time
