@@ -14,21 +14,46 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TestCodecCopiesRawMessage: a message that arrives in several buffers
-// (gRPC's HTTP/2 frames) lands whole in the rawMessage, and the buffer is
-// reused: a shorter message after a longer one holds only its own bytes.
-func TestCodecCopiesRawMessage(t *testing.T) {
+// countingPool counts buffers returned to it.
+type countingPool struct{ puts int }
+
+func (p *countingPool) Get(n int) *[]byte { b := make([]byte, n, max(n, 4096)); return &b } // above gRPC's pooling threshold
+func (p *countingPool) Put(*[]byte)       { p.puts++ }
+
+// TestCodecHoldsFrames: a message that arrives in several buffers (gRPC's
+// HTTP/2 frames) is read in place: the rawMessage keeps the buffers after
+// gRPC drops its own reference and hands them back to the pool on release,
+// for every message of a stream.
+func TestCodecHoldsFrames(t *testing.T) {
 	c := newCodec()
 	var m rawMessage
 	long := marshal(t, envoyMsg("node-1", ts(1), gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 9)))
 	short := marshal(t, envoyMsg("", ts(2), gauge("upstream_rq_active", demoCluster, 1)))
 	for _, raw := range [][]byte{long, short, long} {
-		split := mem.BufferSlice{mem.SliceBuffer(raw[:5]), mem.SliceBuffer(raw[5:17]), mem.SliceBuffer(raw[17:])}
-		if err := c.Unmarshal(split, &m); err != nil {
+		pool := &countingPool{}
+		var data mem.BufferSlice
+		for _, part := range [][]byte{raw[:5], raw[5:17], raw[17:]} {
+			b := pool.Get(len(part))
+			copy(*b, part)
+			data = append(data, mem.NewBuffer(b, pool))
+		}
+		if err := c.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
-		if string(m.b) != string(raw) {
-			t.Fatalf("rawMessage holds %x, want %x", m.b, raw)
+		data.Free() // what gRPC does when Unmarshal returns
+		if pool.puts != 0 {
+			t.Fatalf("%d buffers returned to the pool while the message is held", pool.puts)
+		}
+		var got []byte
+		for _, p := range m.bytes() {
+			got = append(got, p...)
+		}
+		if string(got) != string(raw) {
+			t.Fatalf("rawMessage holds %x, want %x", got, raw)
+		}
+		m.release()
+		if pool.puts != len(data) {
+			t.Fatalf("after release %d of %d buffers returned to the pool", pool.puts, len(data))
 		}
 	}
 }

@@ -130,17 +130,21 @@ func nextField(b []byte) (f field, rest []byte, err error) {
 
 // nodeID returns Identifier.node.id from the first identifier field of a raw
 // StreamMetricsMessage, or "" when there is none.
-func nodeID(msg []byte) (string, error) {
-	for len(msg) > 0 {
-		f, rest, err := nextField(msg)
+func nodeID(msg []byte) (string, error) { return nodeIDParts([][]byte{msg}) }
+
+// nodeIDParts is nodeID of a message in consecutive parts.
+func nodeIDParts(parts [][]byte) (string, error) {
+	var r msgReader
+	r.reset(parts)
+	for r.more() {
+		num, typ, v, err := r.next()
 		if err != nil {
 			return "", err
 		}
-		msg = rest
-		if f.num != fieldMsgIdentifier || f.typ != protowire.BytesType {
+		if num != fieldMsgIdentifier || typ != protowire.BytesType {
 			continue
 		}
-		node, err := subField(f.bytes, fieldIdentifierNode)
+		node, err := subField(v, fieldIdentifierNode)
 		if err != nil || node == nil {
 			return "", err
 		}

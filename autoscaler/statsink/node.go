@@ -78,6 +78,7 @@ type node struct {
 	// guess costs that comparison. Bounded by 4 per entry (see point).
 	order   []*entry
 	batch   autoscaler.Batch // reused by emit and zeroAll
+	reader  msgReader        // reused by ingestParts
 	bad     badCounts        // since the last log
 	lastLog time.Time
 	// unknownGen is the last flush in which a metric of an unknown
@@ -96,38 +97,32 @@ type msgCtx struct {
 }
 
 // ingest processes one raw StreamMetricsMessage and records its samples.
-func (n *node) ingest(msg []byte, now time.Time) {
+func (n *node) ingest(msg []byte, now time.Time) { n.ingestParts([][]byte{msg}, now) }
+
+// ingestParts is ingest of a message in consecutive parts (gRPC's frames).
+func (n *node) ingestParts(parts [][]byte, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.msgSeq++
 	n.touched = n.touched[:0]
 	mc := msgCtx{now: now, time: now}
-	for len(msg) > 0 {
-		num, wt, k := consumeTag(msg)
-		if k < 0 {
+	r := &n.reader
+	r.reset(parts)
+	for r.more() {
+		num, wt, fam, err := r.next()
+		if err != nil {
 			mc.bad[reasonMalformed]++
 			break
 		}
-		msg = msg[k:]
 		if num != fieldMsgEnvoyMetrics || wt != protowire.BytesType {
-			if k = protowire.ConsumeFieldValue(num, wt, msg); k < 0 {
-				mc.bad[reasonMalformed]++
-				break
-			}
-			msg = msg[k:]
 			continue
 		}
-		fam, m := consumeBytes(msg)
-		if m < 0 {
-			mc.bad[reasonMalformed]++
-			break
-		}
-		msg = msg[m:]
 		if err := n.family(fam, &mc); err != nil {
 			mc.bad[reasonMalformed]++
 			break
 		}
 	}
+	r.reset(nil)
 	n.emit(&mc)
 	n.sink.m.messages.Inc()
 	n.noteBad(&mc.bad, now)

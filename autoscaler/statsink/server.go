@@ -151,6 +151,7 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 		n   *node
 	)
 	defer func() {
+		msg.release()
 		if n != nil {
 			srv.disconnect(n)
 		}
@@ -173,10 +174,10 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 			}
 			return err
 		}
-		raw := msg.b
+		raw := msg.bytes()
 		now := srv.clk.Now()
 		if n == nil {
-			id, err := nodeID(raw)
+			id, err := nodeIDParts(raw)
 			if err != nil || id == "" {
 				var bad badCounts
 				bad[reasonNoIdentifier]++
@@ -191,7 +192,8 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 				return err
 			}
 		}
-		n.ingest(raw, now)
+		n.ingestParts(raw, now)
+		msg.release()
 	}
 }
 

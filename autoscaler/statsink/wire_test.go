@@ -54,3 +54,46 @@ func FuzzWireMatchesProtowire(f *testing.F) {
 func slowDoubleField(b []byte) (v float64, err error) {
 	return doubleField(append([]byte{byte(fieldValue)<<3 | byte(protowire.VarintType), 0}, b...))
 }
+
+// FuzzMsgReader: msgReader over the message split at arbitrary points
+// returns the same fields, and fails at the same field, as a walk over
+// the contiguous bytes.
+func FuzzMsgReader(f *testing.F) {
+	f.Add(marshal(f, envoyMsg("n", ts(0), gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 10))), []byte{3, 40, 7})
+	f.Add([]byte{0x12, 0x80, 0x01}, []byte{1, 1})
+	f.Add([]byte{0x08, 0x96, 0x01, 0x12, 0x02, 'a', 'b', 0x19, 1, 2, 3, 4, 5, 6, 7, 8, 0x12, 0x00}, []byte{2, 1, 1, 5})
+	f.Add([]byte{0x0b, 0x12, 0x01, 'x', 0x0c, 0x12, 0x01, 'y'}, []byte{1, 3})
+	f.Add([]byte{0x12, 0x05, 'a'}, []byte{2})
+	f.Fuzz(func(t *testing.T, msg, cuts []byte) {
+		var parts [][]byte
+		rest := msg
+		for _, c := range cuts {
+			k := min(int(c)%17, len(rest))
+			parts = append(parts, rest[:k])
+			rest = rest[k:]
+		}
+		parts = append(parts, rest)
+		var r msgReader
+		r.reset(parts)
+		for want := msg; ; {
+			if !r.more() {
+				if len(want) != 0 {
+					t.Fatalf("reader ended with %x left", want)
+				}
+				return
+			}
+			num, typ, v, err := r.next()
+			f, next, wantErr := nextField(want)
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("reader error %v, contiguous walk %v", err, wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if num != f.num || typ != f.typ || typ == protowire.BytesType && !bytes.Equal(v, f.bytes) {
+				t.Fatalf("reader field %d/%d %x, contiguous %d/%d %x", num, typ, v, f.num, f.typ, f.bytes)
+			}
+			want = next
+		}
+	})
+}
