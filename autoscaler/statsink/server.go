@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
@@ -38,7 +39,8 @@ const DefaultNodeExpiry = 10 * time.Second
 // StreamMetrics messages once into the stream's buffer and leaves every
 // other message to gRPC's proto codec (codec.go).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec())}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec()),
+		experimental.BufferPool(&framePool{})}
 }
 
 // Options configures New.
