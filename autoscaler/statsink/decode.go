@@ -182,6 +182,55 @@ type point struct {
 // decodeMetric decodes a Metric, reading the value from the gauge or counter
 // submessage (valueField) and the envoy.cluster_name label.
 func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
+	if p, ok := envoyMetric(b, valueField); ok {
+		return p, nil
+	}
+	return decodeMetricFields(b, valueField)
+}
+
+// envoyLabel is the start of the LabelPair Envoy writes first in every
+// metric with emit_tags_as_labels: name "envoy.cluster_name", then the tag
+// of the value field.
+const envoyLabel = "\x0a\x12" + labelClusterName + "\x12"
+
+// envoyMetric decodes a Metric laid out exactly as Envoy writes those thaw
+// reads: the cluster label alone, the value as a 9-byte submessage, then
+// timestamp_ms (optional). It compares bytes instead of walking fields, and
+// gives up (ok false) on any other layout, which decodeMetricFields then
+// reads; when ok, its result is decodeMetricFields' (FuzzEnvoyMetric).
+func envoyMetric(b []byte, valueField protowire.Number) (p point, ok bool) {
+	if len(b) < 2 || b[0] != byte(fieldMetricLabel)<<3|byte(protowire.BytesType) || b[1] >= 0x80 || int(b[1]) > len(b)-2 {
+		return p, false
+	}
+	label := b[2 : 2+b[1]]
+	b = b[2+len(label):]
+	const h = len(envoyLabel)
+	if len(label) <= h || string(label[:h]) != envoyLabel || int(label[h]) != len(label)-h-1 {
+		return p, false // also rejects a value length of 128 or more (two bytes)
+	}
+	p.cluster = label[h+1:]
+	if len(b) < 11 || b[0] != byte(valueField)<<3|byte(protowire.BytesType) || b[1] != 9 ||
+		b[2] != byte(fieldValue)<<3|byte(protowire.Fixed64Type) {
+		return p, false
+	}
+	p.value, p.hasValue = math.Float64frombits(binary.LittleEndian.Uint64(b[3:11])), true
+	b = b[11:]
+	if len(b) == 0 {
+		return p, true
+	}
+	if b[0] != byte(fieldMetricTimestamp)<<3|byte(protowire.VarintType) {
+		return p, false
+	}
+	v, n := protowire.ConsumeVarint(b[1:])
+	if n != len(b)-1 {
+		return p, false // malformed or more fields: the field walk decides
+	}
+	p.timestampMs = int64(v)
+	return p, true
+}
+
+// decodeMetricFields is decodeMetric for any layout: a walk over the fields.
+func decodeMetricFields(b []byte, valueField protowire.Number) (p point, err error) {
 	for len(b) > 0 {
 		num, wt, k := consumeTag(b)
 		if k < 0 {

@@ -2,6 +2,7 @@ package statsink
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -96,4 +97,52 @@ func FuzzMsgReader(f *testing.F) {
 			want = next
 		}
 	})
+}
+
+// FuzzEnvoyMetric: whenever the byte-compare fast path of decodeMetric
+// accepts a Metric, the field walk decodes the same point from it.
+func FuzzEnvoyMetric(f *testing.F) {
+	for _, s := range []stat{gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 1e9),
+		gauge("upstream_rq_active", "", 1), gauge("upstream_rq_active", string(bytes.Repeat([]byte{'c'}, 130)), 2)} {
+		m := envoyMsg("", ts(1), s).EnvoyMetrics[0].Metric[0]
+		f.Add(marshal(f, m), s.typ == 0)
+		m.TimestampMs = nil
+		f.Add(marshal(f, m), s.typ == 0)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, counter bool) {
+		field := fieldMetricGauge
+		if counter {
+			field = fieldMetricCounter
+		}
+		p, ok := envoyMetric(b, field)
+		if !ok {
+			return
+		}
+		want, err := decodeMetricFields(b, field)
+		if err != nil {
+			t.Fatalf("fast path accepted %x, the field walk fails: %v", b, err)
+		}
+		if !bytes.Equal(p.cluster, want.cluster) || (p.cluster == nil) != (want.cluster == nil) ||
+			math.Float64bits(p.value) != math.Float64bits(want.value) || p.hasValue != want.hasValue || p.timestampMs != want.timestampMs {
+			t.Fatalf("fast path %+v, field walk %+v for %x", p, want, b)
+		}
+	})
+}
+
+// TestEnvoyMetricFastPath: the metrics Envoy sends (as the generated types
+// marshal them, fields in number order) take the fast path.
+func TestEnvoyMetricFastPath(t *testing.T) {
+	for _, s := range []stat{gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 1e9)} {
+		for _, tsMs := range []int64{0, ts(1)} {
+			field := fieldMetricGauge
+			if s.typ == 0 {
+				field = fieldMetricCounter
+			}
+			b := marshal(t, envoyMsg("", tsMs, s).EnvoyMetrics[0].Metric[0])
+			p, ok := envoyMetric(b, field)
+			if !ok || string(p.cluster) != demoCluster || p.value != s.value || p.timestampMs != tsMs {
+				t.Errorf("%s at %d: envoyMetric = %+v, %v", s.family, tsMs, p, ok)
+			}
+		}
+	}
 }
