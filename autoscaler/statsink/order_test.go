@@ -66,3 +66,26 @@ func TestOrderChanges(t *testing.T) {
 		checkSamples(t, st.name, rec.take(), st.want)
 	}
 }
+
+// TestOrderBounded: metrics of clusters that get no entry (revisions the
+// registry does not know) cannot grow the node's position guesses: they
+// stay bounded by the entries the node has.
+func TestOrderBounded(t *testing.T) {
+	known := revision.Key{Namespace: "default", Name: "known"}
+	sink := New(Options{Recorder: &fakeRecorder{}, Clock: clocktesting.NewFakeClock(t0),
+		Limits: Limits{Known: func(k revision.Key) bool { return k == known }}})
+	n, err := sink.connect("envoy-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := append(fakeClusters(5000), gauge("upstream_rq_active", revision.ClusterName(known), 1))
+	for sec := range 3 {
+		n.ingest(marshal(t, envoyMsg("", ts(sec), stats...)), at(sec))
+	}
+	if len(n.entries) != 1 {
+		t.Fatalf("%d entries, want 1 (the known revision)", len(n.entries))
+	}
+	if limit := 4*len(n.entries) + 64; len(n.order) > limit {
+		t.Fatalf("%d position guesses for %d entries, want at most %d", len(n.order), len(n.entries), limit)
+	}
+}
