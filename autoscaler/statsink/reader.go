@@ -36,6 +36,24 @@ func (r *msgReader) more() bool { return r.left > 0 }
 // the reader is then exhausted.
 func (r *msgReader) next() (num protowire.Number, typ protowire.Type, v []byte, err error) {
 	r.skipEmpty()
+	// Fast path: a length-delimited field with a one-byte tag and a one- or
+	// two-byte length, whole in the current buffer (almost every family).
+	if len(r.bufs) > 0 {
+		if b := r.bufs[0]; len(b) >= 2 && b[0]-8 < 0x78 && protowire.Type(b[0]&7) == protowire.BytesType {
+			l, h, ok := int(b[1]), 2, true
+			if l >= 0x80 {
+				ok = len(b) >= 3 && b[2] < 0x80
+				if ok {
+					l, h = l&0x7f|int(b[2])<<7, 3
+				}
+			}
+			if ok && l <= len(b)-h {
+				r.bufs[0] = b[h+l:]
+				r.left -= h + l
+				return protowire.Number(b[0] >> 3), protowire.BytesType, b[h : h+l : h+l], nil
+			}
+		}
+	}
 	h := r.peek(len(r.hdr))
 	num, typ, k := consumeTag(h)
 	if k < 0 {
