@@ -325,3 +325,82 @@ func doubleField(b []byte) (v float64, err error) {
 	}
 	return v, nil
 }
+
+// parseFamily walks a MetricFamily's fields: which family thaw reads it is
+// (familyOther: none, decided by the first name field, which Envoy writes
+// first, so the rest is not walked), its type, its first metric and how
+// many metrics it has.
+func parseFamily(b []byte) (fam family, typ uint64, metric []byte, metrics int, err error) {
+	fam, typ = familyOther, familyTypeDefault
+	var named bool
+	for p := b; len(p) > 0; {
+		num, wt, k := consumeTag(p)
+		if k < 0 {
+			return fam, typ, nil, 0, errMalformed
+		}
+		p = p[k:]
+		switch {
+		case num == fieldFamilyName && wt == protowire.BytesType:
+			v, m := consumeBytes(p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+			if !named {
+				named, fam = true, familyOf(v)
+				if fam == familyOther {
+					return fam, typ, nil, 0, nil
+				}
+			}
+		case num == fieldFamilyMetric && wt == protowire.BytesType:
+			v, m := consumeBytes(p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+			if metrics == 0 {
+				metric = v
+			}
+			metrics++
+		case num == fieldFamilyType && wt == protowire.VarintType:
+			v, m := consumeVarint(p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+			typ = v
+		default:
+			m := protowire.ConsumeFieldValue(num, wt, p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+		}
+	}
+	return fam, typ, metric, metrics, nil
+}
+
+// envoyFamily is parseFamily for a family laid out as Envoy writes it: the
+// name first and, for a family thaw reads, the type and one metric after
+// it, nothing else, lengths of one byte. It compares bytes instead of
+// walking fields and gives up (ok false) on any other layout; when ok, its
+// result is parseFamily's (FuzzEnvoyFamily).
+func envoyFamily(b []byte) (fam family, typ uint64, metric []byte, metrics int, ok bool) {
+	const (
+		tagName   = byte(fieldFamilyName)<<3 | byte(protowire.BytesType)
+		tagType   = byte(fieldFamilyType)<<3 | byte(protowire.VarintType)
+		tagMetric = byte(fieldFamilyMetric)<<3 | byte(protowire.BytesType)
+	)
+	if len(b) < 2 || b[0] != tagName || b[1] >= 0x80 || int(b[1]) > len(b)-2 {
+		return familyOther, 0, nil, 0, false
+	}
+	fam = familyOf(b[2 : 2+b[1]])
+	if fam == familyOther {
+		return fam, familyTypeDefault, nil, 0, true
+	}
+	b = b[2+b[1]:]
+	if len(b) < 4 || b[0] != tagType || b[1] >= 0x80 || b[2] != tagMetric || b[3] >= 0x80 || int(b[3]) != len(b)-4 {
+		return familyOther, 0, nil, 0, false
+	}
+	return fam, uint64(b[1]), b[4:], 1, true
+}

@@ -133,55 +133,11 @@ func (n *node) ingestParts(parts [][]byte, now time.Time) {
 // the name first, so after one comparison. (A repeated name field is decided
 // by its first occurrence, which only a hand-made message can notice.)
 func (n *node) family(b []byte, mc *msgCtx) error {
-	var (
-		fam     = familyOther
-		named   bool
-		typ     = uint64(familyTypeDefault)
-		metric  []byte // the first metric; Envoy sends one per family
-		metrics int
-	)
-	for p := b; len(p) > 0; {
-		num, wt, k := consumeTag(p)
-		if k < 0 {
-			return errMalformed
-		}
-		p = p[k:]
-		switch {
-		case num == fieldFamilyName && wt == protowire.BytesType:
-			v, m := consumeBytes(p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
-			if !named {
-				named, fam = true, familyOf(v)
-				if fam == familyOther {
-					return nil
-				}
-			}
-		case num == fieldFamilyMetric && wt == protowire.BytesType:
-			v, m := consumeBytes(p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
-			if metrics == 0 {
-				metric = v
-			}
-			metrics++
-		case num == fieldFamilyType && wt == protowire.VarintType:
-			v, m := consumeVarint(p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
-			typ = v
-		default:
-			m := protowire.ConsumeFieldValue(num, wt, p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
+	fam, typ, metric, metrics, ok := envoyFamily(b)
+	if !ok {
+		var err error
+		if fam, typ, metric, metrics, err = parseFamily(b); err != nil {
+			return err
 		}
 	}
 	if fam == familyOther {

@@ -146,3 +146,34 @@ func TestEnvoyMetricFastPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEnvoyFamily: whenever the byte-compare fast path accepts a
+// MetricFamily, parseFamily's walk reads the same from it.
+func FuzzEnvoyFamily(f *testing.F) {
+	for _, s := range []stat{gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 1e9),
+		gauge("upstream_cx_active", demoCluster, 1), counter("upstream_rq_total", string(bytes.Repeat([]byte{'c'}, 130)), 2)} {
+		f.Add(marshal(f, envoyMsg("", ts(1), s).EnvoyMetrics[0]))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fam, typ, metric, metrics, ok := envoyFamily(b)
+		if !ok {
+			return
+		}
+		wFam, wTyp, wMetric, wMetrics, err := parseFamily(b)
+		if err != nil || fam != wFam {
+			t.Fatalf("fast path: family %d; walk: family %d, %v (%x)", fam, wFam, err, b)
+		}
+		if fam != familyOther && (typ != wTyp || !bytes.Equal(metric, wMetric) || metrics != wMetrics) {
+			t.Fatalf("fast path %d %x %d, walk %d %x %d (%x)", typ, metric, metrics, wTyp, wMetric, wMetrics, b)
+		}
+	})
+}
+
+// TestEnvoyFamilyFastPath: families as Envoy sends them take the fast path.
+func TestEnvoyFamilyFastPath(t *testing.T) {
+	for _, s := range []stat{gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 1e9), gauge("upstream_cx_active", demoCluster, 1)} {
+		if _, _, _, _, ok := envoyFamily(marshal(t, envoyMsg("", ts(1), s).EnvoyMetrics[0])); !ok {
+			t.Errorf("%s: not on the fast path", s.family)
+		}
+	}
+}
