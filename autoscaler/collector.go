@@ -135,21 +135,17 @@ func NewCollector(opts CollectorOptions) *Collector {
 // than MaxFutureSkew ahead of the clock, or older than the revision's ring,
 // are dropped (see Dropped).
 func (c *Collector) Record(s Sample) {
-	sec := s.Time.Unix()
 	if s.Time.After(c.clock.Now().Add(MaxFutureSkew)) {
 		c.dropped.Add(1)
 		return
 	}
-	ser := c.series(s.Revision, true)
-	if ser == nil {
-		c.unknown.Add(1)
-		return
-	}
-	ser.mu.Lock()
-	if !ser.record(sec, s.Source, clean(s.Concurrency), clean(s.Requests), c.expiry, c.window) {
+	var ref Ref
+	switch c.recordRef(&ref, s.Revision, s.Time.Unix(), s.Source, clean(s.Concurrency), clean(s.Requests)) {
+	case recordDropped:
 		c.dropped.Add(1)
+	case recordUnknown:
+		c.unknown.Add(1)
 	}
-	ser.mu.Unlock()
 }
 
 // Dropped returns how many samples Record has refused so far for their
@@ -165,7 +161,9 @@ func (c *Collector) Forget(key revision.Key) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	if ser := sh.m[key]; ser != nil {
+		ser.mu.Lock() // recordRef reads dropped under it
 		ser.dropped.Store(true)
+		ser.mu.Unlock()
 	}
 	delete(sh.m, key)
 	sh.mu.Unlock()
@@ -182,9 +180,11 @@ func (c *Collector) Expire(now time.Time) {
 		for k, ser := range sh.m {
 			ser.mu.Lock()
 			stale := !ser.hasData || nowSec-ser.last > int64(len(ser.ring))
+			if stale {
+				ser.dropped.Store(true) // under ser.mu: recordRef reads it there
+			}
 			ser.mu.Unlock()
 			if stale {
-				ser.dropped.Store(true)
 				delete(sh.m, k)
 			}
 		}

@@ -39,10 +39,13 @@ type source struct {
 	sum  float64 // of its concurrency samples in sec
 	n    float64
 	avg  float64 // sum/n: what it contributes to bucket sec
+	idx  int     // position in series.srcs
 }
 
-// record applies one sample; false when it was dropped as too old.
-func (s *series) record(sec int64, name string, conc, reqs float64, expiry, window int64) bool {
+// record applies one sample; false when it was dropped as too old. hint is
+// the caller's guess of the source's index in srcs (checked by name, so any
+// value is safe); record sets it to the source's index.
+func (s *series) record(sec int64, name string, conc, reqs float64, expiry, window int64, hint *int) bool {
 	size := int64(len(s.ring))
 	if !s.hasData || sec > s.last+size {
 		// First data, or nothing for a whole ring: start a new run.
@@ -68,15 +71,21 @@ func (s *series) record(sec int64, name string, conc, reqs float64, expiry, wind
 		s.activeUntil = max(s.activeUntil, sec+expiry)
 	}
 	b.reqs += reqs
-	src := s.sources[name]
+	var src *source
+	if h := *hint; h >= 0 && h < len(s.srcs) && s.srcs[h].name == name {
+		src = s.srcs[h]
+	} else if src = s.sources[name]; src != nil {
+		*hint = src.idx
+	}
 	switch {
 	case src == nil:
 		if len(s.sources) >= maxSources {
 			return true // requests counted; refuse unbounded source churn
 		}
-		src = &source{name: name, sec: sec, sum: conc, n: 1, avg: conc}
+		src = &source{name: name, sec: sec, sum: conc, n: 1, avg: conc, idx: len(s.srcs)}
 		s.sources[name] = src
 		s.srcs = append(s.srcs, src)
+		*hint = src.idx
 		b.conc += conc
 	case sec == src.sec:
 		old := src.avg
@@ -116,6 +125,7 @@ func (s *series) pruneSources(expiry int64) {
 			delete(s.sources, src.name)
 			continue
 		}
+		src.idx = len(keep)
 		keep = append(keep, src)
 	}
 	clear(s.srcs[len(keep):])

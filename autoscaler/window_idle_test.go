@@ -31,7 +31,8 @@ func TestWindowsIdleShortcut(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					at -= int64(rng.IntN(5)) // late sample
 				}
-				s.record(at, []string{"a", "b", "c"}[rng.IntN(3)], conc, reqs, expiry, window)
+				hint := rng.IntN(4) // any hint must be safe
+				s.record(at, []string{"a", "b", "c"}[rng.IntN(3)], conc, reqs, expiry, window, &hint)
 				now := sec + int64(rng.IntN(2))
 				got, gotErr := s.windows(now, window, panicW, expiry, alg)
 				saved := s.activeUntil

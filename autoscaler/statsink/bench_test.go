@@ -141,8 +141,19 @@ func (r *collectorRecorder) Record(s autoscaler.Sample) {
 	r.n.Add(1)
 }
 
+// RecordBatch forwards the batch whole, as thaw's recorder does.
+func (r *collectorRecorder) RecordBatch(b *autoscaler.Batch) {
+	r.c.RecordBatch(b)
+	r.n.Add(int64(len(b.Samples)))
+}
+
 // BenchmarkIngestGRPC sends the same flushes through a real gRPC stream on
-// 127.0.0.1 into the real autoscaler Collector, as thaw wires them. The
+// 127.0.0.1 into the real autoscaler Collector, as thaw wires them: a gRPC
+// server with the sink's ServerOptions (its codec reads messages in place in
+// the frame buffers, which come from the non-zeroing pool), the production
+// decoder, and samples recorded as one autoscaler.Batch per message through
+// Collector.RecordBatch, as thaw's recorder forwards them. Not included:
+// the autoscaler poke thaw's recorder adds per sample with new requests. The
 // sender is another process (this test binary, see sender_test.go), so
 // samples/cpu-s is what receiving, decoding and recording cost thaw, not
 // the load generator.

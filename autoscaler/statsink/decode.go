@@ -1,6 +1,7 @@
 package statsink
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 
@@ -90,7 +91,7 @@ type field struct {
 
 // nextField reads the first field of b and returns it with the rest of b.
 func nextField(b []byte) (f field, rest []byte, err error) {
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := consumeTag(b)
 	if n < 0 {
 		return f, nil, errMalformed
 	}
@@ -98,21 +99,21 @@ func nextField(b []byte) (f field, rest []byte, err error) {
 	f.num, f.typ = num, typ
 	switch typ {
 	case protowire.BytesType:
-		v, m := protowire.ConsumeBytes(b)
+		v, m := consumeBytes(b)
 		if m < 0 {
 			return f, nil, errMalformed
 		}
 		f.bytes = v
 		n = m
 	case protowire.VarintType:
-		v, m := protowire.ConsumeVarint(b)
+		v, m := consumeVarint(b)
 		if m < 0 {
 			return f, nil, errMalformed
 		}
 		f.scalar = v
 		n = m
 	case protowire.Fixed64Type:
-		v, m := protowire.ConsumeFixed64(b)
+		v, m := consumeFixed64(b)
 		if m < 0 {
 			return f, nil, errMalformed
 		}
@@ -129,17 +130,21 @@ func nextField(b []byte) (f field, rest []byte, err error) {
 
 // nodeID returns Identifier.node.id from the first identifier field of a raw
 // StreamMetricsMessage, or "" when there is none.
-func nodeID(msg []byte) (string, error) {
-	for len(msg) > 0 {
-		f, rest, err := nextField(msg)
+func nodeID(msg []byte) (string, error) { return nodeIDParts([][]byte{msg}) }
+
+// nodeIDParts is nodeID of a message in consecutive parts.
+func nodeIDParts(parts [][]byte) (string, error) {
+	var r msgReader
+	r.reset(parts)
+	for r.more() {
+		num, typ, v, err := r.next()
 		if err != nil {
 			return "", err
 		}
-		msg = rest
-		if f.num != fieldMsgIdentifier || f.typ != protowire.BytesType {
+		if num != fieldMsgIdentifier || typ != protowire.BytesType {
 			continue
 		}
-		node, err := subField(f.bytes, fieldIdentifierNode)
+		node, err := subField(v, fieldIdentifierNode)
 		if err != nil || node == nil {
 			return "", err
 		}
@@ -177,15 +182,64 @@ type point struct {
 // decodeMetric decodes a Metric, reading the value from the gauge or counter
 // submessage (valueField) and the envoy.cluster_name label.
 func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
+	if p, ok := envoyMetric(b, valueField); ok {
+		return p, nil
+	}
+	return decodeMetricFields(b, valueField)
+}
+
+// envoyLabel is the start of the LabelPair Envoy writes first in every
+// metric with emit_tags_as_labels: name "envoy.cluster_name", then the tag
+// of the value field.
+const envoyLabel = "\x0a\x12" + labelClusterName + "\x12"
+
+// envoyMetric decodes a Metric laid out exactly as Envoy writes those thaw
+// reads: the cluster label alone, the value as a 9-byte submessage, then
+// timestamp_ms (optional). It compares bytes instead of walking fields, and
+// gives up (ok false) on any other layout, which decodeMetricFields then
+// reads; when ok, its result is decodeMetricFields' (FuzzEnvoyMetric).
+func envoyMetric(b []byte, valueField protowire.Number) (p point, ok bool) {
+	if len(b) < 2 || b[0] != byte(fieldMetricLabel)<<3|byte(protowire.BytesType) || b[1] >= 0x80 || int(b[1]) > len(b)-2 {
+		return p, false
+	}
+	label := b[2 : 2+b[1]]
+	b = b[2+len(label):]
+	const h = len(envoyLabel)
+	if len(label) <= h || string(label[:h]) != envoyLabel || int(label[h]) != len(label)-h-1 {
+		return p, false // also rejects a value length of 128 or more (two bytes)
+	}
+	p.cluster = label[h+1:]
+	if len(b) < 11 || b[0] != byte(valueField)<<3|byte(protowire.BytesType) || b[1] != 9 ||
+		b[2] != byte(fieldValue)<<3|byte(protowire.Fixed64Type) {
+		return p, false
+	}
+	p.value, p.hasValue = math.Float64frombits(binary.LittleEndian.Uint64(b[3:11])), true
+	b = b[11:]
+	if len(b) == 0 {
+		return p, true
+	}
+	if b[0] != byte(fieldMetricTimestamp)<<3|byte(protowire.VarintType) {
+		return p, false
+	}
+	v, n := protowire.ConsumeVarint(b[1:])
+	if n != len(b)-1 {
+		return p, false // malformed or more fields: the field walk decides
+	}
+	p.timestampMs = int64(v)
+	return p, true
+}
+
+// decodeMetricFields is decodeMetric for any layout: a walk over the fields.
+func decodeMetricFields(b []byte, valueField protowire.Number) (p point, err error) {
 	for len(b) > 0 {
-		num, wt, k := protowire.ConsumeTag(b)
+		num, wt, k := consumeTag(b)
 		if k < 0 {
 			return p, errMalformed
 		}
 		b = b[k:]
 		switch {
 		case wt == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(b)
+			v, m := consumeBytes(b)
 			if m < 0 {
 				return p, errMalformed
 			}
@@ -207,7 +261,7 @@ func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
 				p.hasValue = true
 			}
 		case num == fieldMetricTimestamp && wt == protowire.VarintType:
-			v, m := protowire.ConsumeVarint(b)
+			v, m := consumeVarint(b)
 			if m < 0 {
 				return p, errMalformed
 			}
@@ -226,7 +280,7 @@ func decodeMetric(b []byte, valueField protowire.Number) (p point, err error) {
 
 func labelPair(b []byte) (name, value []byte, err error) {
 	for len(b) > 0 {
-		num, wt, k := protowire.ConsumeTag(b)
+		num, wt, k := consumeTag(b)
 		if k < 0 {
 			return nil, nil, errMalformed
 		}
@@ -239,7 +293,7 @@ func labelPair(b []byte) (name, value []byte, err error) {
 			b = b[m:]
 			continue
 		}
-		v, m := protowire.ConsumeBytes(b)
+		v, m := consumeBytes(b)
 		if m < 0 {
 			return nil, nil, errMalformed
 		}
@@ -256,6 +310,9 @@ func labelPair(b []byte) (name, value []byte, err error) {
 
 // doubleField reads field 1 (double) of a Gauge or Counter.
 func doubleField(b []byte) (v float64, err error) {
+	if len(b) == 9 && b[0] == byte(fieldValue)<<3|byte(protowire.Fixed64Type) { // as Envoy writes it
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[1:])), nil
+	}
 	for len(b) > 0 {
 		f, rest, err := nextField(b)
 		if err != nil {
@@ -267,4 +324,83 @@ func doubleField(b []byte) (v float64, err error) {
 		}
 	}
 	return v, nil
+}
+
+// parseFamily walks a MetricFamily's fields: which family thaw reads it is
+// (familyOther: none, decided by the first name field, which Envoy writes
+// first, so the rest is not walked), its type, its first metric and how
+// many metrics it has.
+func parseFamily(b []byte) (fam family, typ uint64, metric []byte, metrics int, err error) {
+	fam, typ = familyOther, familyTypeDefault
+	var named bool
+	for p := b; len(p) > 0; {
+		num, wt, k := consumeTag(p)
+		if k < 0 {
+			return fam, typ, nil, 0, errMalformed
+		}
+		p = p[k:]
+		switch {
+		case num == fieldFamilyName && wt == protowire.BytesType:
+			v, m := consumeBytes(p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+			if !named {
+				named, fam = true, familyOf(v)
+				if fam == familyOther {
+					return fam, typ, nil, 0, nil
+				}
+			}
+		case num == fieldFamilyMetric && wt == protowire.BytesType:
+			v, m := consumeBytes(p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+			if metrics == 0 {
+				metric = v
+			}
+			metrics++
+		case num == fieldFamilyType && wt == protowire.VarintType:
+			v, m := consumeVarint(p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+			typ = v
+		default:
+			m := protowire.ConsumeFieldValue(num, wt, p)
+			if m < 0 {
+				return fam, typ, nil, 0, errMalformed
+			}
+			p = p[m:]
+		}
+	}
+	return fam, typ, metric, metrics, nil
+}
+
+// envoyFamily is parseFamily for a family laid out as Envoy writes it: the
+// name first and, for a family thaw reads, the type and one metric after
+// it, nothing else, lengths of one byte. It compares bytes instead of
+// walking fields and gives up (ok false) on any other layout; when ok, its
+// result is parseFamily's (FuzzEnvoyFamily).
+func envoyFamily(b []byte) (fam family, typ uint64, metric []byte, metrics int, ok bool) {
+	const (
+		tagName   = byte(fieldFamilyName)<<3 | byte(protowire.BytesType)
+		tagType   = byte(fieldFamilyType)<<3 | byte(protowire.VarintType)
+		tagMetric = byte(fieldFamilyMetric)<<3 | byte(protowire.BytesType)
+	)
+	if len(b) < 2 || b[0] != tagName || b[1] >= 0x80 || int(b[1]) > len(b)-2 {
+		return familyOther, 0, nil, 0, false
+	}
+	fam = familyOf(b[2 : 2+b[1]])
+	if fam == familyOther {
+		return fam, familyTypeDefault, nil, 0, true
+	}
+	b = b[2+b[1]:]
+	if len(b) < 4 || b[0] != tagType || b[1] >= 0x80 || b[2] != tagMetric || b[3] >= 0x80 || int(b[3]) != len(b)-4 {
+		return familyOther, 0, nil, 0, false
+	}
+	return fam, uint64(b[1]), b[4:], 1, true
 }

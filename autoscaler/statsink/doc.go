@@ -40,9 +40,26 @@
 //     per node; the stream stays up except for a missing identifier and
 //     messages above the gRPC receive limit (MaxRecvMsgSize).
 //
-// Cost: messages are received as raw bytes (rawMessage: gRPC's proto codec
-// only copies them into a per-stream buffer) and the sink walks the wire
-// format itself (decode.go): no allocation per metric, a map lookup per
-// metric keyed by the label bytes (no string copy), one entry per cluster
-// and node. See BenchmarkIngest and docs/stats.md.
+// Cost (the production path is ServerOptions on the shared gRPC server):
+//
+//   - gRPC: the sink's codec (codec.go) keeps a reference to the received
+//     HTTP/2 frame buffers and the sink reads the message in place
+//     (msgReader, reader.go), copying only the few fields that straddle two
+//     frames; no per-stream buffer as large as a flush. Frame buffers come
+//     from a pool that does not zero them (bufpool.go).
+//   - Decoding (decode.go, wire.go): a family thaw does not read is dropped
+//     after one name comparison; a metric laid out as Envoy writes it is
+//     decoded by byte comparison (envoyMetric), anything else by a walk over
+//     its fields. No allocation per metric.
+//   - Lookup: a metric's cluster is first guessed from its position in the
+//     node's previous message (Envoy's order is stable between flushes),
+//     then looked up by the label bytes (no string copy); one entry per
+//     cluster and node.
+//   - Recording: a message's samples go to the recorder as one
+//     autoscaler.Batch (one clock read), each with the entry's
+//     autoscaler.Ref, so the Collector finds the revision's series and the
+//     node's source without a map lookup.
+//
+// See BenchmarkIngestGRPC (the whole path into the real Collector),
+// BenchmarkIngest (decoding alone) and docs/stats.md.
 package statsink

@@ -27,7 +27,9 @@ const (
 // clusters of revisions the registry knows get one (Limits.Known): other
 // names cost a lookup per metric and no memory.
 type entry struct {
-	key revision.Key
+	name string // the cluster, as in node.entries
+	key  revision.Key
+	gone bool // removed from node.entries (node.order may still hold it)
 	// noHistory: the entry was created while the node's metrics of unknown
 	// revisions were being dropped, so an earlier flush may have carried
 	// this cluster: its first counter value only sets the base.
@@ -42,6 +44,9 @@ type entry struct {
 	hasBase bool
 	seenGen uint64 // last flush the cluster was present in
 	zeroed  bool   // a zero sample was sent since it went missing
+	// ref is the recorder's cache for this revision and node
+	// (autoscaler.BatchSample.Ref).
+	ref autoscaler.Ref
 }
 
 // node is the state of one Envoy (node id), shared by its streams and kept
@@ -65,7 +70,16 @@ type node struct {
 	baseGen uint64
 	msgSeq  uint64
 	touched []*entry
-	bad     badCounts // since the last log
+	// order is the entries in the order the previous messages named them:
+	// Envoy writes a flush's stats in the same order every time (its stats
+	// store's iteration order, which changes only when stats are added or
+	// removed), so the metric at position i of a message is usually
+	// order[i]'s, and one name comparison replaces the map lookup. A wrong
+	// guess costs that comparison. Bounded by 4 per entry (see point).
+	order   []*entry
+	batch   autoscaler.Batch // reused by emit and zeroAll
+	reader  msgReader        // reused by ingestParts
+	bad     badCounts        // since the last log
 	lastLog time.Time
 	// unknownGen is the last flush in which a metric of an unknown
 	// revision was dropped (0: never).
@@ -78,31 +92,37 @@ type msgCtx struct {
 	time     time.Time // sample time: Envoy's snapshot time or now
 	started  bool      // flush generation decided
 	newFlush bool
+	pos      int // index in node.order of the next metric
 	bad      badCounts
 }
 
 // ingest processes one raw StreamMetricsMessage and records its samples.
-func (n *node) ingest(msg []byte, now time.Time) {
+func (n *node) ingest(msg []byte, now time.Time) { n.ingestParts([][]byte{msg}, now) }
+
+// ingestParts is ingest of a message in consecutive parts (gRPC's frames).
+func (n *node) ingestParts(parts [][]byte, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.msgSeq++
 	n.touched = n.touched[:0]
 	mc := msgCtx{now: now, time: now}
-	for len(msg) > 0 {
-		f, rest, err := nextField(msg)
+	r := &n.reader
+	r.reset(parts)
+	for r.more() {
+		num, wt, fam, err := r.next()
 		if err != nil {
 			mc.bad[reasonMalformed]++
 			break
 		}
-		msg = rest
-		if f.num != fieldMsgEnvoyMetrics || f.typ != protowire.BytesType {
+		if num != fieldMsgEnvoyMetrics || wt != protowire.BytesType {
 			continue
 		}
-		if err := n.family(f.bytes, &mc); err != nil {
+		if err := n.family(fam, &mc); err != nil {
 			mc.bad[reasonMalformed]++
 			break
 		}
 	}
+	r.reset(nil)
 	n.emit(&mc)
 	n.sink.m.messages.Inc()
 	n.noteBad(&mc.bad, now)
@@ -113,55 +133,11 @@ func (n *node) ingest(msg []byte, now time.Time) {
 // the name first, so after one comparison. (A repeated name field is decided
 // by its first occurrence, which only a hand-made message can notice.)
 func (n *node) family(b []byte, mc *msgCtx) error {
-	var (
-		fam     = familyOther
-		named   bool
-		typ     = uint64(familyTypeDefault)
-		metric  []byte // the first metric; Envoy sends one per family
-		metrics int
-	)
-	for p := b; len(p) > 0; {
-		num, wt, k := protowire.ConsumeTag(p)
-		if k < 0 {
-			return errMalformed
-		}
-		p = p[k:]
-		switch {
-		case num == fieldFamilyName && wt == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
-			if !named {
-				named, fam = true, familyOf(v)
-				if fam == familyOther {
-					return nil
-				}
-			}
-		case num == fieldFamilyMetric && wt == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
-			if metrics == 0 {
-				metric = v
-			}
-			metrics++
-		case num == fieldFamilyType && wt == protowire.VarintType:
-			v, m := protowire.ConsumeVarint(p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
-			typ = v
-		default:
-			m := protowire.ConsumeFieldValue(num, wt, p)
-			if m < 0 {
-				return errMalformed
-			}
-			p = p[m:]
+	fam, typ, metric, metrics, ok := envoyFamily(b)
+	if !ok {
+		var err error
+		if fam, typ, metric, metrics, err = parseFamily(b); err != nil {
+			return err
 		}
 	}
 	if fam == familyOther {
@@ -224,9 +200,26 @@ func (n *node) point(fam family, p *point, mc *msgCtx) {
 		mc.bad[reasonNoClusterLabel]++
 		return
 	}
-	e := n.entries[string(p.cluster)] // no allocation for the lookup
+	i := mc.pos
+	mc.pos++
+	var e *entry
+	if i < len(n.order) {
+		if h := n.order[i]; h != nil && !h.gone && h.name == string(p.cluster) {
+			e = h
+		}
+	}
 	if e == nil {
-		if e = n.newEntry(p.cluster, mc); e == nil {
+		e = n.entries[string(p.cluster)] // no allocation for the lookup
+		if e == nil {
+			e = n.newEntry(p.cluster, mc)
+		}
+		switch {
+		case i < len(n.order):
+			n.order[i] = e
+		case i == len(n.order) && i < 4*len(n.entries)+64:
+			n.order = append(n.order, e)
+		}
+		if e == nil {
 			return
 		}
 	}
@@ -263,8 +256,9 @@ func (n *node) newEntry(cluster []byte, mc *msgCtx) *entry {
 		mc.bad[reasonTooManyClusters]++
 		return nil
 	}
-	e := &entry{key: key, noHistory: n.unknownGen != 0 && n.unknownGen+1 >= n.gen}
-	n.entries[string(cluster)] = e
+	name := string(cluster)
+	e := &entry{name: name, key: key, noHistory: n.unknownGen != 0 && n.unknownGen+1 >= n.gen}
+	n.entries[name] = e
 	return e
 }
 
@@ -295,10 +289,12 @@ func (n *node) startFlush(tsMs int64, mc *msgCtx) {
 
 // emit records one sample per revision touched by the message and, at the
 // start of a flush, a zero sample for revisions absent from the whole
-// previous flush.
+// previous flush, all in one autoscaler.Batch.
 func (n *node) emit(mc *msgCtx) {
-	rec, m := n.sink.rec, n.sink.m
-	samples, resets := 0, 0
+	m := n.sink.m
+	resets := 0
+	n.batch.Source, n.batch.Time = n.id, mc.time
+	n.batch.Samples = n.batch.Samples[:0]
 	for _, e := range n.touched {
 		var conc, req float64
 		if e.hasActive {
@@ -326,9 +322,8 @@ func (n *node) emit(mc *msgCtx) {
 			e.base, e.hasBase = e.total, true
 		}
 		e.zeroed = false
-		rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time,
-			Concurrency: conc, Requests: req})
-		samples++
+		n.batch.Samples = append(n.batch.Samples, autoscaler.BatchSample{Revision: e.key,
+			Concurrency: conc, Requests: req, Ref: &e.ref})
 	}
 	if mc.newFlush && n.gen >= 2 {
 		for name, e := range n.entries {
@@ -337,18 +332,29 @@ func (n *node) emit(mc *msgCtx) {
 			}
 			if !e.zeroed {
 				e.zeroed = true
-				rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: mc.time})
-				samples++
+				n.batch.Samples = append(n.batch.Samples, autoscaler.BatchSample{Revision: e.key, Ref: &e.ref})
 			}
 			if e.seenGen+staleFlushes < n.gen {
 				delete(n.entries, name)
+				e.gone = true
 			}
 		}
 	}
-	m.samples.Add(float64(samples))
+	n.record()
 	if resets > 0 {
 		m.counterResets.Add(float64(resets))
 	}
+}
+
+// record hands n.batch to the recorder, counts its samples and empties it.
+func (n *node) record() {
+	if len(n.batch.Samples) == 0 {
+		return
+	}
+	autoscaler.RecordBatch(n.sink.rec, &n.batch)
+	n.sink.m.samples.Add(float64(len(n.batch.Samples)))
+	clear(n.batch.Samples) // drop the Refs' pointers into entries
+	n.batch.Samples = n.batch.Samples[:0]
 }
 
 // zeroAll records a zero sample for every revision the node reported: its
@@ -356,15 +362,15 @@ func (n *node) emit(mc *msgCtx) {
 func (n *node) zeroAll(now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	samples := 0
+	n.batch.Source, n.batch.Time = n.id, now
+	n.batch.Samples = n.batch.Samples[:0]
 	for _, e := range n.entries {
 		if !e.zeroed {
 			e.zeroed = true
-			n.sink.rec.Record(autoscaler.Sample{Revision: e.key, Source: n.id, Time: now})
-			samples++
+			n.batch.Samples = append(n.batch.Samples, autoscaler.BatchSample{Revision: e.key, Ref: &e.ref})
 		}
 	}
-	n.sink.m.samples.Add(float64(samples))
+	n.record()
 }
 
 // noteBad counts bad input and logs it at most once per logEvery per node,

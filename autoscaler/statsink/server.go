@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
@@ -34,9 +35,12 @@ const MaxRecvMsgSize = 64 << 20
 const DefaultNodeExpiry = 10 * time.Second
 
 // ServerOptions returns the grpc.ServerOptions the sink needs on the shared
-// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize).
+// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), and a codec that copies
+// StreamMetrics messages once into the stream's buffer and leaves every
+// other message to gRPC's proto codec (codec.go).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec()),
+		experimental.BufferPool(&framePool{})}
 }
 
 // Options configures New.
@@ -149,6 +153,7 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 		n   *node
 	)
 	defer func() {
+		msg.release()
 		if n != nil {
 			srv.disconnect(n)
 		}
@@ -171,10 +176,10 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 			}
 			return err
 		}
-		raw := msg.b
+		raw := msg.bytes()
 		now := srv.clk.Now()
 		if n == nil {
-			id, err := nodeID(raw)
+			id, err := nodeIDParts(raw)
 			if err != nil || id == "" {
 				var bad badCounts
 				bad[reasonNoIdentifier]++
@@ -189,7 +194,8 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 				return err
 			}
 		}
-		n.ingest(raw, now)
+		n.ingestParts(raw, now)
+		msg.release()
 	}
 }
 

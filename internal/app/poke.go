@@ -27,3 +27,14 @@ func (r pokingRecorder) Record(s autoscaler.Sample) {
 		r.poker.Poke(s.Revision)
 	}
 }
+
+// RecordBatch implements autoscaler.BatchRecorder: the batch goes to the
+// collector whole (one clock read, cached lookups), then the pokes.
+func (r pokingRecorder) RecordBatch(b *autoscaler.Batch) {
+	autoscaler.RecordBatch(r.Recorder, b)
+	for i := range b.Samples {
+		if b.Samples[i].Requests > 0 {
+			r.poker.Poke(b.Samples[i].Revision)
+		}
+	}
+}

@@ -36,6 +36,16 @@ func TestPokingRecorder(t *testing.T) {
 			if len(p.keys) != tc.wantPokes {
 				t.Errorf("poked %d times, want %d", len(p.keys), tc.wantPokes)
 			}
+			// The same sample in a batch (the stats sink's path).
+			rec, p = &countRecorder{}, &keyPoker{}
+			pokingRecorder{Recorder: rec, poker: p}.RecordBatch(&autoscaler.Batch{Source: "envoy", Time: tc.s.Time,
+				Samples: []autoscaler.BatchSample{{Revision: tc.s.Revision, Concurrency: tc.s.Concurrency, Requests: tc.s.Requests}}})
+			if rec.n != 1 {
+				t.Errorf("batch: recorded %d samples, want 1", rec.n)
+			}
+			if len(p.keys) != tc.wantPokes {
+				t.Errorf("batch: poked %d times, want %d", len(p.keys), tc.wantPokes)
+			}
 		})
 	}
 }
