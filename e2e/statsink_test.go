@@ -122,7 +122,7 @@ func TestStatsinkWithEnvoy(t *testing.T) {
 	rec := &statsinkSamples{key: key}
 	reg := prometheus.NewRegistry()
 	sink := statsink.New(statsink.Options{Logger: zaptest.NewLogger(t), Recorder: rec, Registerer: reg})
-	gs := grpc.NewServer(statsink.ServerOptions()...)
+	gs := grpc.NewServer(statsink.ServerOptions(nil)...)
 	sink.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec wrapped below
 	"google.golang.org/grpc/mem"
@@ -54,13 +53,17 @@ func (c responseCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return c.inner.Unmarshal(data, v)
 }
 
-// GRPCServerOptions returns the gRPC server options the xDS server needs
-// on the server it is registered on: the proto codec with unpooled
-// buffers for large xDS responses (see responseCodec).
-func GRPCServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ForceServerCodecV2(newResponseCodec())}
+// NewResponseCodec returns the codec the server the xDS server is
+// registered on should use (grpc.ForceServerCodecV2, or as another
+// codec's next one): inner (nil: gRPC's proto codec), except that large
+// xDS responses are marshalled into unpooled buffers (see responseCodec).
+func NewResponseCodec(inner encoding.CodecV2) encoding.CodecV2 {
+	return newResponseCodec(inner)
 }
 
-func newResponseCodec() responseCodec {
-	return responseCodec{inner: encoding.GetCodecV2("proto")}
+func newResponseCodec(inner encoding.CodecV2) responseCodec {
+	if inner == nil {
+		inner = encoding.GetCodecV2("proto")
+	}
+	return responseCodec{inner: inner}
 }

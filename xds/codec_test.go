@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"google.golang.org/grpc/encoding"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestResponseCodecPoolsOnlySmallResponses(t *testing.T) {
 		Resources: []*anypb.Any{{TypeUrl: "t", Value: []byte(strings.Repeat("x", 2*MaxPooledResponse))}}}
 	// Not an xDS response: always the proto codec's pooled buffer, however large.
 	other := &discoveryv3.DeltaDiscoveryRequest{ResponseNonce: strings.Repeat("n", 2*MaxPooledResponse)}
-	c := newResponseCodec()
+	c := newResponseCodec(nil)
 	for _, tc := range []struct {
 		name   string
 		msg    proto.Message
@@ -66,12 +67,50 @@ func TestResponseCodecPoolsOnlySmallResponses(t *testing.T) {
 }
 
 func TestResponseCodecRefusesInvalidMessage(t *testing.T) {
-	c := newResponseCodec()
+	c := newResponseCodec(nil)
 	if _, err := c.Marshal("not a message"); err == nil {
 		t.Error("a non-proto value marshalled")
 	}
 	var resp discoveryv3.DeltaDiscoveryResponse
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0xff, 0xff})}, &resp); err == nil {
 		t.Error("malformed bytes unmarshalled")
+	}
+}
+
+// countingCodec is the proto codec, counting its uses.
+type countingCodec struct {
+	encoding.CodecV2
+	marshals, unmarshals int
+}
+
+func (c *countingCodec) Marshal(v any) (mem.BufferSlice, error) {
+	c.marshals++
+	return c.CodecV2.Marshal(v)
+}
+
+func (c *countingCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	c.unmarshals++
+	return c.CodecV2.Unmarshal(data, v)
+}
+
+// TestResponseCodecChainsToInner: everything but a large xDS response goes
+// to the inner codec (the stats sink's, on thaw's shared server).
+func TestResponseCodecChainsToInner(t *testing.T) {
+	inner := &countingCodec{CodecV2: encoding.GetCodecV2("proto")}
+	c := NewResponseCodec(inner)
+	small := &discoveryv3.DeltaDiscoveryResponse{Nonce: "1"}
+	big := &discoveryv3.DeltaDiscoveryResponse{Resources: []*discoveryv3.Resource{{Name: "a",
+		Resource: &anypb.Any{TypeUrl: "t", Value: []byte(strings.Repeat("x", 2*MaxPooledResponse))}}}}
+	for _, m := range []proto.Message{small, big} {
+		data, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Unmarshal(data, &discoveryv3.DeltaDiscoveryResponse{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if inner.marshals != 1 || inner.unmarshals != 2 {
+		t.Errorf("inner codec marshalled %d and unmarshalled %d, want 1 (the small response) and 2", inner.marshals, inner.unmarshals)
 	}
 }

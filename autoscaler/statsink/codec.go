@@ -9,8 +9,8 @@ import (
 // codec is the server's gRPC codec (ServerOptions forces it): it hands a
 // StreamMetrics message to the sink as gRPC received it, a reference to its
 // HTTP/2 frame buffers (rawMessage.hold), and every other message (xDS,
-// ext_proc, health: everything else on the shared server) to gRPC's own
-// proto codec unchanged.
+// ext_proc, health: everything else on the shared server) to the next
+// codec, gRPC's own proto codec unless ServerOptions was given another.
 //
 // Why: gRPC's proto codec first gathers a multi-frame message into one
 // buffer from its pool, which it zeroes on every Get (megabytes per Envoy
@@ -24,8 +24,13 @@ type codec struct {
 
 var _ encoding.CodecV2 = codec{}
 
-func newCodec() codec {
-	return codec{proto: encoding.GetCodecV2(proto.Name)}
+// newCodec returns the codec with next for other messages (nil: gRPC's
+// proto codec).
+func newCodec(next encoding.CodecV2) codec {
+	if next == nil {
+		next = encoding.GetCodecV2(proto.Name)
+	}
+	return codec{proto: next}
 }
 
 // Marshal is gRPC's proto codec's.

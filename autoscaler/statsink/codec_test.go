@@ -2,6 +2,7 @@ package statsink
 
 import (
 	"context"
+	"google.golang.org/grpc/encoding"
 	"net"
 	"testing"
 
@@ -25,7 +26,7 @@ func (p *countingPool) Put(*[]byte)       { p.puts++ }
 // gRPC drops its own reference and hands them back to the pool on release,
 // for every message of a stream.
 func TestCodecHoldsFrames(t *testing.T) {
-	c := newCodec()
+	c := newCodec(nil)
 	var m rawMessage
 	long := marshal(t, envoyMsg("node-1", ts(1), gauge("upstream_rq_active", demoCluster, 3), counter("upstream_rq_total", demoCluster, 9)))
 	short := marshal(t, envoyMsg("", ts(2), gauge("upstream_rq_active", demoCluster, 1)))
@@ -61,7 +62,7 @@ func TestCodecHoldsFrames(t *testing.T) {
 // TestCodecLeavesOtherMessages: anything but a rawMessage goes through
 // gRPC's proto codec both ways.
 func TestCodecLeavesOtherMessages(t *testing.T) {
-	c := newCodec()
+	c := newCodec(nil)
 	in := envoyMsg("node-1", ts(1), gauge("upstream_rq_active", demoCluster, 3))
 	out, err := c.Marshal(in)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestCodecLeavesOtherMessages(t *testing.T) {
 // codec) on the shared server, another service still answers through a
 // real connection.
 func TestServerOptionsKeepOtherServices(t *testing.T) {
-	gs := grpc.NewServer(ServerOptions()...)
+	gs := grpc.NewServer(ServerOptions(nil)...)
 	healthpb.RegisterHealthServer(gs, health.NewServer())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,5 +103,39 @@ func TestServerOptionsKeepOtherServices(t *testing.T) {
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health status %v, want SERVING", resp.GetStatus())
+	}
+}
+
+// nextCodec is gRPC's proto codec, counting its uses.
+type nextCodec struct {
+	encoding.CodecV2
+	uses int
+}
+
+func (c *nextCodec) Marshal(v any) (mem.BufferSlice, error) {
+	c.uses++
+	return c.CodecV2.Marshal(v)
+}
+
+func (c *nextCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	c.uses++
+	return c.CodecV2.Unmarshal(data, v)
+}
+
+// TestCodecHandsOtherMessagesToNext: with a next codec (xDS's on thaw's
+// shared server), every message but a rawMessage goes to it both ways.
+func TestCodecHandsOtherMessagesToNext(t *testing.T) {
+	next := &nextCodec{CodecV2: encoding.GetCodecV2("proto")}
+	c := newCodec(next)
+	in := envoyMsg("node-1", ts(1), gauge("upstream_rq_active", demoCluster, 3))
+	out, err := c.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unmarshal(out, &metricsv3.StreamMetricsMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	if next.uses != 2 {
+		t.Fatalf("next codec used %d times, want 2", next.uses)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -35,11 +36,13 @@ const MaxRecvMsgSize = 64 << 20
 const DefaultNodeExpiry = 10 * time.Second
 
 // ServerOptions returns the grpc.ServerOptions the sink needs on the shared
-// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), and a codec that copies
-// StreamMetrics messages once into the stream's buffer and leaves every
-// other message to gRPC's proto codec (codec.go).
-func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec()),
+// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), the server's buffer pool
+// (bufpool.go), and the server's codec (codec.go), which hands
+// StreamMetrics messages to the sink in place and every other message to
+// next (nil: gRPC's proto codec). A server has one codec: other packages
+// that need one on the shared server (xds) are passed as next.
+func ServerOptions(next encoding.CodecV2) []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec(next)),
 		experimental.BufferPool(&framePool{})}
 }
 
