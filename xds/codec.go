@@ -15,7 +15,8 @@ import (
 // 1 MiB, the largest tier of gRPC's default pool.
 const MaxPooledResponse = 1 << 20
 
-// responseCodec is gRPC's proto codec, except that an xDS response larger
+// responseCodec is its inner codec (gRPC's proto codec, or the stats
+// sink's on thaw's shared server), except that an xDS response larger
 // than MaxPooledResponse is marshalled into a buffer of its own, left to
 // the garbage collector once sent. gRPC's codec takes every buffer above
 // 1 KiB from its default pool and puts it back after the write; the only
@@ -24,12 +25,12 @@ const MaxPooledResponse = 1 << 20
 // `thaw local`), and kept in the pool they stayed in the heap until two
 // garbage collections later, which an idle control plane may not run for
 // minutes. Every other message (ext_proc, stats, small xDS responses)
-// goes through the proto codec unchanged.
+// goes through the inner codec unchanged.
 type responseCodec struct {
 	inner encoding.CodecV2
 }
 
-// Name is the codec's content subtype, "proto".
+// Name is the inner codec's content subtype ("proto").
 func (c responseCodec) Name() string { return c.inner.Name() }
 
 // Marshal encodes v; see responseCodec.
@@ -48,7 +49,7 @@ func (c responseCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.inner.Marshal(v)
 }
 
-// Unmarshal decodes data into v with the proto codec.
+// Unmarshal decodes data into v with the inner codec.
 func (c responseCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return c.inner.Unmarshal(data, v)
 }
