@@ -324,15 +324,3 @@ func (r *deltaResponse) GetNextVersionMap() map[string]string { return r.known }
 func (r *deltaResponse) GetReturnedResources() map[string]string { return r.known }
 
 func (r *deltaResponse) GetContext() context.Context { return context.Background() }
-
-// GetResources returns the resources by name (a new map; the resources
-// are shared, never modify them).
-func (c *deltaCache) GetResources() map[string]types.Resource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]types.Resource, len(c.res))
-	for name, e := range c.res {
-		out[name] = e.msg
-	}
-	return out
-}

@@ -257,3 +257,15 @@ func TestDeltaCacheServesItsOwnType(t *testing.T) {
 		t.Fatalf("resource %v (%v)", got.GetName(), err)
 	}
 }
+
+// GetResources returns the resources by name, as LinearCache's does (for
+// tests; a new map, the resources shared).
+func (c *deltaCache) GetResources() map[string]types.Resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]types.Resource, len(c.res))
+	for name, e := range c.res {
+		out[name] = e.msg
+	}
+	return out
+}

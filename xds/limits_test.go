@@ -124,22 +124,32 @@ func TestStalledNodeIsExcluded(t *testing.T) {
 	waitFor(t, "the reconnected node's ACK to confirm", func() bool { return f.srv.ConfirmedEverywhere(keyA, gen2) })
 }
 
+// warmingStream starts a server with ackTimeout and one serve-mode
+// revision, and a delta stream of node that leaves its CDS response
+// unanswered (as Envoy does while its clusters warm) and has ACKed the
+// revision's ClusterLoadAssignment.
+func warmingStream(t *testing.T, ackTimeout time.Duration, node string) (*fixture, *clocktesting.FakeClock, *deltaClient) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Now())
+	f := startFixtureOpts(t, ServerOptions{Logger: zaptest.NewLogger(t), Config: componentConfig(), Clock: clk,
+		Limits: Limits{AckTimeout: ackTimeout}}, 0)
+	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, ready("10.0.0.1", 80))
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, node)
+	c.subscribe(resourcev3.ClusterType)
+	c.recvType(resourcev3.ClusterType) // never ACKed
+	c.subscribe(resourcev3.EndpointType, revision.ClusterName(keyA))
+	c.ack(c.recvType(resourcev3.EndpointType))
+	return f, clk, c
+}
+
 // TestAnsweringStreamIsNotStalled: a stream that leaves its CDS response
 // unanswered (as Envoy does until every cluster has warmed, minutes at
 // 100,000 revisions) but keeps ACKing its endpoint updates is not closed,
 // however long that takes; once it stops answering anything, it is.
 func TestAnsweringStreamIsNotStalled(t *testing.T) {
 	const ackTimeout = 10 * time.Second
-	clk := clocktesting.NewFakeClock(time.Now())
-	f := startFixtureOpts(t, ServerOptions{Logger: zaptest.NewLogger(t), Config: componentConfig(), Clock: clk,
-		Limits: Limits{AckTimeout: ackTimeout}}, 0)
-	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, ready("10.0.0.1", 80))
-	f.reg.SetSynced()
-	c := dialDelta(t, f.addr, "envoy-warming")
-	c.subscribe(resourcev3.ClusterType)
-	c.recvType(resourcev3.ClusterType) // never ACKed: the clusters "warm"
-	c.subscribe(resourcev3.EndpointType, revision.ClusterName(keyA))
-	c.ack(c.recvType(resourcev3.EndpointType))
+	f, clk, c := warmingStream(t, ackTimeout, "envoy-warming")
 
 	// Three ack timeouts pass; every quarter of one, a flip is sent and
 	// ACKed.
@@ -167,16 +177,7 @@ func TestAnsweringStreamIsNotStalled(t *testing.T) {
 // is maxUnansweredFactor ack timeouts old.
 func TestUnansweredResponseHasAHardBound(t *testing.T) {
 	const ackTimeout = 10 * time.Second
-	clk := clocktesting.NewFakeClock(time.Now())
-	f := startFixtureOpts(t, ServerOptions{Logger: zaptest.NewLogger(t), Config: componentConfig(), Clock: clk,
-		Limits: Limits{AckTimeout: ackTimeout}}, 0)
-	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, ready("10.0.0.1", 80))
-	f.reg.SetSynced()
-	c := dialDelta(t, f.addr, "envoy-one-unanswered")
-	c.subscribe(resourcev3.ClusterType)
-	c.recvType(resourcev3.ClusterType) // never ACKed
-	c.subscribe(resourcev3.EndpointType, revision.ClusterName(keyA))
-	c.ack(c.recvType(resourcev3.EndpointType))
+	f, clk, c := warmingStream(t, ackTimeout, "envoy-one-unanswered")
 	steps := 0
 	for i := 0; len(f.srv.Excluded()) == 0; i++ {
 		if i == 4*maxUnansweredFactor+8 {
