@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,10 +39,15 @@ func TestLocalThawDownFailover(t *testing.T) {
 
 	envoy := &envoyAdmin{url: first.EnvoyAdminURL}
 	okBefore := load.ok.Load()
+	clusters, err := envoy.get("/clusters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	directBefore := backendRequests(clusters, "rev_local_px")
 	killed := time.Now()
 	first.Kill()
-	ejected := waitActivatorEjected(t, envoy, "rev_local_px", true, 15*time.Second)
-	t.Logf("activator endpoint ejected %v after the kill", ejected.Sub(killed).Round(time.Millisecond))
+	direct := waitFailoverTraffic(t, envoy, "rev_local_px", directBefore, 15*time.Second)
+	t.Logf("requests retried on the backends %v after the kill", direct.Sub(killed).Round(time.Millisecond))
 	time.Sleep(2 * time.Second) // proxy-mode traffic flows with thaw down
 	okWhileDown := load.ok.Load() - okBefore
 
@@ -81,8 +87,8 @@ func TestLocalThawDownFailover(t *testing.T) {
 	waitStatus(t, second, "local/px", 30*time.Second, "proxy mode after restart", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") >= 2
 	})
-	// Traffic returns to the activator once its endpoint is no longer
-	// ejected: the new thaw counts requests in flight again.
+	// Traffic returns to the activator as soon as it answers: the new thaw
+	// counts requests in flight again.
 	back := waitActivatorTraffic(t, second, "local/px", 30*time.Second)
 	t.Logf("traffic back on the activator %v after the restart began", back.Sub(restarted).Round(time.Millisecond))
 	ok, failed, fails := load.stop()
@@ -95,36 +101,46 @@ func TestLocalThawDownFailover(t *testing.T) {
 	}
 }
 
-// waitActivatorEjected polls Envoy's /clusters until the activator
-// endpoint of cluster is (or is no longer) ejected by outlier detection; it
-// returns when it was.
-func waitActivatorEjected(t *testing.T, e *envoyAdmin, cluster string, want bool, timeout time.Duration) time.Time {
+// waitFailoverTraffic polls Envoy's /clusters until the backends of
+// cluster (its endpoints other than the activator, priority 1 in proxy
+// mode) have answered requests directly: the route's failover retries. In
+// proxy mode with thaw up they answer none (the activator listener reaches
+// them through its own cluster). It returns when their count of requests
+// went past before.
+func waitFailoverTraffic(t *testing.T, e *envoyAdmin, cluster string, before int64, timeout time.Duration) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
 		out, err := e.get("/clusters")
 		if err == nil {
-			last = activatorHealth(out, cluster)
-			if strings.Contains(last, "failed_outlier_check") == want {
+			last = out
+			if backendRequests(out, cluster) > before {
 				return time.Now()
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("activator endpoint of %s: ejected never became %v (health flags %q)", cluster, want, last)
+	t.Fatalf("no request of %s reached its backends directly within %s (/clusters: %.2000s)", cluster, timeout, last)
 	return time.Time{}
 }
 
-// activatorHealth returns the health_flags line of cluster's activator
-// endpoint in Envoy's /clusters text.
-func activatorHealth(clusters, cluster string) string {
+// backendRequests sums rq_total of cluster's endpoints other than the
+// activator in Envoy's /clusters text.
+func backendRequests(clusters, cluster string) int64 {
+	var n int64
 	for l := range strings.SplitSeq(clusters, "\n") {
-		if strings.HasPrefix(l, cluster+"::") && strings.Contains(l, xds.ActivatorListenerName) && strings.Contains(l, "::health_flags::") {
-			return l
+		if !strings.HasPrefix(l, cluster+"::") || strings.Contains(l, xds.ActivatorListenerName) {
+			continue
+		}
+		if i := strings.Index(l, "::rq_total::"); i >= 0 {
+			v, err := strconv.ParseInt(l[i+len("::rq_total::"):], 10, 64)
+			if err == nil {
+				n += v
+			}
 		}
 	}
-	return ""
+	return n
 }
 
 // waitActivatorTraffic waits until th's activator answers requests (its

@@ -186,6 +186,22 @@ func TestStatsinkWithEnvoy(t *testing.T) {
 			}
 		})
 	}
+	// Nothing a real Envoy sends is bad input: not its first message (a
+	// large node spanning gRPC frames), not any flush since.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "thaw_statsink_bad_input_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if v := m.GetCounter().GetValue(); v != 0 {
+				t.Errorf("thaw_statsink_bad_input_total%v = %v from a real Envoy, want 0", m.GetLabel(), v)
+			}
+		}
+	}
 }
 
 // statsinkSlowBackend starts a backend on 127.0.0.1 that answers each request after

@@ -10,7 +10,7 @@
 //     a non-ADS DELTA_GRPC config source (static cluster thaw_xds, initial
 //     fetch timeout > 0), with alt_stat_name rev_<ns>_<name> so thaw's stats
 //     sink maps its stats to the revision, and the same transport, load
-//     balancing, circuit breakers, outlier detection and h2c options as a
+//     balancing, circuit breakers and h2c options as a
 //     revision cluster in thaw's own fleet (xds.ExternalRevisionCluster).
 //   - PostRouteModify (Route) sets x-thaw-revision (after removing any
 //     client copy), thaw's retry policy (activator failover) and a route

@@ -26,6 +26,9 @@ type change struct {
 	enc   map[string][]byte
 	added []string
 	del   []string
+	// encoded is set for a type the translator keeps as encodings
+	// (diffEncoded): upd's values are nil.
+	encoded bool
 }
 
 // diff compares a new translation of one type with what the caches hold.
@@ -33,6 +36,9 @@ type change struct {
 // so Envoy is sent only what changed.
 func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, error) {
 	have := s.applied[typeURL]
+	if dc := s.deltas[typeURL]; dc != nil {
+		have = dc.held()
+	}
 	c := newChange(typeURL)
 	for name, r := range want {
 		old, ok := have[name]
@@ -54,6 +60,31 @@ func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, 
 		}
 	}
 	return c, nil
+}
+
+// diffEncoded compares a new translation of one type kept as encodings
+// (translation.encoded) with what its delta cache holds, by version.
+func (s *Server) diffEncoded(typeURL string, want map[string]*encodedResource) *change {
+	c := newChange(typeURL)
+	c.encoded = true // only the delta caches hold these types
+	s.deltas[typeURL].view(func(have map[string]*deltaEntry) {
+		for name, e := range want {
+			h, ok := have[name]
+			if ok && h.version == e.version {
+				continue
+			}
+			c.upd[name], c.ver[name], c.enc[name] = nil, e.version, e.bytes
+			if !ok {
+				c.added = append(c.added, name)
+			}
+		}
+		for name := range have {
+			if _, ok := want[name]; !ok {
+				c.del = append(c.del, name)
+			}
+		}
+	})
+	return c
 }
 
 func newChange(typeURL string) *change {
@@ -102,8 +133,10 @@ func (s *Server) upsert(c *change) error {
 	if err := s.update(c.typeURL, c, nil); err != nil {
 		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
 	}
-	maps.Copy(s.applied[c.typeURL], c.upd)
-	maps.Copy(s.versions[c.typeURL], c.ver)
+	if s.deltas[c.typeURL] == nil {
+		maps.Copy(s.applied[c.typeURL], c.upd)
+		maps.Copy(s.versions[c.typeURL], c.ver)
+	}
 	return nil
 }
 
@@ -116,11 +149,13 @@ func (s *Server) replace(c *change) error {
 	if err := s.update(c.typeURL, c, c.del); err != nil {
 		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
 	}
-	maps.Copy(s.applied[c.typeURL], c.upd)
-	maps.Copy(s.versions[c.typeURL], c.ver)
-	for _, n := range c.del {
-		delete(s.applied[c.typeURL], n)
-		delete(s.versions[c.typeURL], n)
+	if s.deltas[c.typeURL] == nil {
+		maps.Copy(s.applied[c.typeURL], c.upd)
+		maps.Copy(s.versions[c.typeURL], c.ver)
+		for _, n := range c.del {
+			delete(s.applied[c.typeURL], n)
+			delete(s.versions[c.typeURL], n)
+		}
 	}
 	return nil
 }
@@ -175,6 +210,10 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	byType := res.ByType()
 	changes := map[string]*change{}
 	for _, typ := range resourceTypes {
+		if enc, ok := res.encoded[typ]; ok {
+			changes[typ] = s.diffEncoded(typ, enc)
+			continue
+		}
 		c, err := s.diff(typ, byType[typ])
 		if err != nil {
 			return err
@@ -190,10 +229,10 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	if err := s.upsert(eds); err != nil {
 		return err
 	}
-	s.publish(snap, res, eds, first, start)
+	s.publish(snap, res.Resources, eds, first, start)
 	if !first && len(cds.added) > 0 {
-		s.waitStage(ctx, resourcev3.ClusterType, pick(s.versions[resourcev3.ClusterType], cds.added), nil)
-		s.waitStage(ctx, resourcev3.EndpointType, pick(s.versions[resourcev3.EndpointType], cds.added), nil)
+		s.waitStage(ctx, resourcev3.ClusterType, s.deltas[resourcev3.ClusterType].versionsOf(cds.added), nil)
+		s.waitStage(ctx, resourcev3.EndpointType, s.deltas[resourcev3.EndpointType].versionsOf(cds.added), nil)
 	}
 	if err := s.upsert(lds); err != nil {
 		return err
@@ -243,7 +282,12 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 // updated, in one cache update.
 func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) error {
 	eds := newChange(resourcev3.EndpointType)
-	have := s.applied[resourcev3.EndpointType]
+	dc := s.deltas[resourcev3.EndpointType]
+	names := make([]string, len(changed))
+	for i, r := range changed {
+		names[i] = s.tr.memo[r.Key].name
+	}
+	have := dc.heldOf(names)
 	for _, r := range changed {
 		cla := s.tr.memo[r.Key].res.cla
 		name := cla.GetClusterName()
@@ -257,11 +301,10 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	if err := s.upsert(eds); err != nil {
 		return err
 	}
-	versions := s.versions[resourcev3.EndpointType]
+	versions := dc.versionsOf(names)
 	s.mu.Lock()
-	for _, r := range changed {
-		name := s.tr.memo[r.Key].name
-		s.revs[r.Key] = appliedRevision{generation: r.Generation, cla: name, claVersion: versions[name]}
+	for i, r := range changed {
+		s.revs[r.Key] = appliedRevision{generation: r.Generation, cla: names[i], claVersion: versions[names[i]]}
 	}
 	s.mu.Unlock()
 	s.startFlips(eds, false, start)
@@ -275,14 +318,19 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 // flip-to-ACK timers for changed ClusterLoadAssignments.
 func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, first bool, start time.Time) {
 	revs := make(map[revision.Key]appliedRevision, snap.Revisions.Len())
-	edsVersions := s.versions[resourcev3.EndpointType]
-	for k, rev := range snap.Revisions.All() {
-		if _, skipped := res.Skipped[k]; skipped {
-			continue
+	s.deltas[resourcev3.EndpointType].view(func(held map[string]*deltaEntry) {
+		for k, rev := range snap.Revisions.All() {
+			if _, skipped := res.Skipped[k]; skipped {
+				continue
+			}
+			name := s.tr.memo[k].name
+			var version string
+			if e := held[name]; e != nil {
+				version = e.version
+			}
+			revs[k] = appliedRevision{generation: rev.Generation, cla: name, claVersion: version}
 		}
-		name := s.tr.memo[k].name
-		revs[k] = appliedRevision{generation: rev.Generation, cla: name, claVersion: edsVersions[name]}
-	}
+	})
 	s.mu.Lock()
 	s.revs = revs
 	s.skipped = res.Skipped
@@ -351,15 +399,6 @@ func (s *Server) logSkipped(skipped map[revision.Key]error) {
 	}
 }
 
-// pick returns the versions of names.
-func pick(versions map[string]string, names []string) map[string]string {
-	out := make(map[string]string, len(names))
-	for _, n := range names {
-		out[n] = versions[n]
-	}
-	return out
-}
-
 // trackFirst records the first applied snapshot for WaitFirstAck, and
 // forgets resources deleted before any Envoy ACKed them.
 func (s *Server) trackFirst(first bool, changes []*change) {
@@ -367,9 +406,15 @@ func (s *Server) trackFirst(first bool, changes []*change) {
 	defer s.mu.Unlock()
 	if first {
 		s.first = map[string]map[string]string{}
-		for typ, v := range s.versions {
+		for _, typ := range resourceTypes {
+			v := s.versions[typ]
+			if dc := s.deltas[typ]; dc != nil {
+				v = dc.versions()
+			} else {
+				v = maps.Clone(v)
+			}
 			if len(v) > 0 {
-				s.first[typ] = maps.Clone(v)
+				s.first[typ] = v
 			}
 		}
 		return

@@ -101,9 +101,9 @@ func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 		LbPolicy:        clusterv3.Cluster_LEAST_REQUEST,
 		CircuitBreakers: pt.breakers,
 		TransportSocket: p.TransportSocket,
-		// Ejects the activator endpoint while ext_proc fails, so proxy-mode
-		// traffic fails over to the ready backends (see failover.go).
-		OutlierDetection: pt.outlier,
+		// No outlier detection: its timer fires every interval on every
+		// cluster, idle or not (failover.go says how thaw fails over
+		// without it).
 	}
 	if p.Protocol == revision.ProtocolH2C {
 		c.TypedExtensionProtocolOptions = pt.h2cOptions

@@ -46,8 +46,8 @@ const (
 	// retries reaching ready backends directly bypassed container
 	// concurrency. A held request gets override_message_timeout at once; a
 	// thaw that is down refuses the connection at once (no wait); only a
-	// hung thaw costs the full timeout, for the few requests before outlier
-	// detection ejects the activator endpoint.
+	// hung thaw costs the full timeout, until a fleet's health check of
+	// thaw_extproc stops sending streams to it.
 	DefaultExtProcMessageTimeout     = 5 * time.Second
 	DefaultConnectTimeout            = 5 * time.Second
 	DefaultCircuitBreakerMaxRequests = 100000

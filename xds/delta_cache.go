@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"sync"
 
@@ -63,7 +64,9 @@ type deltaCache struct {
 
 type deltaEntry struct {
 	name string
-	// msg is the resource itself, for the state-of-the-world cache.
+	// msg is the resource itself, for the state-of-the-world cache; nil
+	// for a resource the server keeps as encoding only (encodedResource),
+	// decoded from bytes when a state-of-the-world watch needs it.
 	msg     types.Resource
 	bytes   []byte // deterministic encoding
 	version string // HashResource(bytes), as go-control-plane's delta versions
@@ -96,12 +99,17 @@ func newDeltaCache(typeURL string, logSize int) *deltaCache {
 }
 
 // update sets and deletes resources; versions are the caller's hashes of
-// the deterministic encodings in encoded.
+// the deterministic encodings in encoded. A nil resource in upd is kept as
+// its encoding only.
 func (c *deltaCache) update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sotw != nil {
-		if err := c.sotw.UpdateResources(upd, del); err != nil {
+		msgs, err := c.messages(upd, encoded)
+		if err != nil {
+			return err
+		}
+		if err := c.sotw.UpdateResources(msgs, del); err != nil {
 			return err
 		}
 	}
@@ -142,6 +150,66 @@ func (c *deltaCache) record(name string) {
 	}
 	c.log[(c.logHead+c.logLen)%len(c.log)] = logEntry{seq: c.seq, name: name}
 	c.logLen++
+}
+
+// view calls f with the resources held, by name, under the cache's lock:
+// f must neither keep nor change the map, nor call the cache. (The server
+// compares a translation with them without copying 10,000 entries.)
+func (c *deltaCache) view(f func(held map[string]*deltaEntry)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c.res)
+}
+
+// versions returns the version of every resource held, by name (a new
+// map): the server's record of what it applied to this type.
+func (c *deltaCache) versions() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]string, len(c.res))
+	for name, e := range c.res {
+		out[name] = e.version
+	}
+	return out
+}
+
+// heldOf returns those of names held, by name (a new map; nil for those
+// held as encodings only).
+func (c *deltaCache) heldOf(names []string) map[string]types.Resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]types.Resource, len(names))
+	for _, name := range names {
+		if e := c.res[name]; e != nil {
+			out[name] = e.msg
+		}
+	}
+	return out
+}
+
+// versionsOf returns the versions of those of names held (a new map).
+func (c *deltaCache) versionsOf(names []string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		if e := c.res[name]; e != nil {
+			out[name] = e.version
+		}
+	}
+	return out
+}
+
+// held returns every resource held, by name (a new map; nil for
+// those held as encodings only).
+func (c *deltaCache) held() map[string]types.Resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]types.Resource, len(c.res))
+	for name, e := range c.res {
+		out[name] = e.msg
+	}
+	return out
 }
 
 // changedSince returns the names changed after seq, or ok false when the
@@ -229,20 +297,58 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed, known: w.known, version: strconv.FormatUint(c.seq, 10)}
 }
 
+// allMessages returns every current resource as a message (a new map;
+// resources kept as encodings decoded). c.mu must be held.
+func (c *deltaCache) allMessages() (map[string]types.Resource, error) {
+	all := make(map[string]types.Resource, len(c.res))
+	enc := map[string][]byte{}
+	for name, e := range c.res {
+		all[name] = e.msg
+		if e.msg == nil {
+			enc[name] = e.bytes
+		}
+	}
+	return c.messages(all, enc)
+}
+
 // CreateWatch serves state-of-the-world xDS from the inner LinearCache,
 // which it creates, holding every current resource, on the first call.
 func (c *deltaCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
 	c.mu.Lock()
 	if c.sotw == nil {
-		all := make(map[string]types.Resource, len(c.res))
-		for name, e := range c.res {
-			all[name] = e.msg
+		all, err := c.allMessages()
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
 		}
 		c.sotw = cachev3.NewLinearCache(c.typeURL, cachev3.WithInitialResources(all))
 	}
 	sotw := c.sotw
 	c.mu.Unlock()
 	return sotw.CreateWatch(req, sub, ch)
+}
+
+// messages returns upd with its nil resources decoded from encoded: the
+// state-of-the-world cache needs messages.
+func (c *deltaCache) messages(upd map[string]types.Resource, encoded map[string][]byte) (map[string]types.Resource, error) {
+	var out map[string]types.Resource
+	for name, r := range upd {
+		if r != nil {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(upd)
+		}
+		m, err := decode(c.typeURL, encoded[name])
+		if err != nil {
+			return nil, err
+		}
+		out[name] = m
+	}
+	if out == nil {
+		return upd, nil
+	}
+	return out, nil
 }
 
 // CreateDeltaWatch answers at once when the client lacks something, else

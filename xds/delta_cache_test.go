@@ -259,13 +259,14 @@ func TestDeltaCacheServesItsOwnType(t *testing.T) {
 }
 
 // GetResources returns the resources by name, as LinearCache's does (for
-// tests; a new map, the resources shared).
+// tests; a new map, the resources shared, those kept as encodings
+// decoded). It panics on an encoding that does not decode.
 func (c *deltaCache) GetResources() map[string]types.Resource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]types.Resource, len(c.res))
-	for name, e := range c.res {
-		out[name] = e.msg
+	out, err := c.allMessages()
+	if err != nil {
+		panic(err)
 	}
 	return out
 }

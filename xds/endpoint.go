@@ -43,9 +43,9 @@ func backendEndpoints(backends []revision.Backend, defaultPort int32) []*endpoin
 // ProxyLoadAssignment returns a proxy-mode ClusterLoadAssignment: at
 // priority 0 a single endpoint, the internal listener thaw_activator; at
 // priority 1 the revision's ready backends (a backend with Port 0 uses
-// defaultPort), which take traffic only while the activator endpoint is
-// ejected by outlier detection (thaw unreachable, see RevisionCluster), so
-// a revision with ready backends keeps serving when thaw is gone. Held
+// defaultPort), which take only the route's retries of requests the
+// activator could not take (thaw unreachable, see failover.go), so a
+// revision with ready backends keeps serving when thaw is gone. Held
 // requests still count in the revision cluster's upstream_rq_active.
 func ProxyLoadAssignment(name string, backends []revision.Backend, defaultPort int32) (*endpointv3.ClusterLoadAssignment, error) {
 	return proxyLoadAssignment(name, proxyEndpoints()[0], backends, defaultPort)

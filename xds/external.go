@@ -63,8 +63,7 @@ type ExternalRevisionClusterParams struct {
 
 // ExternalRevisionCluster returns a revision's cluster for an external
 // Envoy: RevisionCluster (internal_upstream transport, least request,
-// circuit breakers, outlier detection of the activator endpoint, h2c
-// options) with Envoy Gateway's name, the revision's assignment as EDS
+// circuit breakers, h2c options) with Envoy Gateway's name, the revision's assignment as EDS
 // service name over EDSConfig, and alt_stat_name rev_<ns>_<name>.
 func ExternalRevisionCluster(p ExternalRevisionClusterParams) (*clusterv3.Cluster, error) {
 	if p.Name == "" || p.EDSConfig == nil || p.Config == nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	celv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/filters/cel/v3"
@@ -19,50 +18,56 @@ import (
 //
 // A proxy-mode ClusterLoadAssignment lists the activator endpoint at
 // priority 0 and the revision's ready backends at priority 1. When the
-// ext_proc call fails (thaw down, or too slow for the message timeout), the
-// activator listener answers with ActivatorLocalReplyConfig's reply: 503,
-// Retry-After and the FailoverHeader. Two things react to that reply:
+// ext_proc call fails (thaw down, no healthy thaw replica, or too slow for
+// the message timeout), the activator listener answers with
+// ActivatorLocalReplyConfig's reply: 503, Retry-After and the
+// FailoverHeader. The revision route retries that reply
+// (ActivatorFailoverRetryPolicy) on the next priority, the backends, after
+// a short backoff (FailoverBackoffBase), so the client sees no error while
+// backends are ready; at zero the retries find only the activator again and
+// the client gets the 503 with Retry-After (gRPC clients: UNAVAILABLE),
+// never a 500 or an empty 504.
 //
-//   - the revision route retries the request (ActivatorFailoverRetryPolicy)
-//     on the next priority, the backends, so the client sees no error
-//     while backends are ready; at zero the retry finds only the activator
-//     again and the client gets the 503 with Retry-After (gRPC clients:
-//     UNAVAILABLE), never a 500 or an empty 504;
-//   - outlier detection on the revision cluster (RevisionCluster) ejects
-//     the activator endpoint after FailoverConsecutiveFailures such
-//     answers, so while thaw stays down requests go straight to the
-//     backends without trying the activator first; the endpoint is tried
-//     again after the ejection time, and traffic returns to it once thaw
-//     answers.
+// Every request tries the activator first, also while thaw stays down:
+// there is no outlier detection on revision clusters. Envoy runs an
+// outlier detector's timer every interval on every cluster, idle or not,
+// and with 100,000 revision clusters created together those timers took a
+// fifth of a second of Envoy's main thread every second, which delayed
+// mode flips (docs/scaling.md). Trying a thaw that is down costs little: a
+// refused connection, or, in a Kubernetes fleet, no healthy thaw_extproc
+// host (its health check and panic threshold 0 make the call fail at
+// once). Only a thaw that hangs before its health check notices costs the
+// message timeout. Traffic returns to the activator with the first request
+// after thaw answers again.
 //
 // The activator's own refusals (queue full, hold timeout) carry no
 // FailoverHeader, so they are never retried: Envoy tells "thaw
 // unreachable" from "thaw says no" by the response code details of the
 // local reply (ext_proc_error...), which only Envoy's ext_proc filter
 // sets. A request the activator had already routed to a backend is retried
-// only for safe methods (GET, HEAD, OPTIONS). Outlier detection cannot see headers, so a run of the activator's
-// own 503s also ejects its endpoint for an ejection time; with ready
-// backends that sends requests straight to them, bypassing the activator's
-// queue, which is the safer failure.
+// only for safe methods (GET, HEAD, OPTIONS).
 
 // FailoverHeader marks the activator listener's reply to a request whose
 // ext_proc call failed. The revision route retries on it.
 const FailoverHeader = "x-thaw-activator-unavailable"
 
-// Outlier detection of the activator endpoint (see RevisionCluster).
+// Retries of the revision route (ActivatorFailoverRetryPolicy). Envoy
+// waits a random time below base × 2^(n-1) before the n-th retry, at most
+// FailoverBackoffMax: below 10, 20, 40, ... 640 ms, then 1 s. The first
+// wait is short because every request pays it while thaw is down; the
+// eight retries together still span about a second on average (at most
+// 2.3 s), as long as a Kubernetes fleet's health check takes to stop
+// sending ext_proc streams to a dead replica, so a request whose replica
+// died reaches a live one.
 const (
-	// FailoverConsecutiveFailures is how many consecutive gateway errors
-	// (502, 503, 504, connect failures) eject an endpoint.
-	FailoverConsecutiveFailures = 3
-	// FailoverBaseEjection is the first ejection time; Envoy multiplies it
-	// by the number of consecutive ejections, up to FailoverMaxEjection.
-	FailoverBaseEjection = time.Second
-	// FailoverMaxEjection bounds how long traffic stays off the activator
-	// after thaw is back.
-	FailoverMaxEjection = 5 * time.Second
 	// FailoverRetries is how many times the revision route retries a
 	// request whose ext_proc call failed.
-	FailoverRetries = 5
+	FailoverRetries = 8
+	// FailoverBackoffBase is the base of Envoy's jittered exponential
+	// backoff between retries.
+	FailoverBackoffBase = 10 * time.Millisecond
+	// FailoverBackoffMax bounds one wait between retries.
+	FailoverBackoffMax = time.Second
 )
 
 // extProcErrorExpression is a CEL expression true for the local replies the
@@ -135,12 +140,12 @@ func celFilter(expr string) (*accesslogv3.AccessLogFilter, error) {
 
 // ActivatorFailoverRetryPolicy returns the retry policy of a revision route
 // for the activator's failover reply: retry on FailoverHeader, at most
-// FailoverRetries times with backoff 100 ms..1 s, each retry on a priority
-// not tried yet (previous_priorities), so the retry of a request the
-// activator could not take goes to the ready backends of priority 1. The
-// request never reached a backend (ext_proc failed before choosing one), so
-// the retry is safe for any method. Merge it with other retry conditions of
-// the route rather than replacing them.
+// FailoverRetries times with backoff FailoverBackoffBase..FailoverBackoffMax,
+// each retry on a priority not tried yet (previous_priorities), so the
+// retry of a request the activator could not take goes to the ready
+// backends of priority 1. The request never reached a backend (ext_proc
+// failed before choosing one), so the retry is safe for any method. Merge
+// it with other retry conditions of the route rather than replacing them.
 func ActivatorFailoverRetryPolicy() (*routev3.RetryPolicy, error) {
 	prio, err := toAny(&previouspriorityv3.PreviousPrioritiesConfig{UpdateFrequency: 1})
 	if err != nil {
@@ -158,27 +163,8 @@ func ActivatorFailoverRetryPolicy() (*routev3.RetryPolicy, error) {
 			ConfigType: &routev3.RetryPolicy_RetryPriority_TypedConfig{TypedConfig: prio},
 		},
 		RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
-			BaseInterval: durationpb.New(100 * time.Millisecond),
-			MaxInterval:  durationpb.New(time.Second),
+			BaseInterval: durationpb.New(FailoverBackoffBase),
+			MaxInterval:  durationpb.New(FailoverBackoffMax),
 		},
 	})
-}
-
-// revisionOutlierDetection ejects a revision cluster endpoint after
-// FailoverConsecutiveFailures consecutive gateway errors (the activator
-// endpoint when ext_proc fails; a crashed backend in serve mode). Plain
-// 5xx answers of an application and success-rate outliers never eject.
-// Every endpoint may be ejected (100%): with the activator alone ejected,
-// Envoy's panic threshold still routes to it.
-func revisionOutlierDetection() *clusterv3.OutlierDetection {
-	return &clusterv3.OutlierDetection{
-		ConsecutiveGatewayFailure:          wrapperspb.UInt32(FailoverConsecutiveFailures),
-		EnforcingConsecutiveGatewayFailure: wrapperspb.UInt32(100),
-		EnforcingConsecutive_5Xx:           wrapperspb.UInt32(0),
-		EnforcingSuccessRate:               wrapperspb.UInt32(0),
-		Interval:                           durationpb.New(time.Second),
-		BaseEjectionTime:                   durationpb.New(FailoverBaseEjection),
-		MaxEjectionTime:                    durationpb.New(FailoverMaxEjection),
-		MaxEjectionPercent:                 wrapperspb.UInt32(100),
-	}
 }

@@ -27,7 +27,6 @@ type parts struct {
 	breakers       *clusterv3.CircuitBreakers
 	proxyEndpoints []*endpointv3.LocalityLbEndpoints
 	h2cOptions     map[string]*anypb.Any
-	outlier        *clusterv3.OutlierDetection
 }
 
 func newParts(cfg *Config) *parts {
@@ -47,7 +46,6 @@ func newParts(cfg *Config) *parts {
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),
 		breakers:       circuitBreakers(cfg),
 		proxyEndpoints: proxyEndpoints(),
-		outlier:        revisionOutlierDetection(),
 	}
 }
 

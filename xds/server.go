@@ -72,7 +72,9 @@ type Server struct {
 	notify  *notifier
 	running atomic.Bool
 
-	// Owned by the Run goroutine.
+	// Owned by the Run goroutine. applied and versions hold what was
+	// applied to the LinearCaches (listeners, routes); the deltas hold
+	// their own (deltaCache.versions, held).
 	tr       *translator
 	prevSnap *revision.Snapshot
 	applied  map[string]map[string]types.Resource
@@ -153,9 +155,9 @@ func NewServer(opts ServerOptions) *Server {
 			c := cachev3.NewLinearCache(typ)
 			s.caches[typ] = c
 			mux.Caches[typ] = c
+			s.applied[typ] = map[string]types.Resource{}
+			s.versions[typ] = map[string]string{}
 		}
-		s.applied[typ] = map[string]types.Resource{}
-		s.versions[typ] = map[string]string{}
 	}
 	s.gate = newGatedCache(mux)
 	// The context only ends the go-control-plane streams when Run returns.
@@ -194,6 +196,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 	if err != nil {
 		return err
 	}
+	tr.encode = true // the delta caches keep the encodings; see encodedResource
 	s.tr = tr
 	stallCtx, stopStallCheck := context.WithCancel(ctx)
 	defer stopStallCheck()

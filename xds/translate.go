@@ -60,6 +60,15 @@ type Resources struct {
 	Skipped map[revision.Key]error
 }
 
+// translation is the translator's output: Resources, and for a
+// translator that encodes (translator.encode) every resource of the types
+// it keeps as encodings, by type URL and resource name; those types'
+// lists in Resources are then empty.
+type translation struct {
+	*Resources
+	encoded map[string]map[string]*encodedResource
+}
+
 // ByType returns the resources as go-control-plane maps: type URL →
 // resource name → resource.
 func (r *Resources) ByType() map[string]map[string]types.Resource {
@@ -115,7 +124,11 @@ func Translate(snap *revision.Snapshot, cfg Config) (*Resources, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.translate(snap)
+	tr, err := t.translate(snap)
+	if tr == nil {
+		return nil, err
+	}
+	return tr.Resources, err
 }
 
 // translator holds the pieces shared by every revision of one
@@ -138,6 +151,12 @@ type translator struct {
 	// virtual hosts it was built from (Config.InlineRoutes).
 	prevVhosts []*routev3.VirtualHost
 	prevRoute  *routev3.RouteConfiguration
+	// encode, set by the server before the first translation, keeps the
+	// revisions' clusters and (with VHDS) virtual hosts as encodings
+	// only (encodedResource), and returns them in translation.encoded.
+	encode bool
+	// activatorDstEnc is the encoding of shared.activatorDst (encode).
+	activatorDstEnc *encodedResource
 }
 
 // sharedResources are the resources that depend only on Config.
@@ -188,9 +207,16 @@ type revisionResources struct {
 	vhost   *routev3.VirtualHost
 	cluster *clusterv3.Cluster
 	cla     *endpointv3.ClusterLoadAssignment
+	// vhostEnc and clusterEnc replace vhost and cluster when the
+	// translator encodes them (encodesVirtualHosts, encode).
+	vhostEnc, clusterEnc *encodedResource
 }
 
-func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
+// encodesVirtualHosts reports whether revisions' virtual hosts are kept as
+// encodings: with VHDS only (inline routes are built from the protos).
+func (t *translator) encodesVirtualHosts() bool { return t.encode && !t.cfg.InlineRoutes }
+
+func (t *translator) translate(snap *revision.Snapshot) (*translation, error) {
 	revs := snap.Sorted()
 	var failed map[revision.Key]error
 	var plan *routePlan
@@ -212,8 +238,15 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 	}
 	t.memo, t.splitMemo = b.memo, b.splitMemo
 	out := &Resources{Skipped: plan.skipped,
-		Clusters:  make([]*clusterv3.Cluster, 0, len(b.memo)+1),
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(b.memo))}
+	tl := &translation{Resources: out}
+	var encClusters map[string]*encodedResource
+	if t.encode {
+		encClusters = make(map[string]*encodedResource, len(b.memo)+1)
+		tl.encoded = map[string]map[string]*encodedResource{resourcev3.ClusterType: encClusters}
+	} else {
+		out.Clusters = make([]*clusterv3.Cluster, 0, len(b.memo)+1)
+	}
 	var errs []error
 	reported := map[error]bool{}
 	for _, rev := range revs {
@@ -225,7 +258,11 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 			continue
 		}
 		m := b.memo[rev.Key]
-		out.Clusters = append(out.Clusters, m.res.cluster)
+		if t.encode {
+			encClusters[m.name] = m.res.clusterEnc
+		} else {
+			out.Clusters = append(out.Clusters, m.res.cluster)
+		}
 		out.Endpoints = append(out.Endpoints, m.res.cla)
 	}
 	if t.cfg.InlineRoutes {
@@ -240,14 +277,32 @@ func (t *translator) translate(snap *revision.Snapshot) (*Resources, error) {
 			return cmp.Compare(a.GetName(), b.GetName())
 		})
 	}
+	if t.encodesVirtualHosts() {
+		vhosts, err := encodeVirtualHosts(out.VirtualHosts, b.encVhosts)
+		if err != nil {
+			return nil, err
+		}
+		tl.encoded[resourcev3.VirtualHostType], out.VirtualHosts = vhosts, nil
+	}
 	out.Listeners = []*listenerv3.Listener{t.shared.activatorListener, t.shared.httpListener}
-	out.Clusters = append(out.Clusters, t.shared.activatorDst)
+	if t.encode {
+		if t.activatorDstEnc == nil {
+			e, err := encode(t.shared.activatorDst)
+			if err != nil {
+				return nil, err
+			}
+			t.activatorDstEnc = e
+		}
+		encClusters[t.shared.activatorDst.GetName()] = t.activatorDstEnc
+	} else {
+		out.Clusters = append(out.Clusters, t.shared.activatorDst)
+	}
 	slices.SortFunc(out.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortFunc(out.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
 	})
 	slices.SortFunc(out.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
-	return out, errors.Join(errs...)
+	return tl, errors.Join(errs...)
 }
 
 // built is the per-revision and per-split part of one translation.
@@ -255,8 +310,25 @@ type built struct {
 	memo      map[revision.Key]*memoEntry
 	splitMemo map[string]*routev3.VirtualHost
 	// vhosts are the revisions' own virtual hosts in key order, then the
-	// split hosts' in plan order.
-	vhosts []*routev3.VirtualHost
+	// split hosts' in plan order; the revisions' own are in encVhosts
+	// instead, by name, when the translator encodes them.
+	vhosts    []*routev3.VirtualHost
+	encVhosts map[string]*encodedResource
+}
+
+// encodeVirtualHosts returns the virtual hosts of enc (kept encoded) and
+// of vhosts (split hosts, encoded now: a handful) by name.
+func encodeVirtualHosts(vhosts []*routev3.VirtualHost, enc map[string]*encodedResource) (map[string]*encodedResource, error) {
+	out := make(map[string]*encodedResource, len(enc)+len(vhosts))
+	maps.Copy(out, enc)
+	for _, vh := range vhosts {
+		e, err := encode(vh)
+		if err != nil {
+			return nil, err
+		}
+		out[vh.GetName()] = e
+	}
+	return out, nil
 }
 
 // build makes the resources of every revision plan routes and the
@@ -276,8 +348,14 @@ func (t *translator) build(revs []*revision.Revision, plan *routePlan) (*built, 
 			continue
 		}
 		b.memo[rev.Key] = m
-		if m.res.vhost != nil {
+		switch {
+		case m.res.vhost != nil:
 			b.vhosts = append(b.vhosts, m.res.vhost)
+		case m.res.vhostEnc != nil:
+			if b.encVhosts == nil {
+				b.encVhosts = make(map[string]*encodedResource, len(revs))
+			}
+			b.encVhosts[VirtualHostName(m.name)] = m.res.vhostEnc
 		}
 	}
 	for _, g := range plan.splits {
@@ -354,21 +432,35 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		// No host of its own (every host split: the split virtual hosts
 		// route to it; or no host at all): cluster and endpoints only.
 	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts:
-		res.vhost = m.res.vhost
+		res.vhost, res.vhostEnc = m.res.vhost, m.res.vhostEnc
 	default:
-		res.vhost = RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name, Timeouts: timeouts})
-		if err := res.vhost.ValidateAll(); err != nil {
+		vh := RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, parts: t.parts, name: name, Timeouts: timeouts})
+		if err := vh.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
+		}
+		if !t.encodesVirtualHosts() {
+			res.vhost = vh
+		} else {
+			e, err := encode(vh)
+			if err != nil {
+				return nil, fmt.Errorf("virtual host: %w", err)
+			}
+			res.vhostEnc = e
 		}
 	}
 	if m != nil && m.protocol == rev.Spec.Protocol {
-		res.cluster = m.res.cluster // depends only on the name, protocol and Config
+		// depends only on the name, protocol and Config
+		res.cluster, res.clusterEnc = m.res.cluster, m.res.clusterEnc
 	} else {
 		c, err := RevisionCluster(RevisionClusterParams{Name: name, Protocol: rev.Spec.Protocol, TransportSocket: t.ts, Config: t.cfg, parts: t.parts})
 		if err != nil {
 			return nil, err
 		}
-		res.cluster = c
+		if !t.encode {
+			res.cluster = c
+		} else if res.clusterEnc, err = encode(c); err != nil {
+			return nil, err
+		}
 	}
 	cla, err := t.loadAssignment(rev, name)
 	if err != nil {

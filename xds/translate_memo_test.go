@@ -22,11 +22,14 @@ import (
 // translator the server keeps (the endpointChanges fast path when it
 // applies, else the memoised full translation), applying the results the
 // way Server.apply does, and checks after every step that the resources
-// held equal what the pure Translate makes from the same snapshot.
+// held equal what the pure Translate makes from the same snapshot. With
+// encode, clusters and virtual hosts are held as encodings, as the server
+// holds them, and decoded for the comparison.
 func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		inline := seed%2 == 0 // both route layouts: VHDS and InlineRoutes
-		t.Run(fmt.Sprintf("seed=%d/inline=%v", seed, inline), func(t *testing.T) {
+		encode := seed > 3    // both memo forms with both layouts
+		t.Run(fmt.Sprintf("seed=%d/inline=%v/encode=%v", seed, inline, encode), func(t *testing.T) {
 			h := newHistory(seed)
 			cfg := testConfig()
 			cfg.InlineRoutes = inline
@@ -34,6 +37,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tr.encode = encode
 			var held map[string]map[string]types.Resource
 			var prev *revision.Snapshot
 			var skipped map[revision.Key]error
@@ -55,7 +59,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 					if res == nil {
 						t.Fatalf("step %d (%s): memoised translation failed", step, h.last)
 					}
-					held, skipped = res.ByType(), res.Skipped
+					held, skipped = decodedByType(t, res), res.Skipped
 				}
 				prev = snap
 				want, _ := Translate(snap, cfg)
@@ -271,6 +275,29 @@ func compareStr(a, b string) int {
 
 // sameResources reports whether a and b hold equal resources under the
 // same types and names.
+// decodedByType is res.ByType with the resources res holds as encodings
+// decoded.
+func decodedByType(t *testing.T, res *translation) map[string]map[string]types.Resource {
+	t.Helper()
+	out := res.ByType()
+	for typ, enc := range res.encoded {
+		if len(out[typ]) != 0 {
+			t.Fatalf("%s: both messages and encodings", typ)
+		}
+		for name, e := range enc {
+			m, err := decode(typ, e.bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, v, err := hashOf(m); err != nil || v != e.version || !slices.Equal(b, e.bytes) {
+				t.Fatalf("%s %s: version %s does not match its encoding (%v)", typ, name, e.version, err)
+			}
+			out[typ][name] = m
+		}
+	}
+	return out
+}
+
 func sameResources(a, b map[string]map[string]types.Resource) bool {
 	if len(a) != len(b) {
 		return false

@@ -44,14 +44,14 @@ func TestDecodeMatchesGeneratedTypes(t *testing.T) {
 	if err != nil || id != "node-1" {
 		t.Fatalf("nodeID = %q, %v; want node-1", id, err)
 	}
-	p, err := decodeMetric(marshal(t, msg.EnvoyMetrics[0].Metric[0]), fieldMetricGauge)
-	if err != nil {
+	var p, c point
+	if err := decodeMetric(marshal(t, msg.EnvoyMetrics[0].Metric[0]), fieldMetricGauge, &p); err != nil {
 		t.Fatal(err)
 	}
 	if string(p.cluster) != "rev_default_demo" || p.value != 7 || !p.hasValue || p.timestampMs != 1234 {
 		t.Fatalf("decodeMetric = %+v", p)
 	}
-	c, err := decodeMetric(marshal(t, &dto.Metric{Counter: &dto.Counter{Value: proto.Float64(9)}}), fieldMetricCounter)
+	err = decodeMetric(marshal(t, &dto.Metric{Counter: &dto.Counter{Value: proto.Float64(9)}}), fieldMetricCounter, &c)
 	if err != nil || c.value != 9 || !c.hasValue || c.cluster != nil {
 		t.Fatalf("decodeMetric(counter) = %+v, %v", c, err)
 	}
@@ -94,6 +94,26 @@ func TestFamilyOf(t *testing.T) {
 	for name, want := range tests {
 		if got := familyOf([]byte(name)); got != want {
 			t.Errorf("familyOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// familyOf compares in pieces: any one byte changed, any prefix, and
+	// any extension of the three names is another family.
+	for name, want := range tests {
+		if want == familyOther {
+			continue
+		}
+		for i := range len(name) {
+			b := []byte(name)
+			b[i] ^= 0x20
+			if got := familyOf(b); got != familyOther {
+				t.Errorf("familyOf(%q) = %v, want familyOther", b, got)
+			}
+			if got := familyOf([]byte(name[:i])); got != familyOther {
+				t.Errorf("familyOf(%q) = %v, want familyOther", name[:i], got)
+			}
+		}
+		if got := familyOf([]byte(name + "_")); got != familyOther {
+			t.Errorf("familyOf(%q) = %v, want familyOther", name+"_", got)
 		}
 	}
 	if n := testing.AllocsPerRun(100, func() { familyOf([]byte("cluster.upstream_rq_total")) }); n != 0 {

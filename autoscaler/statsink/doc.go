@@ -46,7 +46,8 @@
 //     HTTP/2 frame buffers and the sink reads the message in place
 //     (msgReader, reader.go), copying only the few fields that straddle two
 //     frames; no per-stream buffer as large as a flush. Frame buffers come
-//     from a pool that does not zero them (bufpool.go).
+//     from a pool that does not zero them (bufpool.go), and a connection is
+//     read 1 MiB at a time rather than gRPC's 32 KiB (readbuf.go).
 //   - Decoding (decode.go, wire.go): a family thaw does not read is dropped
 //     after one name comparison; a metric laid out as Envoy writes it is
 //     decoded by byte comparison (envoyMetric), anything else by a walk over
@@ -58,7 +59,9 @@
 //   - Recording: a message's samples go to the recorder as one
 //     autoscaler.Batch (one clock read), each with the entry's
 //     autoscaler.Ref, so the Collector finds the revision's series and the
-//     node's source without a map lookup.
+//     node's source without a map lookup. Whether a cluster is missing from
+//     the previous flush is known from two counts (node.seenCur,
+//     node.seenPrev), not from a walk over every entry.
 //
 // See BenchmarkIngestGRPC (the whole path into the real Collector),
 // BenchmarkIngest (decoding alone) and docs/stats.md.

@@ -3,9 +3,11 @@ package statsink
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/service/metrics/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -156,4 +158,27 @@ func TestDuplicateNodeCounted(t *testing.T) {
 	if got := env.bad(reasonDuplicateNode); got != 1 {
 		t.Errorf("bad_input_total{reason=duplicate_node} = %v, want 1", got)
 	}
+}
+
+// TestLargeIdentifierSpanningFrames: a real Envoy's first message carries a
+// node of ~60 KB (every extension it was built with), so the identifier
+// spans several gRPC frames. Reading the node id must not consume the parts
+// the metrics are then read from: the first flush's samples arrive and
+// nothing is counted as malformed.
+func TestLargeIdentifierSpanningFrames(t *testing.T) {
+	env := startSink(t)
+	st := env.open(t)
+	msg := envoyMsg("envoy-1", ts(1), gauge("upstream_rq_active", demoCluster, 2))
+	for i := range 2000 {
+		msg.Identifier.Node.Extensions = append(msg.Identifier.Node.Extensions,
+			&corev3.Extension{Name: fmt.Sprintf("envoy.extension.number_%04d", i), Category: "envoy.filters.http"})
+	}
+	if size := proto.Size(msg.Identifier); size < 64<<10 {
+		t.Fatalf("identifier is %d bytes, want more than 4 frames of 16 KiB", size)
+	}
+	env.send(t, st, msg)
+	if got := env.bad(reasonMalformed); got != 0 {
+		t.Errorf("bad_input_total{reason=malformed} = %v, want 0", got)
+	}
+	checkSamples(t, "first flush", env.rec.take(), []autoscaler.Sample{sample("envoy-1", demo, 1, 2, 0)})
 }

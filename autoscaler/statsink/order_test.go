@@ -53,17 +53,12 @@ func TestOrderChanges(t *testing.T) {
 		{"as before: every guess right; d absent a whole flush gets its zero", flush(5, val{a, 1, 18}, val{c, 2, 39}, val{b, 3, 31}),
 			[]autoscaler.Sample{sample("a", 5, 1, 1), sample("b", 5, 3, 1), sample("c", 5, 2, 1), sample("d", 5, 0, 0)}},
 	}
-	rec := &fakeRecorder{}
-	clk := clocktesting.NewFakeClock(t0)
-	sink := New(Options{Recorder: rec, Clock: clk})
-	n, err := sink.connect("envoy-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, clk, n := connectedNode(t)
 	for i, st := range steps {
 		clk.SetTime(at(i + 1))
 		n.ingest(st.msg, clk.Now())
 		checkSamples(t, st.name, rec.take(), st.want)
+		checkSeen(t, n)
 	}
 }
 
@@ -88,4 +83,53 @@ func TestOrderBounded(t *testing.T) {
 	if limit := 4*len(n.entries) + 64; len(n.order) > limit {
 		t.Fatalf("%d position guesses for %d entries, want at most %d", len(n.order), len(n.entries), limit)
 	}
+}
+
+// TestStaleClusterForgotten: a cluster absent for more than staleFlushes
+// flushes gets one zero sample, then loses its state (counter base); when
+// it comes back its counter counts in full, as for any cluster first seen
+// after the node's first flush.
+func TestStaleClusterForgotten(t *testing.T) {
+	a := revision.Key{Namespace: "default", Name: "a"}
+	b := revision.Key{Namespace: "default", Name: "b"}
+	ca, cb := revision.ClusterName(a), revision.ClusterName(b)
+	rec, clk, n := connectedNode(t)
+	ingest := func(sec int, stats ...stat) {
+		t.Helper()
+		clk.SetTime(at(sec))
+		n.ingest(marshal(t, envoyMsg("", ts(sec), stats...)), clk.Now())
+		checkSeen(t, n)
+	}
+	ingest(1, counter("upstream_rq_total", ca, 5), counter("upstream_rq_total", cb, 7))
+	ingest(2, counter("upstream_rq_total", ca, 5))
+	ingest(3, counter("upstream_rq_total", ca, 5))
+	checkSamples(t, "b absent a whole flush", rec.take(), []autoscaler.Sample{
+		{Revision: a, Source: "envoy-1", Time: at(1)}, {Revision: b, Source: "envoy-1", Time: at(1)},
+		{Revision: a, Source: "envoy-1", Time: at(2)},
+		{Revision: a, Source: "envoy-1", Time: at(3)}, {Revision: b, Source: "envoy-1", Time: at(3)}})
+	last := 3 + staleFlushes
+	for sec := 4; sec <= last; sec++ {
+		ingest(sec, counter("upstream_rq_total", ca, 5))
+	}
+	if _, ok := n.entries[cb]; ok {
+		t.Fatalf("b still has an entry after %d flushes without it", staleFlushes+1)
+	}
+	rec.take()
+	ingest(last+1, counter("upstream_rq_total", ca, 5), counter("upstream_rq_total", cb, 9))
+	checkSamples(t, "b back", rec.take(), []autoscaler.Sample{
+		{Revision: a, Source: "envoy-1", Time: at(last + 1)},
+		{Revision: b, Source: "envoy-1", Time: at(last + 1), Requests: 9}})
+}
+
+// connectedNode returns a sink's node "envoy-1", connected, with the
+// recorder and the fake clock of its sink.
+func connectedNode(t *testing.T) (*fakeRecorder, *clocktesting.FakeClock, *node) {
+	t.Helper()
+	rec := &fakeRecorder{}
+	clk := clocktesting.NewFakeClock(t0)
+	n, err := New(Options{Recorder: rec, Clock: clk}).connect("envoy-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, clk, n
 }

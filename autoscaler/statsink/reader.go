@@ -11,16 +11,22 @@ import (
 // scratch buffer (a MetricFamily is ~100 bytes, so that is about one field
 // per frame).
 type msgReader struct {
-	bufs    [][]byte // unread bytes: bufs[0], then the others
+	bufs    [][]byte // unread bytes: bufs[0], then the others (in own)
+	own     [][]byte // the reader's copy of the parts' slice headers
 	left    int      // total unread bytes
 	scratch []byte
 	hdr     [20]byte // a tag and a length: two varints of at most 10 bytes
 }
 
 // reset starts reading parts, the message's bytes in order. The reader
-// keeps parts (not a copy) until the next reset.
+// keeps the bytes of parts (not a copy) until the next reset, but never
+// changes parts itself: it advances its own copy of the slice headers, so
+// the caller can read the same parts again (the first message of a stream
+// is read twice: its node id, then its metrics).
 func (r *msgReader) reset(parts [][]byte) {
-	r.bufs = parts
+	clear(r.own)
+	r.own = append(r.own[:0], parts...)
+	r.bufs = r.own
 	r.left = 0
 	for _, p := range parts {
 		r.left += len(p)

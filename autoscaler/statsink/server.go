@@ -36,14 +36,15 @@ const MaxRecvMsgSize = 64 << 20
 const DefaultNodeExpiry = 10 * time.Second
 
 // ServerOptions returns the grpc.ServerOptions the sink needs on the shared
-// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), the server's buffer pool
+// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), the read buffer size
+// (readbuf.go), the server's buffer pool
 // (bufpool.go), and the server's codec (codec.go), which hands
 // StreamMetrics messages to the sink in place and every other message to
 // next (nil: gRPC's proto codec). A server has one codec: other packages
 // that need one on the shared server (xds) are passed as next.
 func ServerOptions(next encoding.CodecV2) []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(newCodec(next)),
-		experimental.BufferPool(&framePool{})}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ReadBufferSize(readBufferSize()),
+		grpc.ForceServerCodecV2(newCodec(next)), experimental.BufferPool(&framePool{})}
 }
 
 // Options configures New.

@@ -114,8 +114,8 @@ func FuzzEnvoyMetric(f *testing.F) {
 		if counter {
 			field = fieldMetricCounter
 		}
-		p, ok := envoyMetric(b, field)
-		if !ok {
+		var p point
+		if !envoyMetric(b, field, &p) {
 			return
 		}
 		want, err := decodeMetricFields(b, field)
@@ -139,7 +139,8 @@ func TestEnvoyMetricFastPath(t *testing.T) {
 				field = fieldMetricCounter
 			}
 			b := marshal(t, envoyMsg("", tsMs, s).EnvoyMetrics[0].Metric[0])
-			p, ok := envoyMetric(b, field)
+			var p point
+			ok := envoyMetric(b, field, &p)
 			if !ok || string(p.cluster) != demoCluster || p.value != s.value || p.timestampMs != tsMs {
 				t.Errorf("%s at %d: envoyMetric = %+v, %v", s.family, tsMs, p, ok)
 			}

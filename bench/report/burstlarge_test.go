@@ -50,8 +50,8 @@ func TestFailoverRows(t *testing.T) {
 		f    *results.Failover
 		want string
 	}{
-		{"nothing lost", &results.Failover{Requests: 3200, EjectedAfterMs: 27, BackAfterMs: 5400}, pass},
-		{"requests lost", &results.Failover{Requests: 3200, Errors: 4, EjectedAfterMs: 27}, fail},
+		{"nothing lost", &results.Failover{Requests: 3200, DirectAfterMs: 27, BackAfterMs: 5400}, pass},
+		{"requests lost", &results.Failover{Requests: 3200, Errors: 4, DirectAfterMs: 27}, fail},
 		{"no load ran", &results.Failover{}, missing},
 		{"not run", nil, missing},
 	} {

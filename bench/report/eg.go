@@ -33,7 +33,7 @@ func egRows(g *results.EnvoyGateway, own []results.Cold) []row {
 			Measured: fmt.Sprintf("%.3f (median of %d rounds); Envoy %.1f vs %.1f µs per request", tr, len(rv.RoundThroughput),
 				rv.EnvoyCPUUsPerRequest, pl.EnvoyCPUUsPerRequest),
 			Target: "reported", Result: map[bool]string{true: info, false: missing}[okT],
-			Means: "what thaw's cluster settings (least request, outlier detection, retries) cost EG's Envoy"},
+			Means: "what thaw's cluster settings (least request, circuit breakers, retries) cost EG's Envoy"},
 	}
 	c := g.Cold
 	measured := fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (n=%d)", c.OverheadP50Ms, c.OverheadP99Ms, c.N)

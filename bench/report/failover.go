@@ -16,13 +16,13 @@ func failoverRows(f *results.Failover) []row {
 	return []row{
 		{What: "thaw killed (SIGKILL) under proxy-mode load and restarted: failed requests",
 			Measured: fmt.Sprintf("%d of %d", f.Errors, f.Requests), Target: "0", Result: atMost(f.Requests > 0, float64(f.Errors), 0),
-			Means: "while thaw is down, Envoy sends the revision's traffic straight to its ready backends"},
-		{What: "failover time: kill to the activator endpoint ejected",
-			Measured: fmtMs(f.EjectedAfterMs), Target: "", Result: info,
-			Means: fmt.Sprintf("requests in flight meanwhile are retried on the backends (p99 while down %s, before %s)",
-				fmtMs(f.Down.P99Ms), fmtMs(f.Before.P99Ms))},
+			Means: "while thaw is down, the route retries each request the activator cannot take on the revision's ready backends"},
+		{What: "failover time: kill to the first request retried on the backends",
+			Measured: fmtMs(f.DirectAfterMs), Target: "", Result: info,
+			Means: fmt.Sprintf("while thaw is down every request tries the activator, then its retry goes to the backends (p50 while down %s, before %s; p99 %s, before %s)",
+				fmtMs(f.Down.P50Ms), fmtMs(f.Before.P50Ms), fmtMs(f.Down.P99Ms), fmtMs(f.Before.P99Ms))},
 		{What: "failback time: restart to the first request routed by the new activator",
 			Measured: fmtMs(f.BackAfterMs), Target: "", Result: info,
-			Means: "includes thaw's own start and the rest of the outlier ejection time"},
+			Means: "thaw's own start: the first request after it answers goes to the activator again"},
 	}
 }

@@ -181,12 +181,12 @@ type Failover struct {
 	// KillAtMs and RestartAtMs are from the start of the load.
 	KillAtMs    float64 `json:"killAtMs"`
 	RestartAtMs float64 `json:"restartAtMs"`
-	// EjectedAfterMs is from the kill until Envoy's outlier detection
-	// ejected the activator endpoint (requests go straight to the
-	// backends); BackAfterMs from the restart until the new thaw's
-	// activator routed a request again.
-	EjectedAfterMs float64 `json:"ejectedAfterMs"`
-	BackAfterMs    float64 `json:"backAfterMs"`
+	// DirectAfterMs is from the kill until the revision's backends
+	// answered a request retried on them by the route's failover retry
+	// (priority 1 of its ClusterLoadAssignment); BackAfterMs from the
+	// restart until the new thaw's activator routed a request again.
+	DirectAfterMs float64 `json:"directAfterMs"`
+	BackAfterMs   float64 `json:"backAfterMs"`
 	// Before, Down and After are the requests sent before the kill, while
 	// thaw was down, and after the restart.
 	Before Latency `json:"before"`

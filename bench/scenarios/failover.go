@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,8 +35,9 @@ const (
 // runFailover sends a constant proxy-mode load, kills thaw (SIGKILL: its
 // Envoy and backends keep running) after failoverKillAt, starts it again
 // after failoverRestartAt on the same ports and state, and reports every
-// failed request, the latency in each phase, when Envoy ejected the
-// activator endpoint and when traffic was back on the activator.
+// failed request, the latency in each phase, when the route's failover
+// retry first reached the backends and when traffic was back on the
+// activator.
 func runFailover(e *env) (*results.Failover, error) {
 	dir, err := e.tempDir("failover")
 	if err != nil {
@@ -58,7 +60,7 @@ func runFailover(e *env) (*results.Failover, error) {
 	}
 
 	f := &results.Failover{RateRPS: failoverRate, KillAtMs: results.Millis(failoverKillAt),
-		RestartAtMs: results.Millis(failoverRestartAt), EjectedAfterMs: -1, BackAfterMs: -1,
+		RestartAtMs: results.Millis(failoverRestartAt), DirectAfterMs: -1, BackAfterMs: -1,
 		Settings: fmt.Sprintf("revision in proxy mode (%s), backends %s per request; %d requests/s for %s; SIGKILL of thaw at %s, restart at %s",
 			settingsString(failoverRev.autoscaling), failoverRev.latency, failoverRate, failoverEnd, failoverKillAt, failoverRestartAt)}
 	t := newTarget("failover", first.httpURL, failoverRev.host(), 64)
@@ -78,11 +80,15 @@ func runFailover(e *env) (*results.Failover, error) {
 	})
 
 	time.Sleep(time.Until(start.Add(failoverKillAt)))
+	directBefore, err := directRequests(e.ctx, first.envoyAdminURL, "rev_local_"+failoverRev.name)
+	if err != nil {
+		e.logf("failover: %v", err)
+	}
 	killed := time.Now()
 	_ = first.cmd.Process.Kill() // thaw alone: its Envoy and backends go on
 	<-first.done
-	if at, err := waitEjected(e.ctx, first.envoyAdminURL, "rev_local_"+failoverRev.name, 10*time.Second); err == nil {
-		f.EjectedAfterMs = results.Millis(at.Sub(killed))
+	if at, err := waitDirect(e.ctx, first.envoyAdminURL, "rev_local_"+failoverRev.name, directBefore, 10*time.Second); err == nil {
+		f.DirectAfterMs = results.Millis(at.Sub(killed))
 	} else {
 		e.logf("failover: %v", err)
 	}
@@ -124,8 +130,8 @@ func runFailover(e *env) (*results.Failover, error) {
 			}
 		}
 	}
-	e.logf("failover: %d requests, %d failed %v; activator ejected %.0f ms after the kill, traffic back on it %.0f ms after the restart; p99 before %.1f ms, down %.1f ms, after %.1f ms",
-		f.Requests, f.Errors, f.ErrorSamples, f.EjectedAfterMs, f.BackAfterMs, f.Before.P99Ms, f.Down.P99Ms, f.After.P99Ms)
+	e.logf("failover: %d requests, %d failed %v; first retry on the backends %.0f ms after the kill, traffic back on the activator %.0f ms after the restart; p99 before %.1f ms, down %.1f ms, after %.1f ms",
+		f.Requests, f.Errors, f.ErrorSamples, f.DirectAfterMs, f.BackAfterMs, f.Before.P99Ms, f.Down.P99Ms, f.After.P99Ms)
 	return f, nil
 }
 
@@ -146,26 +152,45 @@ func restartThaw(ctx context.Context, old *thaw, logPath string) (*thaw, error) 
 	return &th, nil
 }
 
-// waitEjected polls Envoy's /clusters every 10 ms until the activator
-// endpoint of cluster shows failed_outlier_check, and returns when it did.
-func waitEjected(ctx context.Context, envoyAdmin, cluster string, timeout time.Duration) (time.Time, error) {
+// waitDirect polls Envoy's /clusters every 10 ms until the backends of
+// cluster have answered more than before requests themselves (the route's
+// failover retries: in proxy mode the activator reaches the backends
+// through its own cluster), and returns when they had.
+func waitDirect(ctx context.Context, envoyAdmin, cluster string, before int64, timeout time.Duration) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := &http.Client{Timeout: time.Second}
-	prefix := cluster + "::"
 	for ctx.Err() == nil {
-		if body, err := get(ctx, c, envoyAdmin+"/clusters"); err == nil {
-			for _, line := range strings.Split(body, "\n") {
-				if strings.HasPrefix(line, prefix) && strings.Contains(line, xds.ActivatorListenerName) &&
-					strings.Contains(line, "::health_flags::") &&
-					strings.Contains(line, "failed_outlier_check") {
-					return time.Now(), nil
-				}
-			}
+		if n, err := directRequests(ctx, envoyAdmin, cluster); err == nil && n > before {
+			return time.Now(), nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return time.Time{}, fmt.Errorf("activator endpoint of %s not ejected within %s", cluster, timeout)
+	return time.Time{}, fmt.Errorf("no request of %s reached its backends directly within %s", cluster, timeout)
+}
+
+// directRequests returns the requests cluster's endpoints other than the
+// activator have answered: the sum of their rq_total in Envoy's /clusters.
+func directRequests(ctx context.Context, envoyAdmin, cluster string) (int64, error) {
+	c := &http.Client{Timeout: time.Second}
+	body, err := get(ctx, c, envoyAdmin+"/clusters")
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, cluster+"::")
+		if !ok {
+			continue
+		}
+		host, stat, ok := strings.Cut(rest, "::rq_total::")
+		if !ok || strings.Contains(host, xds.ActivatorListenerName) {
+			continue
+		}
+		if v, err := strconv.ParseInt(stat, 10, 64); err == nil {
+			n += v
+		}
+	}
+	return n, nil
 }
 
 // waitActivatorAnswers polls thaw's /metrics every 50 ms until

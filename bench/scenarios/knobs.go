@@ -15,15 +15,13 @@ import (
 //	           route and cluster)
 //	thaw       what thaw's translation sends for a serve-mode revision
 //	           (HCM options, route timeouts, retry policy, revision
-//	           header, least-request cluster with outlier detection)
+//	           header, least-request cluster)
 //	nohcm      thaw without its HCM options (use_remote_address, host
 //	           normalisation, upgrades, HTTP/1.0, CONNECT)
 //	noretry    thaw without the route's retry policy
 //	nohdr      thaw without the x-thaw-revision removal and addition
-//	nocluster  thaw with the baseline's cluster (round robin, no outlier
-//	           detection)
-//	nolr       thaw with round robin instead of least request
-//	nooutlier  thaw without outlier detection
+//	nocluster  thaw with the baseline's cluster (round robin instead of
+//	           least request, the only difference left)
 //
 // The shapes mirror xds/route.go, xds/cluster.go and xds/listener.go; the
 // figures go to the log and <out dir>/knobs.json, and docs/activator.md
@@ -40,7 +38,7 @@ func runKnobs(e *env, outDir string) error {
 		return err
 	}
 	defer e.stopLogged(th.process)
-	names := []string{"static", "thaw", "nohcm", "noretry", "nohdr", "nocluster", "nolr", "nooutlier"}
+	names := []string{"static", "thaw", "nohcm", "noretry", "nohdr", "nocluster"}
 	ev, err := startEnvoy(e, dir, "knobs envoy", "knobs-envoy", knobsBootstrap(backendPort, names))
 	if err != nil {
 		return err
@@ -64,7 +62,7 @@ const (
 	knobRetry = `
                   retry_policy:
                     retry_on: connect-failure,refused-stream,reset-before-request,retriable-headers
-                    num_retries: 5
+                    num_retries: 8
                     retry_priority:
                       name: envoy.retry_priorities.previous_priorities
                       typed_config: {"@type": type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig, update_frequency: 1}
@@ -72,7 +70,7 @@ const (
                     - name: envoy.retry_host_predicates.previous_hosts
                       typed_config: {"@type": type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate}
                     host_selection_retry_max_attempts: 3
-                    retry_back_off: {base_interval: 0.1s, max_interval: 1s}
+                    retry_back_off: {base_interval: 0.01s, max_interval: 1s}
                     retriable_headers: [{name: x-thaw-activator-unavailable, present_match: true}]`
 	knobHeaders = `
                 request_headers_to_remove: [x-thaw-revision]
@@ -80,15 +78,6 @@ const (
                 - header: {key: x-thaw-revision, value: local/serve}
                   append_action: OVERWRITE_IF_EXISTS_OR_ADD`
 	knobCluster = `    lb_policy: LEAST_REQUEST
-    outlier_detection:
-      interval: 1s
-      base_ejection_time: 1s
-      max_ejection_percent: 100
-      enforcing_consecutive_5xx: 0
-      enforcing_success_rate: 0
-      consecutive_gateway_failure: 3
-      enforcing_consecutive_gateway_failure: 100
-      max_ejection_time: 5s
 `
 )
 
@@ -112,10 +101,6 @@ func knobsBootstrap(backendPort int, sides []string) string {
 			hdr = ""
 		case "nocluster":
 			cluster = "plain"
-		case "nolr":
-			cluster = "thaw_rr"
-		case "nooutlier":
-			cluster = "thaw_lr"
 		}
 		fmt.Fprintf(&b, `  - name: knob_%[1]s
     address: {socket_address: {address: 127.0.0.1, port_value: 0}}
@@ -146,8 +131,7 @@ func knobsBootstrap(backendPort int, sides []string) string {
 `)
 	}
 	b.WriteString("  clusters:\n")
-	rr, lr := strings.Replace(knobCluster, "    lb_policy: LEAST_REQUEST\n", "", 1), knobCluster[:strings.Index(knobCluster, "    outlier_detection")]
-	for _, c := range []struct{ name, extra string }{{"plain", ""}, {"thaw", knobCluster}, {"thaw_rr", rr}, {"thaw_lr", lr}} {
+	for _, c := range []struct{ name, extra string }{{"plain", ""}, {"thaw", knobCluster}} {
 		fmt.Fprintf(&b, `  - name: %[1]s
     type: STATIC
     connect_timeout: 1s

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,5 +276,34 @@ func TestScaleDownPrefersNotReady(t *testing.T) {
 	}
 	if cur, n, _ := h.p.GetScale(context.Background(), rev.Key); cur != 1 || n != 1 {
 		t.Errorf("GetScale = %d, %d; want 1, 1", cur, n)
+	}
+}
+
+// countingLoad is a LoadSource that reports no load and counts its calls.
+type countingLoad struct{ calls atomic.Int32 }
+
+func (c *countingLoad) Load(context.Context, revision.Key) (map[string]BackendLoad, error) {
+	c.calls.Add(1)
+	return nil, nil
+}
+
+// TestScaleDownAsksLoadOnlyToChoose: the LoadSource (Envoy's admin, costly
+// at many revisions) is asked which instance to stop only when some stop
+// and some stay; a scale to zero stops them all without asking.
+func TestScaleDownAsksLoadOnlyToChoose(t *testing.T) {
+	rev := workloadRev(t, "ask", nil)
+	load := &countingLoad{}
+	h := startPlatform(t, configOf(rev), func(o *Options) { o.Load = load })
+	h.setScale(rev.Key, 2)
+	h.waitBackends(rev.Key, 2)
+	ctx := context.Background()
+	if got := h.p.loadForScaleDown(ctx, rev.Key, 0); got != nil || load.calls.Load() != 0 {
+		t.Errorf("to zero: load %v after %d Load calls, want nil after none", got, load.calls.Load())
+	}
+	if got := h.p.loadForScaleDown(ctx, rev.Key, 2); got != nil || load.calls.Load() != 0 {
+		t.Errorf("no scale-down: load %v after %d Load calls, want nil after none", got, load.calls.Load())
+	}
+	if got := h.p.loadForScaleDown(ctx, rev.Key, 1); len(got) != 2 || load.calls.Load() != 1 {
+		t.Errorf("2 -> 1: load %v after %d Load calls, want both ports after one", got, load.calls.Load())
 	}
 }

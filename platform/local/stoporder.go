@@ -45,9 +45,13 @@ func stopBefore(a, b stopCandidate) int {
 func hostPort(port int32) string { return net.JoinHostPort(loopback, strconv.Itoa(int(port))) }
 
 // loadForScaleDown returns how busy each live instance of key is, by port,
-// when replicas is below its count of instances not being stopped; nil
-// otherwise (nothing to choose) or when nothing could be measured. It asks
-// Options.Load, and falls back to counting established connections.
+// when replicas is below its count of instances not being stopped and
+// above zero; nil otherwise (nothing to choose: none or every instance
+// stops) or when nothing could be measured. It asks Options.Load, and
+// falls back to counting established connections. Options.Load is Envoy's
+// admin /clusters, which walks every cluster on Envoy's main thread (20-60
+// ms at 10,000 revisions), delaying every xDS update behind it; a scale to
+// zero, the most frequent scale-down, does not ask.
 func (p *Platform) loadForScaleDown(ctx context.Context, key revision.Key, replicas int32) map[int32]int {
 	p.mu.Lock()
 	rs := p.revs[key]
@@ -65,7 +69,7 @@ func (p *Platform) loadForScaleDown(ctx context.Context, key revision.Key, repli
 		}
 	}
 	p.mu.Unlock()
-	if rs == nil || active <= int(replicas) || len(ports) == 0 {
+	if rs == nil || replicas <= 0 || active <= int(replicas) || len(ports) == 0 {
 		return nil
 	}
 	if p.opts.Load != nil {
