@@ -44,7 +44,7 @@ func TestKubeHAExtProcLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(withTestResolver(t, bs, dnsAddr))})
+	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(withTestResolver(t, bs, dnsAddr))})
 	httpURL := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 
 	leader := func() int {
@@ -98,6 +98,7 @@ func TestKubeHAExtProcLeaderKill(t *testing.T) {
 			return r["mode"] == "proxy" && num(r, "ready") == 0
 		})
 	}
+	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "web"})
 
 	// Held requests on both replicas, then the leader dies.
 	const n = 20
@@ -147,6 +148,9 @@ func TestKubeHAExtProcLeaderKill(t *testing.T) {
 		}
 	}
 	if len(failed) > 0 {
+		for i := range replicas {
+			t.Logf("%s log tail:\n%s", names[i], replicas[i].proc.LogTail(60))
+		}
 		t.Fatalf("%d of %d held requests failed after the leader was killed: %v", len(failed), n, failed)
 	}
 

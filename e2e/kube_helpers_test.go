@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
 )
 
 // thawNamespace and thawServiceAccount are those of manifests/base.
@@ -331,4 +333,22 @@ func backendIPs(bs []revision.Backend) map[string]bool {
 		out[b.Address] = true
 	}
 	return out
+}
+
+// waitEnvoyRoutes waits (60 s at most) until Envoy's route table holds
+// revision key's virtual host. thaw's status shows a revision as soon as
+// thaw knows it, a moment before its virtual host reaches Envoy over VHDS;
+// a request sent in between gets the catch-all's 404.
+func waitEnvoyRoutes(t *testing.T, e *harness.Envoy, key revision.Key) {
+	t.Helper()
+	want := strconv.Quote(xds.VirtualHostName(revision.ClusterName(key)))
+	err := pollFor(t, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		out, _, err := e.Admin(ctx, "/config_dump?resource=dynamic_route_configs")
+		return err == nil && strings.Contains(out, want)
+	})
+	if err != nil {
+		t.Fatalf("Envoy never received virtual host %s: %v", want, err)
+	}
 }

@@ -73,7 +73,7 @@ func TestKubeThawRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
+	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
 	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
 
 	const ns = "apps"
@@ -91,6 +91,7 @@ func TestKubeThawRun(t *testing.T) {
 	waitStatus(t, th, ns+"/hello", 30*time.Second, "the revision in proxy mode at zero", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
+	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "hello"})
 	checkIntrudersRefused(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envoyTLS)
 	checkConnectedNodes(t, run.adminURL, 1)
 
