@@ -49,8 +49,10 @@ const DefaultHandoverDelay = 2 * HealthCheckInterval
 //     pass the ExtProcHealthService check.
 //
 // Install StreamInterceptor on thaw's grpc.Server and call SetLeader from
-// the Elector (Elector.Observe). A StreamGate starts open (leading), as a
-// single replica without election is.
+// the Elector (Elector.Observe). A StreamGate starts closed: a replica that
+// runs an election is a follower until it wins, and a follower that never
+// led must not take an Envoy's stats (its autoscaler does not run) or
+// serve it xDS. Without election, install no gate.
 type StreamGate struct {
 	clock clock.WithDelayedExecution
 	delay time.Duration
@@ -106,8 +108,8 @@ func (s *gatedStream) close() {
 // errNotLeading ends gated streams on a replica that does not lead.
 var errNotLeading = status.Error(codes.Unavailable, "thaw: this replica does not lead; reconnect to the leader")
 
-// NewStreamGate returns an open gate. delay <= 0 means
-// DefaultHandoverDelay; clk nil means the real clock.
+// NewStreamGate returns a closed gate: SetLeader(true) opens it. delay <= 0
+// means DefaultHandoverDelay; clk nil means the real clock.
 func NewStreamGate(clk clock.WithDelayedExecution, delay time.Duration) *StreamGate {
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -115,7 +117,7 @@ func NewStreamGate(clk clock.WithDelayedExecution, delay time.Duration) *StreamG
 	if delay <= 0 {
 		delay = DefaultHandoverDelay
 	}
-	g := &StreamGate{clock: clk, delay: delay, leading: true, streams: map[*gatedStream]struct{}{}}
+	g := &StreamGate{clock: clk, delay: delay, streams: map[*gatedStream]struct{}{}}
 	return g
 }
 

@@ -68,6 +68,19 @@ func TestStreamGate(t *testing.T) {
 	metrics := metricsv3.NewMetricsServiceClient(conn)
 	extproc := extprocv3.NewExternalProcessorClient(conn)
 
+	// A new gate is a follower's: it refuses stats streams until it leads.
+	if gate.Open() {
+		t.Error("new gate open before any election was won")
+	}
+	st0, err := metrics.StreamMetrics(ctx)
+	if err == nil {
+		_, err = st0.CloseAndRecv()
+	}
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("stats stream before leading: %v, want Unavailable", err)
+	}
+	gate.SetLeader(true)
+
 	stats, err := metrics.StreamMetrics(ctx)
 	if err != nil {
 		t.Fatal(err)
