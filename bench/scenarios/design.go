@@ -2,11 +2,16 @@ package main
 
 import (
 	"fmt"
+	"net"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/thaw-dev/thaw/extproc"
 	"github.com/thaw-dev/thaw/xds"
 )
 
@@ -25,6 +30,12 @@ import (
 //	rt      route → thaw_activator_dst, with the ext_proc filter of the
 //	        outer HCM enabled for this route only (ExtProcPerRoute); the
 //	        revision goes to thaw as gRPC metadata of the route's override
+//	floor   rt, but the route's override sends the ext_proc stream to a
+//	        do-nothing processor in this process (floorProcessor): every
+//	        stream gets thaw's answer for the backend at once. Envoy's CPU
+//	        per request here is what one ext_proc round trip costs Envoy
+//	        whatever the processor does: the floor of any activator path
+//	        built on ext_proc
 //
 // Each side: latency at the constant rate (sides back to back, order
 // rotating), throughput with 16 in flight, and CPU per request of thaw and
@@ -42,7 +53,12 @@ func runDesign(e *env, outDir string) error {
 		return err
 	}
 	defer e.stopLogged(th.process)
-	bootstrap, err := designBootstrap(backendPort, th.grpcPort, "local/"+proxyRev.name)
+	floorPort, stopFloor, err := startFloorProcessor(fmt.Sprintf("127.0.0.1:%d", backendPort))
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
+	bootstrap, err := designBootstrap(backendPort, th.grpcPort, floorPort, "local/"+proxyRev.name)
 	if err != nil {
 		return err
 	}
@@ -52,13 +68,13 @@ func runDesign(e *env, outDir string) error {
 	}
 	defer e.stopLogged(ev.process)
 	base := ev.url("design_http")
-	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "ilk", "rt"}, th.cmd.Process.Pid, ev.cmd.Process.Pid)
+	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "ilk", "rt", "floor"}, th.cmd.Process.Pid, ev.cmd.Process.Pid)
 }
 
 // designBootstrap is the static Envoy of runDesign; the ext_proc filter is
 // thaw's own (xds.ExtProcFilter), disabled on the outer HCM except on the
 // rt route.
-func designBootstrap(backendPort, extprocPort int, revision string) (string, error) {
+func designBootstrap(backendPort, extprocPort, floorPort int, revision string) (string, error) {
 	f, err := xds.ExtProcFilter(&xds.Config{ExtProcMessageTimeout: xds.DefaultExtProcMessageTimeout, HoldBudget: xds.DefaultHoldBudget})
 	if err != nil {
 		return "", err
@@ -139,6 +155,18 @@ static_resources:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                       overrides:
                         grpc_initial_metadata: [{key: x-thaw-revision, value: %[3]s}]
+            - name: floor
+              domains: ["floor.bench"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[6]s}
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
+                    config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                      overrides:
+                        grpc_service: {envoy_grpc: {cluster_name: floor_extproc}}
           http_filters:
           - %[5]s
           - name: envoy.filters.http.router
@@ -237,5 +265,45 @@ static_resources:
     load_assignment:
       cluster_name: thaw_extproc
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}}}]}]
-`, backendPort, extprocPort, revision, inner, outer, budget), nil
+  - name: floor_extproc
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
+    load_assignment:
+      cluster_name: floor_extproc
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[7]d}}}}]}]
+`, backendPort, extprocPort, revision, inner, outer, budget, floorPort), nil
+}
+
+// floorProcessor answers every ext_proc stream's first message with one
+// prebuilt answer (thaw's own, extproc.RouteAnswer, naming the backend,
+// short mode) and ends the stream: no revision lookup, no balancing, no
+// metrics.
+type floorProcessor struct {
+	extprocv3.UnimplementedExternalProcessorServer
+	answer *extprocv3.ProcessingResponse
+}
+
+func (f *floorProcessor) Process(st extprocv3.ExternalProcessor_ProcessServer) error {
+	if _, err := st.Recv(); err != nil {
+		return err
+	}
+	return st.Send(f.answer)
+}
+
+// startFloorProcessor serves floorProcessor on a loopback port with thaw's
+// gRPC server options; stop ends it.
+func startFloorProcessor(backend string) (port int, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, nil, fmt.Errorf("floor processor: %w", err)
+	}
+	g := grpc.NewServer(extproc.GRPCServerOptions()...)
+	extprocv3.RegisterExternalProcessorServer(g, &floorProcessor{answer: extproc.RouteAnswer(backend, true)})
+	go func() { _ = g.Serve(ln) }()
+	return ln.Addr().(*net.TCPAddr).Port, g.Stop, nil
 }
