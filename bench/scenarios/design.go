@@ -254,7 +254,14 @@ static_resources:
     original_dst_lb_config:
       use_http_header: false
       metadata_key: {key: thaw.activator, path: [{key: destination}]}
-  - name: thaw_extproc
+%[7]s%[8]s`, backendPort, extprocPort, revision, inner, outer, budget,
+		grpcClusterYAML("thaw_extproc", extprocPort), grpcClusterYAML("floor_extproc", floorPort)), nil
+}
+
+// grpcClusterYAML is a static bootstrap's HTTP/2 cluster named name with
+// one endpoint, 127.0.0.1:port (a list item under clusters:).
+func grpcClusterYAML(name string, port int) string {
+	return fmt.Sprintf(`  - name: %[1]s
     type: STATIC
     connect_timeout: 1s
     typed_extension_protocol_options:
@@ -263,20 +270,9 @@ static_resources:
         explicit_http_config: {http2_protocol_options: {}}
     circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
     load_assignment:
-      cluster_name: thaw_extproc
+      cluster_name: %[1]s
       endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}}}]}]
-  - name: floor_extproc
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    circuit_breakers: {thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]}
-    load_assignment:
-      cluster_name: floor_extproc
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[7]d}}}}]}]
-`, backendPort, extprocPort, revision, inner, outer, budget, floorPort), nil
+`, name, port)
 }
 
 // floorProcessor answers every ext_proc stream's first message with one
