@@ -283,11 +283,12 @@ func (srv *Server) forgetLocked(n *node) {
 		close(n.expiryStop)
 		n.expiryStop = nil
 	}
-	srv.m.nodes.Dec()
 	n.log.Info("Envoy expired")
 	// Under srv.mu so that a reconnect of the same id cannot record samples
-	// before these zeros.
+	// before these zeros; before the node gauge falls, so that a reader who
+	// sees the node gone also sees its zeros.
 	n.zeroAll(srv.clk.Now())
+	srv.m.nodes.Dec()
 }
 
 // noteAnonBad counts bad input of a stream without a node id and logs it at
