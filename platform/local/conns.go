@@ -25,6 +25,9 @@ import (
 // busy ones when their request ends (measured with Envoy 1.40: a drained
 // idle backend stopped 0.14 s after the scale-down).
 //
+// The platform's own HTTP readiness probes are left out (probeConns): a
+// probe in flight must not make an idle process look busy.
+//
 // One exception: the activator's original-destination cluster keeps idle
 // connections to a backend after its last request. With a LoadSource the
 // platform subtracts the connections Envoy reports holding to the backend
@@ -40,15 +43,24 @@ const tcpEstablished = "01"
 var procNetTCP = []string{"/proc/net/tcp", "/proc/net/tcp6"}
 
 // establishedConns returns how many established TCP connections have local
-// port port, per port asked for (ports absent from the tables count 0).
-// Errors come from reading the tables; a table that does not exist is
-// skipped.
-func establishedConns(ports []int32) (map[int32]int, error) {
+// port port, per port asked for (ports absent from the tables count 0),
+// leaving out the connections of probes (the platform's own readiness
+// probes; nil leaves out none): every probe connection open at some time
+// during the read. Errors come from reading the tables; a
+// table that does not exist is skipped.
+func establishedConns(ports []int32, probes *probeConns) (map[int32]int, error) {
 	want := make(map[int32]int, len(ports))
 	for _, p := range ports {
 		want[p] = 0
 	}
-	var errs []error
+	var (
+		errs  []error
+		conns []connPorts
+		read  uint64
+	)
+	if probes != nil {
+		read = probes.beginRead()
+	}
 	for _, path := range procNetTCP {
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) {
@@ -58,21 +70,38 @@ func establishedConns(ports []int32) (map[int32]int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		err = countEstablished(f, want)
+		conns, err = appendEstablished(conns, f, want)
 		f.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", path, err))
 		}
 	}
+	var exclude map[connPorts]int
+	if probes != nil {
+		exclude = probes.endRead(read)
+	}
+	countConns(want, conns, exclude)
 	return want, errors.Join(errs...)
 }
 
-// countEstablished adds to counts[port] one per ESTABLISHED line of a
-// /proc/net/tcp-format table r whose local port is a key of counts. Lines
-// look like "  1: 0100007F:1F90 0100007F:C2D4 01 ...": slot, local
-// address:port (hex), remote address:port, state (hex). The header line
-// and malformed lines are skipped.
-func countEstablished(r io.Reader, counts map[int32]int) error {
+// countConns adds to counts one per connection of conns by its server
+// port, leaving out those in exclude (as many times as exclude counts).
+func countConns(counts map[int32]int, conns []connPorts, exclude map[connPorts]int) {
+	for _, c := range conns {
+		if exclude[c] > 0 {
+			exclude[c]--
+			continue
+		}
+		counts[int32(c.server)]++
+	}
+}
+
+// appendEstablished appends to conns the client and server port of every
+// ESTABLISHED line of a /proc/net/tcp-format table r whose local port is a
+// key of ports. Lines look like "  1: 0100007F:1F90 0100007F:C2D4 01 ...":
+// slot, local address:port (hex), remote address:port, state (hex). The
+// header line and malformed lines are skipped.
+func appendEstablished(conns []connPorts, r io.Reader, ports map[int32]int) ([]connPorts, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 512), 64*1024)
 	for sc.Scan() {
@@ -80,17 +109,28 @@ func countEstablished(r io.Reader, counts map[int32]int) error {
 		if len(f) < 4 || !bytes.Equal(f[3], []byte(tcpEstablished)) {
 			continue
 		}
-		i := bytes.LastIndexByte(f[1], ':')
-		if i < 0 {
+		local, ok := hexPort(f[1])
+		if !ok {
 			continue
 		}
-		port, err := strconv.ParseUint(string(f[1][i+1:]), 16, 16)
-		if err != nil {
+		if _, ok := ports[int32(local)]; !ok {
 			continue
 		}
-		if _, ok := counts[int32(port)]; ok {
-			counts[int32(port)]++
+		remote, ok := hexPort(f[2])
+		if !ok {
+			continue
 		}
+		conns = append(conns, connPorts{client: remote, server: local})
 	}
-	return sc.Err()
+	return conns, sc.Err()
+}
+
+// hexPort returns the port of a table's address:port field (hex).
+func hexPort(field []byte) (uint16, bool) {
+	i := bytes.LastIndexByte(field, ':')
+	if i < 0 {
+		return 0, false
+	}
+	port, err := strconv.ParseUint(string(field[i+1:]), 16, 16)
+	return uint16(port), err == nil
 }

@@ -1,10 +1,14 @@
 package local
 
 import (
+	"context"
 	"maps"
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestCountEstablished(t *testing.T) {
@@ -20,37 +24,60 @@ func TestCountEstablished(t *testing.T) {
    5: 00000000000000000000FFFF0100007F:1F90 00000000000000000000FFFF0100007F:C353 01 00000000:00000000 00:00000000 00000000 0 0 6 1
    6: garbage
 `
-	counts := map[int32]int{8080: 0, 8082: 0}
-	if err := countEstablished(strings.NewReader(table), counts); err != nil {
-		t.Fatal(err)
+	count := func(ports []int32, exclude map[connPorts]int) map[int32]int {
+		t.Helper()
+		counts := map[int32]int{}
+		for _, p := range ports {
+			counts[p] = 0
+		}
+		conns, err := appendEstablished(nil, strings.NewReader(table), counts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		countConns(counts, conns, exclude)
+		return counts
 	}
-	if want := map[int32]int{8080: 2, 8082: 0}; !maps.Equal(counts, want) {
-		t.Errorf("counts %v, want %v", counts, want)
+	if got, want := count([]int32{8080, 8082}, nil), map[int32]int{8080: 2, 8082: 0}; !maps.Equal(got, want) {
+		t.Errorf("counts %v, want %v", got, want)
+	}
+
+	// A probe's connection (client port 0xC350 to 8080) is left out; one
+	// with the same client port to another server port is not.
+	exclude := map[connPorts]int{{client: 0xC350, server: 8080}: 1, {client: 0xC350, server: 8081}: 1}
+	if got, want := count([]int32{8080, 8081}, exclude), map[int32]int{8080: 1, 8081: 1}; !maps.Equal(got, want) {
+		t.Errorf("counts with a probe excluded %v, want %v", got, want)
 	}
 }
 
-// TestEstablishedConns counts real loopback connections through /proc.
-func TestEstablishedConns(t *testing.T) {
+// TestProbeConnsLeftOut: connections the probe client dials are not
+// counted while open and leave the tracker when closed; other connections
+// to the same port still count.
+func TestProbeConnsLeftOut(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	port := int32(ln.Addr().(*net.TCPAddr).Port)
+	clk := clocktesting.NewFakeClock(time.Now())
+	pc := newProbeConns(clk)
 	count := func() int {
 		t.Helper()
-		m, err := establishedConns([]int32{port})
+		m, err := establishedConns([]int32{port}, pc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m[port]
 	}
-	if n := count(); n != 0 {
-		t.Fatalf("%d connections before any dial, want 0", n)
-	}
-	var conns []net.Conn
-	for range 3 {
-		c, err := net.Dial("tcp", ln.Addr().String())
+	dial := func(probe bool) (net.Conn, net.Conn) {
+		t.Helper()
+		var c net.Conn
+		var err error
+		if probe {
+			c, err = pc.dial(context.Background(), "tcp", ln.Addr().String())
+		} else {
+			c, err = net.Dial("tcp", ln.Addr().String())
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,15 +85,36 @@ func TestEstablishedConns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c, s)
+		return c, s
 	}
-	if n := count(); n != 3 {
-		t.Errorf("%d connections with 3 open, want 3", n)
-	}
-	for _, c := range conns {
-		c.Close()
-	}
+	pcli, psrv := dial(true)
+	defer psrv.Close()
 	if n := count(); n != 0 {
-		t.Errorf("%d connections after closing all, want 0", n)
+		t.Errorf("%d connections with only a probe's open, want 0", n)
+	}
+	cli, srv := dial(false)
+	defer srv.Close()
+	defer cli.Close()
+	if n := count(); n != 1 {
+		t.Errorf("%d connections with a probe's and another open, want 1", n)
+	}
+	// A count under way when the probe closes still leaves it out.
+	read := pc.beginRead()
+	if err := pcli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pcli.Close() // a second Close must not untrack anything else
+	clk.Step(time.Hour)
+	if got := pc.endRead(read); len(got) != 1 {
+		t.Errorf("left out of a count begun before the probe closed: %v, want its connection", got)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("%d connections after the probe closed, want 1", n)
+	}
+	pc.mu.Lock()
+	left := len(pc.conns) + len(pc.reads)
+	pc.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d records kept with no count under way and the probe long closed, want 0", left)
 	}
 }

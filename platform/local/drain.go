@@ -163,7 +163,7 @@ func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
 // the activator released) open long after their last request; they must
 // not hold a drain for the whole drain timeout.
 func (in *instance) busyConns(ctx context.Context, port int32) (int, error) {
-	counts, err := establishedConns([]int32{port})
+	counts, err := establishedConns([]int32{port}, in.p.probeConns)
 	if err != nil {
 		return 0, err
 	}

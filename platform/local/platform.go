@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -133,6 +134,9 @@ type Options struct {
 type Platform struct {
 	opts Options
 	log  *zap.Logger
+	// probeConns are the connections probeClient holds open (probeconns.go).
+	probeConns  *probeConns
+	probeClient *http.Client
 
 	mu      sync.Mutex
 	revs    map[revision.Key]*revState
@@ -206,7 +210,8 @@ func New(opts Options) *Platform {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	p := &Platform{opts: opts, log: opts.Logger, revs: map[revision.Key]*revState{}, ports: map[int32]bool{},
-		stale: map[*process]stateInstance{}}
+		stale: map[*process]stateInstance{}, probeConns: newProbeConns(opts.Clock)}
+	p.probeClient = newProbeClient(p.probeConns)
 	for i := range opts.Config.Revisions {
 		rc := &opts.Config.Revisions[i]
 		p.revs[rc.Key] = &revState{cfg: rc, fingerprint: configFingerprint(*rc), base: opts.Logger}

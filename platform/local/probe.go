@@ -9,14 +9,18 @@ import (
 	"strconv"
 )
 
-// probeClient runs HTTP readiness probes: no keep-alive (a probe must not
-// hold a connection the process would have to close on shutdown), no
-// redirects followed (3xx counts as passing, as in Kubernetes).
-var probeClient = &http.Client{
-	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-	CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	},
+// newProbeClient returns the client of HTTP readiness probes: no
+// keep-alive (a probe must not hold a connection the process would have to
+// close on shutdown), no redirects followed (3xx counts as passing, as in
+// Kubernetes), connections tracked in conns so that counting a process's
+// connections leaves them out.
+func newProbeClient(conns *probeConns) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: conns.dial},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 }
 
 // probe runs one readiness check against 127.0.0.1:port, bounded by
@@ -28,6 +32,9 @@ func (p *Platform) probe(ctx context.Context, pr Probe, port int32, starting boo
 	defer cancel()
 	addr := net.JoinHostPort(loopback, strconv.Itoa(int(port)))
 	if pr.HTTPPath == "" || starting {
+		// Not tracked (probeConns): it closes at once, and a connection
+		// the client closes first keeps its port in TIME_WAIT, which an
+		// explicitly bound port must not share.
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
@@ -42,7 +49,7 @@ func (p *Platform) probe(ctx context.Context, pr Probe, port int32, starting boo
 		return err
 	}
 	req.Header.Set("User-Agent", "thaw-probe")
-	resp, err := probeClient.Do(req)
+	resp, err := p.probeClient.Do(req)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func (p *Platform) loadForScaleDown(ctx context.Context, key revision.Key, repli
 		}
 		rs.log().Info("requests in flight per backend unknown; ranking by connections", zap.Error(err))
 	}
-	load, err := establishedConns(ports)
+	load, err := establishedConns(ports, p.probeConns)
 	if err != nil {
 		rs.log().Warn("connections per backend unknown; stopping the newest", zap.Error(err))
 		return nil
