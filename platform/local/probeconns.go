@@ -30,6 +30,10 @@ type probeConns struct {
 	nextID uint64
 	conns  map[uint64]probeRec
 	reads  map[uint64]time.Time // counts under way, by id: when they began
+	// pruneAt is the size of conns at which add prunes next: twice what
+	// the last prune left, so a probe costs amortized O(1), not a walk
+	// over every record.
+	pruneAt int
 }
 
 // closeSlack is how long a closed probe connection is still left out: the
@@ -55,14 +59,16 @@ func newProbeConns(clk clock.PassiveClock) *probeConns {
 func (pc *probeConns) add(k connPorts) uint64 {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	pc.pruneLocked()
+	if len(pc.conns) >= pc.pruneAt {
+		pc.pruneLocked()
+	}
 	pc.nextID++
 	pc.conns[pc.nextID] = probeRec{key: k}
 	return pc.nextID
 }
 
-// remove marks a connection closed; it is forgotten once no count can
-// still need it.
+// remove marks a connection closed; a later prune forgets it once no
+// count can still need it.
 func (pc *probeConns) remove(id uint64) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
@@ -70,7 +76,6 @@ func (pc *probeConns) remove(id uint64) {
 		r.closed = pc.clock.Now()
 		pc.conns[id] = r
 	}
-	pc.pruneLocked()
 }
 
 // beginRead starts a count; endRead(id) returns what to leave out of it.
@@ -118,6 +123,7 @@ func (pc *probeConns) pruneLocked() {
 			delete(pc.conns, id)
 		}
 	}
+	pc.pruneAt = 2*len(pc.conns) + 64
 }
 
 // dial is a net.Dialer DialContext that tracks the connection until it is
