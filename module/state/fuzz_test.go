@@ -42,3 +42,19 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeReport covers the report thaw decodes from modules.
+func FuzzDecodeReport(f *testing.F) {
+	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":1,"inFlight":2}],"pokes":["ns/a"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeReport(b)
+		if err != nil {
+			return
+		}
+		for _, c := range r.Revisions {
+			if c.Held < 0 || c.InFlight < 0 {
+				t.Fatalf("accepted negative counts %+v", c)
+			}
+		}
+	})
+}

@@ -197,3 +197,53 @@ func validKey(k string) error {
 	}
 	return nil
 }
+
+// Report is what a module sends thaw (POST, JSON): counts per revision
+// every report interval, and pokes (revisions at zero that started holding
+// a request) at once.
+type Report struct {
+	Node      string           `json:"node,omitempty"`
+	Revisions []RevisionCounts `json:"revisions,omitempty"`
+	Pokes     []string         `json:"pokes,omitempty"`
+}
+
+// RevisionCounts are a revision's requests held and in flight in one
+// Envoy at the moment of the report.
+type RevisionCounts struct {
+	Key      string `json:"key"`
+	Held     int64  `json:"held"`
+	InFlight int64  `json:"inFlight"`
+}
+
+// MaxReportBytes is the largest report thaw decodes.
+const MaxReportBytes = 16 << 20
+
+// DecodeReport parses and validates a report (thaw's side).
+func DecodeReport(b []byte) (*Report, error) {
+	if len(b) > MaxReportBytes {
+		return nil, fmt.Errorf("%w: report of %d bytes, limit %d", ErrInvalid, len(b), MaxReportBytes)
+	}
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: report: %w", ErrInvalid, err)
+	}
+	if len(r.Revisions)+len(r.Pokes) > MaxRevisions {
+		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes), MaxRevisions)
+	}
+	for i, c := range r.Revisions {
+		if err := validKey(c.Key); err != nil {
+			return nil, fmt.Errorf("%w: report revisions[%d]: %w", ErrInvalid, i, err)
+		}
+		if c.Held < 0 || c.InFlight < 0 {
+			return nil, fmt.Errorf("%w: report: revision %q: negative count", ErrInvalid, c.Key)
+		}
+	}
+	for i, k := range r.Pokes {
+		if err := validKey(k); err != nil {
+			return nil, fmt.Errorf("%w: report pokes[%d]: %w", ErrInvalid, i, err)
+		}
+	}
+	return &r, nil
+}

@@ -157,9 +157,11 @@ func (w *Waiter) expire() {
 	w.notify(w)
 }
 
-// Cancel ends a waiting w (its request went away); no notify. It returns
-// the backend when w had been granted one meanwhile: the caller frees it.
-func (w *Waiter) Cancel() *Backend {
+// Cancel ends w (its request went away). wasWaiting reports that w was
+// still waiting, so Notify will never be called for it; otherwise Notify
+// has run or is running. b is the backend when w had been granted one and
+// not yet taken (Backend): the caller frees it with Release.
+func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,14 +173,24 @@ func (w *Waiter) Cancel() *Backend {
 			w.timer.Stop()
 		}
 		r.compactLocked()
-		return nil
+		return nil, true
 	case Granted:
-		b := w.backend
+		b = w.backend
 		w.backend = nil
 		w.state = Canceled
-		return b
+		return b, false
 	}
-	return nil
+	return nil, false
+}
+
+// Take hands a Granted w's backend to the caller (nil otherwise); after it
+// Cancel returns no backend.
+func (w *Waiter) Take() *Backend {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	b := w.backend
+	w.backend = nil
+	return b
 }
 
 // dispatch grants free slots to held requests in FIFO order and notifies

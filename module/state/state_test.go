@@ -143,7 +143,7 @@ func TestCancelFreesQueueSpot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := w.Cancel(); b != nil {
+	if b, waiting := w.Cancel(); b != nil || !waiting {
 		t.Fatal("cancel of a waiting request returned a backend")
 	}
 	if r.Held() != 0 {

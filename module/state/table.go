@@ -30,6 +30,14 @@ func NewTable(holdTimeout time.Duration, queueDepth int) *Table {
 	return t
 }
 
+// SetDefaults changes the limits of revisions thaw has not described
+// (those added later, and those an update removes).
+func (t *Table) SetDefaults(holdTimeout time.Duration, queueDepth int) {
+	t.mu.Lock()
+	t.defaults = RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}
+	t.mu.Unlock()
+}
+
 // Lookup returns the revision with key, or nil.
 func (t *Table) Lookup(key string) *Revision { return (*t.revs.Load())[key] }
 
@@ -75,8 +83,11 @@ func (t *Table) Apply(u *Update) {
 			r.set(ru)
 		}
 	}
+	t.mu.Lock()
+	d := t.defaults
+	t.mu.Unlock()
 	clear := func(r *Revision) {
-		r.set(&RevisionUpdate{Key: r.Key, QueueDepth: t.defaults.QueueDepth, HoldTimeoutMs: t.defaults.HoldTimeoutMs})
+		r.set(&RevisionUpdate{Key: r.Key, QueueDepth: d.QueueDepth, HoldTimeoutMs: d.HoldTimeoutMs})
 	}
 	for _, k := range u.Removed {
 		if r := t.Lookup(k); r != nil && !listed[k] {
