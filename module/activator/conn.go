@@ -51,7 +51,7 @@ func acquireConn(cfg state.FilterConfig) *conn {
 		go c.follow(ctx)
 	}
 	if cfg.ReportURL != "" {
-		table.OnPoke = c.poke
+		table.SetOnPoke(c.poke)
 		go c.report(ctx)
 	}
 	return c

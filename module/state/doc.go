@@ -14,7 +14,7 @@
 // lock, so the module can resume the request through Envoy's filter
 // scheduler. Held and in-flight counts per revision are read by Counts and
 // reported to thaw; the first request held by a revision without backends
-// calls Table.OnPoke at once.
+// calls the Table's poke function (SetOnPoke) at once.
 //
 // The throttling semantics follow Knative Serving's activator (per-pod
 // breaker of container concurrency, best of two random choices); see

@@ -136,8 +136,8 @@ func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 	w.timer = time.AfterFunc(l.holdTimeout, w.expire)
 	noBackends := len(*r.backends.Load()) == 0
 	r.mu.Unlock()
-	if first && noBackends && r.t.OnPoke != nil {
-		r.t.OnPoke(r.Key)
+	if first && noBackends {
+		r.t.poke(r.Key)
 	}
 	return w, nil
 }

@@ -100,7 +100,7 @@ func TestHoldGrantsFIFOOnRelease(t *testing.T) {
 func TestQueueFullAndTimeout(t *testing.T) {
 	tab := NewTable(time.Minute, 10)
 	var pokes atomic.Int32
-	tab.OnPoke = func(string) { pokes.Add(1) }
+	tab.SetOnPoke(func(string) { pokes.Add(1) })
 	tab.Apply(update("ns/a", 1, time.Millisecond))
 	r := tab.Lookup("ns/a")
 	done := make(chan Outcome, 1)

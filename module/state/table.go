@@ -15,10 +15,18 @@ type Table struct {
 	revs     atomic.Pointer[map[string]*Revision]
 	defaults RevisionUpdate
 
-	// OnPoke, when set before use, is called (outside every lock, on the
-	// calling thread: it must not block) when a revision without a backend
-	// with a free slot starts holding a request while none was held.
-	OnPoke func(key string)
+	onPoke atomic.Pointer[func(key string)]
+}
+
+// SetOnPoke installs fn, called (outside every lock, on the calling
+// thread: it must not block) when a revision without backends starts
+// holding a request while none was held. Safe while requests run.
+func (t *Table) SetOnPoke(fn func(key string)) { t.onPoke.Store(&fn) }
+
+func (t *Table) poke(key string) {
+	if fn := t.onPoke.Load(); fn != nil {
+		(*fn)(key)
+	}
 }
 
 // NewTable returns an empty table; revisions thaw has not described yet
