@@ -71,9 +71,12 @@ func releaseConn(c *conn) {
 func (c *conn) follow(ctx context.Context) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		err := c.followOnce(ctx)
+		delivered, err := c.followOnce(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if delivered {
+			backoff = 50 * time.Millisecond
 		}
 		logf("state stream %s: %v; retrying in %v (keeping the last state)", c.cfg.StateURL, err, backoff)
 		select {
@@ -85,25 +88,27 @@ func (c *conn) follow(ctx context.Context) {
 	}
 }
 
-func (c *conn) followOnce(ctx context.Context) error {
+// followOnce reads one connection of the stream; delivered reports that
+// at least one update was applied (the backoff starts over).
+func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	u, err := url.Parse(c.cfg.StateURL)
 	if err != nil {
-		return err
+		return false, err
 	}
 	q := u.Query()
 	q.Set("node", c.cfg.Node)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &httpError{resp.Status}
+		return false, &httpError{resp.Status}
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), state.MaxMessageBytes)
@@ -117,11 +122,12 @@ func (c *conn) followOnce(ctx context.Context) error {
 			continue
 		}
 		table.Apply(u)
+		delivered = true
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return delivered, err
 	}
-	return io.ErrUnexpectedEOF
+	return delivered, io.ErrUnexpectedEOF
 }
 
 type httpError struct{ status string }
