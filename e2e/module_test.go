@@ -209,9 +209,9 @@ static_resources:
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:%s%s%s
 `, port,
-		moduleRoute("/a", "rev_ns_a", "ns/a"), moduleRoute("/b", "rev_ns_b", "ns/b"), moduleRoute("/c", "rev_ns_c", "ns/c"),
+		moduleRoute("/a", "rev_ns_a", "ns/a"), moduleRoute("/b", "rev_ns_b", "ns/b"), moduleRoute("/c", "rev_ns_c", "ns/c")+moduleRoute("/d", "rev_ns_d", "ns/d"),
 		moduleSO, cfg,
-		staticCluster("rev_ns_a", b1.addr, b2.addr), staticCluster("rev_ns_b", b3.addr), staticCluster("rev_ns_c", b3.addr))})
+		staticCluster("rev_ns_a", b1.addr, b2.addr), staticCluster("rev_ns_b", b3.addr), staticCluster("rev_ns_c", b3.addr)+staticCluster("rev_ns_d", b3.addr))})
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
@@ -229,6 +229,7 @@ static_resources:
 		{Key: "ns/a", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: b1.addr, Slots: 2}, {Addr: b2.addr, Slots: 2}}},
 		{Key: "ns/b", QueueDepth: 1, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: b3.addr, Slots: 1}}},
 		{Key: "ns/c", QueueDepth: 10, HoldTimeoutMs: 300},
+		{Key: "ns/d", QueueDepth: 10, HoldTimeoutMs: 300},
 	}})
 
 	t.Run("burst never exceeds slots", func(t *testing.T) {
@@ -300,6 +301,31 @@ static_resources:
 	if feed.reports.Load() == 0 {
 		t.Error("no count report reached thaw")
 	}
+
+	t.Run("gRPC request gets a gRPC-shaped hold timeout", func(t *testing.T) {
+		tr := &http.Transport{Protocols: new(http.Protocols)}
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		h2 := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+		req, err := http.NewRequest(http.MethodPost, base+"/d/pkg.Svc/Call", strings.NewReader("\x00\x00\x00\x00\x00"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("content-type", "application/grpc")
+		req.Header.Set("te", "trailers")
+		resp, err := h2.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		st := resp.Header.Get("grpc-status")
+		if st == "" {
+			st = resp.Trailer.Get("grpc-status")
+		}
+		if resp.ProtoMajor != 2 || st != "14" {
+			t.Fatalf("gRPC request held at zero: HTTP/%d %d grpc-status %q; want grpc-status 14 (UNAVAILABLE)", resp.ProtoMajor, resp.StatusCode, st)
+		}
+	})
 
 	t.Run("thaw unreachable: last state kept", func(t *testing.T) {
 		feed.srv.Close()

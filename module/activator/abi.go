@@ -31,6 +31,8 @@ enum {
   THAW_CB_SCHED_NEW,
   THAW_CB_SCHED_COMMIT,
   THAW_CB_SCHED_DELETE,
+  THAW_CB_GET_HEADER,
+  THAW_CB_SEND_HEADERS,
   THAW_CB_COUNT
 };
 static const char* const thaw_cb_names[THAW_CB_COUNT] = {
@@ -41,6 +43,8 @@ static const char* const thaw_cb_names[THAW_CB_COUNT] = {
   "envoy_dynamic_module_callback_http_filter_scheduler_new",
   "envoy_dynamic_module_callback_http_filter_scheduler_commit",
   "envoy_dynamic_module_callback_http_filter_scheduler_delete",
+  "envoy_dynamic_module_callback_http_get_header",
+  "envoy_dynamic_module_callback_http_send_response_headers",
 };
 static void* thaw_cb[THAW_CB_COUNT];
 
@@ -79,6 +83,24 @@ static void thaw_sched_commit(uintptr_t s, uint64_t id) {
 }
 static void thaw_sched_delete(uintptr_t s) {
   ((void (*)(uintptr_t))thaw_cb[THAW_CB_SCHED_DELETE])(s);
+}
+// thaw_is_grpc reports whether the request's content-type starts with
+// application/grpc, reading Envoy's buffer in place (header type 0 is the
+// ABI's RequestHeader).
+static bool thaw_is_grpc(uintptr_t f) {
+  static const char key[] = "content-type";
+  static const char want[] = "application/grpc";
+  thaw_buf v = {0, 0};
+  bool ok = ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf*, size_t, size_t*))thaw_cb[THAW_CB_GET_HEADER])(
+      f, 0, (thaw_buf){key, sizeof(key) - 1}, &v, 0, NULL);
+  if (!ok || v.ptr == NULL || v.length < sizeof(want) - 1) return false;
+  for (size_t i = 0; i < sizeof(want) - 1; i++) {
+    if (v.ptr[i] != want[i]) return false;
+  }
+  return true;
+}
+static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
+  ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
 }
 */
 import "C"
@@ -140,8 +162,18 @@ func schedulerCommit(s uintptr, id uint64) {
 	C.thaw_sched_commit(C.uintptr_t(s), C.uint64_t(id))
 }
 
-// sendAnswer sends a fixed local reply; Envoy copies it.
-func sendAnswer(f uintptr, a *answer) {
+// sendAnswer sends a fixed local reply; Envoy copies it. A gRPC request
+// gets the gRPC form: a trailers-only response (HTTP 200, grpc-status 14
+// UNAVAILABLE, grpc-message), as Envoy answers the ext_proc activator's
+// 503 for gRPC; Envoy 1.40's send_response would send grpc-status 0.
+func sendAnswer(f uintptr, a *answer, grpc bool) {
+	if grpc {
+		C.thaw_send_headers(C.uintptr_t(f), a.grpcHeaders, C.size_t(a.nGRPCHeaders))
+		return
+	}
 	C.thaw_send_response(C.uintptr_t(f), C.uint32_t(a.code), a.headers, C.size_t(a.nHeaders),
 		a.body, C.size_t(a.nBody), a.details, C.size_t(a.nDetails))
 }
+
+// isGRPC reports whether the request is gRPC (content-type).
+func isGRPC(f uintptr) bool { return bool(C.thaw_is_grpc(C.uintptr_t(f))) }

@@ -15,6 +15,7 @@ import "C"
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -25,10 +26,13 @@ type answer struct {
 	code     uint32
 	headers  *C.thaw_header
 	nHeaders int
-	body     *C.char
-	nBody    int
-	details  *C.char
-	nDetails int
+	// grpcHeaders is the trailers-only gRPC form of the same answer.
+	grpcHeaders  *C.thaw_header
+	nGRPCHeaders int
+	body         *C.char
+	nBody        int
+	details      *C.char
+	nDetails     int
 }
 
 // The ext_proc activator's answers (extproc/responses.go): same codes,
@@ -60,17 +64,27 @@ func answersFor(retryAfter int) *answerSet {
 	return a
 }
 
-func newAnswer(code uint32, body, details, retryAfter string) *answer {
-	kv := [][2]string{{"content-type", "text/plain; charset=utf-8"}, {"retry-after", retryAfter}}
-	hs := (*[2]C.thaw_header)(C.malloc(C.size_t(unsafe.Sizeof(C.thaw_header{}) * 2)))
+// cHeaders copies kv into a C array that is never freed.
+func cHeaders(kv [][2]string) (*C.thaw_header, int) {
+	hs := unsafe.Slice((*C.thaw_header)(C.malloc(C.size_t(unsafe.Sizeof(C.thaw_header{})*uintptr(len(kv))))), len(kv))
 	for i, h := range kv {
 		hs[i] = C.thaw_header{
 			key_ptr: C.CString(h[0]), key_length: C.size_t(len(h[0])),
 			value_ptr: C.CString(h[1]), value_length: C.size_t(len(h[1])),
 		}
 	}
+	return &hs[0], len(kv)
+}
+
+func newAnswer(code uint32, body, details, retryAfter string) *answer {
+	hs, n := cHeaders([][2]string{{"content-type", "text/plain; charset=utf-8"}, {"retry-after", retryAfter}})
+	gs, ng := cHeaders([][2]string{
+		{":status", "200"}, {"content-type", "application/grpc"},
+		{"grpc-status", "14"}, {"grpc-message", strings.TrimSuffix(body, "\n")},
+		{"retry-after", retryAfter},
+	})
 	return &answer{
-		code: code, headers: &hs[0], nHeaders: len(kv),
+		code: code, headers: hs, nHeaders: n, grpcHeaders: gs, nGRPCHeaders: ng,
 		body: C.CString(body), nBody: len(body),
 		details: C.CString(details), nDetails: len(details),
 	}

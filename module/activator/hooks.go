@@ -149,6 +149,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		setOverrideHost(ep, b.Addr)
 		return statusContinue
 	}
+	f.grpc = isGRPC(ep)
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
 	w, err := r.Hold(func(*state.Waiter) {
@@ -158,7 +159,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	if err != nil {
 		h.refs.Store(1)
 		h.drop()
-		sendAnswer(ep, f.cfg.answers.queueFull)
+		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)
 		return statusStopIteration
 	}
 	if w.Outcome() == state.Granted {
@@ -193,7 +194,7 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 		continueDecoding(ep)
 	case state.TimedOut:
 		f.waiter = nil
-		sendAnswer(ep, f.cfg.answers.holdTimeout)
+		sendAnswer(ep, f.cfg.answers.holdTimeout, f.grpc)
 	}
 }
 
@@ -205,10 +206,10 @@ func failRequest(ep uintptr, f *filter) int32 {
 		}
 		f.failed = true
 		endFilter(f)
-		sendAnswer(ep, f.cfg.answers.moduleError)
+		sendAnswer(ep, f.cfg.answers.moduleError, f.grpc)
 		return statusStopIteration
 	}
-	sendAnswer(ep, answersFor(1).moduleError)
+	sendAnswer(ep, answersFor(1).moduleError, false)
 	return statusStopIteration
 }
 

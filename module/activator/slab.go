@@ -19,6 +19,7 @@ type filter struct {
 	waiter  *state.Waiter
 	hold    *holdRef
 	failed  bool
+	grpc    bool // the request is gRPC (answers take the gRPC form)
 }
 
 // holdRef owns a held request's Envoy scheduler: whichever of the
