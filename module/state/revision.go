@@ -32,6 +32,10 @@ type Revision struct {
 	mu    sync.Mutex // queue and backend list changes
 	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
 	head  int
+	// draining holds backends an update removed while requests were still
+	// in flight on them, so a backend that comes back keeps its count and
+	// its slots are never oversubscribed. Bounded by MaxBackends.
+	draining map[string]*Backend
 }
 
 func newRevision(t *Table, key string) *Revision {
@@ -246,7 +250,10 @@ func (r *Revision) compactLocked() {
 func (r *Revision) set(ru *RevisionUpdate) {
 	r.mu.Lock()
 	old := *r.backends.Load()
-	byAddr := make(map[string]*Backend, len(old))
+	byAddr := make(map[string]*Backend, len(old)+len(r.draining))
+	for a, b := range r.draining {
+		byAddr[a] = b
+	}
 	for _, b := range old {
 		byAddr[b.Addr] = b
 	}
@@ -262,6 +269,19 @@ func (r *Revision) set(ru *RevisionUpdate) {
 		}
 	}
 	r.backends.Store(&bs)
+	kept := make(map[string]bool, len(bs))
+	for _, b := range bs {
+		kept[b.Addr] = true
+	}
+	r.draining = nil
+	for a, b := range byAddr {
+		if !kept[a] && b.InFlight() > 0 && len(r.draining) < MaxBackends {
+			if r.draining == nil {
+				r.draining = map[string]*Backend{}
+			}
+			r.draining[a] = b
+		}
+	}
 	r.limits.Store(&limits{queueDepth: ru.QueueDepth, holdTimeout: ru.HoldTimeout()})
 	r.mu.Unlock()
 	if r.held.Load() > 0 {

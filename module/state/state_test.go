@@ -243,3 +243,26 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	})
 }
+
+// TestRemovedBackendKeepsCount: a backend removed while a request is in
+// flight on it and then re-added keeps its in-flight count, so its slots
+// are not oversubscribed.
+func TestRemovedBackendKeepsCount(t *testing.T) {
+	tab := NewTable(time.Minute, 10)
+	one := BackendUpdate{Addr: "127.0.0.1:1", Slots: 1}
+	tab.Apply(update("ns/a", 10, time.Minute, one))
+	r := tab.Lookup("ns/a")
+	b := r.Acquire()
+	if b == nil {
+		t.Fatal("no slot")
+	}
+	tab.Apply(update("ns/a", 10, time.Minute))
+	tab.Apply(update("ns/a", 10, time.Minute, one))
+	if got := r.Acquire(); got != nil {
+		t.Fatalf("re-added backend granted a second slot (in flight %d, slots 1)", got.InFlight())
+	}
+	r.Release(b)
+	if r.Acquire() == nil {
+		t.Fatal("slot not free after release")
+	}
+}
