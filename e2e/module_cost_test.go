@@ -21,7 +21,8 @@ import (
 // TestModulePathEnvoyCPU measures what the activator module costs Envoy:
 // closed-loop rounds (16 and 4 requests in flight) alternate between a
 // plain Envoy routing to a backend and an Envoy whose route goes through
-// the module with container concurrency 4 on the same backend, and the
+// the module with container concurrency 4 (and, at 16, 0: no hold) on the
+// same backend, and the
 // Envoy CPU per request (user + system from /proc) and throughput of each
 // side are logged as ratios from the same run. It asserts only what must
 // hold (every request answered 200, the backend never above 4 in flight
@@ -57,6 +58,7 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 	feed := startStateFeed(t)
 	feed.send(t, state.Update{Full: true, Revisions: []state.RevisionUpdate{
 		{Key: "ns/m", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 4}}},
+		{Key: "ns/u", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 0}}},
 	}})
 
 	plainPort, modPort := harness.PickPort(t), harness.PickPort(t)
@@ -86,7 +88,7 @@ static_resources:
 	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(plainPort, `
               - match: {prefix: "/"}
                 route: {cluster: rev_ns_m, timeout: 30s}`, "")})
-	mod := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(modPort, moduleRoute("/", "rev_ns_m", "ns/m"), fmt.Sprintf(`
+	mod := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(modPort, moduleRoute("/u", "rev_ns_m", "ns/u")+moduleRoute("/", "rev_ns_m", "ns/m"), fmt.Sprintf(`
           - name: thaw_activator
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
@@ -139,13 +141,20 @@ static_resources:
 		s.cpu += cpuSeconds(t, s.pid) - c0
 		s.reqs += n.Load()
 	}
-	for _, inflight := range []int{16, 4} {
+	unlimited := fmt.Sprintf("http://127.0.0.1:%d/u", modPort)
+	for _, run := range []struct {
+		inflight int
+		modURL   string
+		what     string
+	}{{16, sides[1].url, "module (cc 4)"}, {4, sides[1].url, "module (cc 4)"}, {16, unlimited, "module (cc 0)"}} {
+		inflight := run.inflight
+		sides[1].url = run.modURL
 		for _, s := range sides {
 			s.cpu, s.reqs, s.secs = 0, 0, 0
 			round(s, inflight, 500*time.Millisecond) // warm up connections
 			s.cpu, s.reqs, s.secs = 0, 0, 0
 		}
-		for r := 0; r < 6; r++ {
+		for r := 0; r < 4; r++ {
 			for i := range sides {
 				round(sides[(i+r)%2], inflight, 2*time.Second)
 			}
@@ -156,8 +165,8 @@ static_resources:
 		}
 		pc, mc := p.cpu/float64(p.reqs)*1e6, m.cpu/float64(m.reqs)*1e6
 		pt, mt := float64(p.reqs)/p.secs, float64(m.reqs)/m.secs
-		t.Logf("%d in flight: Envoy CPU per request plain %.1f µs, module (cc 4) %.1f µs: %.2fx; throughput plain %.0f req/s, module %.0f req/s: %.2fx",
-			inflight, pc, mc, mc/pc, pt, mt, mt/pt)
+		t.Logf("%d in flight: Envoy CPU per request plain %.1f µs, %s %.1f µs: %.2fx; throughput plain %.0f req/s, module %.0f req/s: %.2fx",
+			inflight, pc, run.what, mc, mc/pc, pt, mt, mt/pt)
 	}
 	if f := failures.Load(); f > 0 {
 		t.Fatalf("%d requests failed", f)
