@@ -209,12 +209,12 @@ static_resources:
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:%s%s%s
 `, port,
-		moduleRoute("/a", "rev_ns_a", "ns/a"), moduleRoute("/b", "rev_ns_b", "ns/b"), moduleRoute("/c", "rev_ns_c", "ns/c")+moduleRoute("/d", "rev_ns_d", "ns/d"),
+		moduleRoute("/a", "rev_ns_a", "ns/a"), moduleRoute("/b", "rev_ns_b", "ns/b"), moduleRoute("/c", "rev_ns_c", "ns/c")+moduleRoute("/d", "rev_ns_d", "ns/d")+moduleRoute("/z", "rev_ns_a", "ns/z"),
 		moduleSO, cfg,
 		staticCluster("rev_ns_a", b1.addr, b2.addr), staticCluster("rev_ns_b", b3.addr), staticCluster("rev_ns_c", b3.addr)+staticCluster("rev_ns_d", b3.addr))})
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
+	client := &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}
 	get := func(path string) (int, string, http.Header) {
 		resp, err := client.Get(base + path)
 		if err != nil {
@@ -230,6 +230,7 @@ static_resources:
 		{Key: "ns/b", QueueDepth: 1, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: b3.addr, Slots: 1}}},
 		{Key: "ns/c", QueueDepth: 10, HoldTimeoutMs: 300},
 		{Key: "ns/d", QueueDepth: 10, HoldTimeoutMs: 300},
+		{Key: "ns/z", QueueDepth: 2000, HoldTimeoutMs: 30000},
 	}})
 
 	t.Run("burst never exceeds slots", func(t *testing.T) {
@@ -249,6 +250,27 @@ static_resources:
 		wg.Wait()
 		if m1, m2 := b1.max.Load(), b2.max.Load(); m1 > 2 || m2 > 2 || m1 == 0 || m2 == 0 {
 			t.Fatalf("max in flight per backend %d and %d; want both in [1, 2] (slots 2 each)", m1, m2)
+		}
+	})
+
+	t.Run("burst of 1000 from zero never exceeds slots", func(t *testing.T) {
+		const n = 1000
+		codes := make(chan int, n)
+		for i := 0; i < n; i++ {
+			go func() { code, _, _ := get("/z"); codes <- code }()
+		}
+		// Every request is held (the module reports them) before a backend
+		// appears.
+		waitFor(t, func() bool { v, ok := feed.held.Load("ns/z"); return ok && v.(int64) == n })
+		feed.send(t, state.Update{Revisions: []state.RevisionUpdate{{Key: "ns/z", QueueDepth: 2000, HoldTimeoutMs: 30000,
+			Backends: []state.BackendUpdate{{Addr: b1.addr, Slots: 2}, {Addr: b2.addr, Slots: 2}}}}})
+		for i := 0; i < n; i++ {
+			if c := <-codes; c != 200 {
+				t.Fatalf("burst request got %d, want 200", c)
+			}
+		}
+		if m1, m2 := b1.max.Load(), b2.max.Load(); m1 > 2 || m2 > 2 {
+			t.Fatalf("max in flight per backend %d and %d; slots are 2 each", m1, m2)
 		}
 	})
 
