@@ -24,6 +24,7 @@ type filterConfig struct {
 	cfg     state.FilterConfig
 	answers *answerSet
 	conn    *conn
+	rev     *state.Revision // cfg.Revision, for routes without per-route config
 }
 
 type routeCfg struct{ rev *state.Revision }
@@ -65,7 +66,14 @@ func envoy_dynamic_module_on_http_filter_config_new(a1 uintptr, name, config C.t
 		return 0
 	}
 	table.SetDefaults(time.Duration(cfg.HoldTimeoutMs)*time.Millisecond, cfg.QueueDepth)
-	fc := &filterConfig{cfg: cfg, answers: answersFor(cfg.RetryAfterSeconds), conn: acquireConn(cfg)}
+	fc := &filterConfig{cfg: cfg, answers: answersFor(cfg.RetryAfterSeconds)}
+	if cfg.Revision != "" {
+		if fc.rev = table.Revision(cfg.Revision); fc.rev == nil {
+			logf("filter config for %s refused: the module tracks at most %d revisions", cfg.Revision, state.MaxRevisions)
+			return 0
+		}
+	}
+	fc.conn = acquireConn(cfg)
 	return uintptr(cgo.NewHandle(fc))
 }
 
@@ -138,11 +146,13 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	if f == nil {
 		return statusContinue
 	}
-	rc := routeConfig(ep)
-	if rc == 0 {
+	r := f.cfg.rev
+	if rc := routeConfig(ep); rc != 0 {
+		r = cgo.Handle(rc).Value().(*routeCfg).rev
+	}
+	if r == nil {
 		return statusContinue // not a revision route: nothing to do
 	}
-	r := cgo.Handle(rc).Value().(*routeCfg).rev
 	f.rev = r
 	if b := r.Acquire(); b != nil {
 		f.backend = b

@@ -157,6 +157,11 @@ type FilterConfig struct {
 	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
 	// ReportIntervalMs is how often counts are reported (default 1000).
 	ReportIntervalMs int64 `json:"reportIntervalMs,omitempty"`
+	// Revision, when set, is the revision of every route this filter runs
+	// on that has no per-route configuration: for Envoy Gateway, whose
+	// EnvoyExtensionPolicy gives each policy (one per revision route) a
+	// filter configuration of its own.
+	Revision string `json:"revision,omitempty"`
 }
 
 // DecodeFilterConfig parses a filter configuration and fills defaults.
@@ -172,6 +177,11 @@ func DecodeFilterConfig(b []byte) (FilterConfig, error) {
 	for name, u := range map[string]string{"stateURL": c.StateURL, "reportURL": c.ReportURL} {
 		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			return FilterConfig{}, fmt.Errorf("%w: filter config: %s %q is not an http(s) URL", ErrInvalid, name, u)
+		}
+	}
+	if c.Revision != "" {
+		if err := validKey(c.Revision); err != nil {
+			return FilterConfig{}, fmt.Errorf("%w: filter config: %w", ErrInvalid, err)
 		}
 	}
 	if c.HoldTimeoutMs <= 0 {

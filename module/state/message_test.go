@@ -45,6 +45,12 @@ func TestDecodeConfigs(t *testing.T) {
 	if err != nil || c.HoldTimeoutMs != 30000 || c.QueueDepth != 10000 || c.RetryAfterSeconds != 1 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
+	if c, err := DecodeFilterConfig([]byte(`{"revision":"ns/a"}`)); err != nil || c.Revision != "ns/a" {
+		t.Fatalf("filter config with a revision: %+v %v", c, err)
+	}
+	if _, err := DecodeFilterConfig([]byte(`{"revision":"a"}`)); err == nil {
+		t.Fatal("filter config with an invalid revision accepted")
+	}
 	if _, err := DecodeFilterConfig([]byte(`{"stateURL":"file:///etc/passwd"}`)); err == nil {
 		t.Fatal("non-http state URL accepted")
 	}
