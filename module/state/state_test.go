@@ -266,3 +266,22 @@ func TestRemovedBackendKeepsCount(t *testing.T) {
 		t.Fatal("slot not free after release")
 	}
 }
+
+// BenchmarkHoldGrant is the Go side of one held request: queued behind a
+// full backend, granted when the slot frees, then its slot freed.
+func BenchmarkHoldGrant(b *testing.B) {
+	tab := NewTable(time.Minute, 10)
+	tab.Apply(update("ns/a", 10, time.Minute, BackendUpdate{Addr: "127.0.0.1:1", Slots: 1}))
+	r := tab.Lookup("ns/a")
+	held := r.Acquire()
+	notify := func(*Waiter) {}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w, err := r.Hold(notify)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release(held)
+		held = w.Take()
+	}
+}
