@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build tools tools-envoy tools-kube tools-envoy-gateway tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-micro lint run clean generate verify-generate image
+.PHONY: all build module tools tools-envoy tools-kube tools-envoy-gateway tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-micro lint run clean generate verify-generate image
 
 all: build
 
@@ -21,6 +21,13 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/thaw ./cmd/thaw
 	$(GO) build -o bin/workload ./examples/workload
 	$(GO) build -o bin/client ./examples/client
+	$(MAKE) module
+
+## module: the activator as an Envoy dynamic module (bin/thaw-activator.so,
+## cgo: needs the machine's C compiler; Envoy loads it by file name).
+module:
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -o bin/thaw-activator.so ./module/activator
+	rm -f bin/thaw-activator.h
 
 ## image: the thaw container image as an OCI image layout tarball
 ## (bin/thaw-image.tar; `docker load` reads it too), built without a Docker
@@ -84,7 +91,8 @@ test-unit:
 ## spent it all on the seed corpus and go test failed the target with
 ## "context deadline exceeded" (CI, extproc:FuzzRequestHeaders at 3s).
 FUZZ_TIME ?= 1000x
-FUZZ_TARGETS := revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse \
+FUZZ_TARGETS := module/state:FuzzDecodeUpdate module/state:FuzzDecodeConfig module/state:FuzzDecodeReport \
+	revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse \
 	autoscaler/statsink:FuzzIngest autoscaler/statsink:FuzzWireMatchesProtowire \
 	autoscaler/statsink:FuzzMsgReader autoscaler/statsink:FuzzEnvoyMetric autoscaler/statsink:FuzzEnvoyFamily \
 	autoscaler:FuzzCollector extproc:FuzzRequestHeaders

@@ -1,0 +1,177 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+	"github.com/thaw-dev/thaw/module/state"
+)
+
+// TestModulePathEnvoyCPU measures what the activator module costs Envoy:
+// closed-loop rounds (16 and 4 requests in flight) alternate between a
+// plain Envoy routing to a backend and an Envoy whose route goes through
+// the module with container concurrency 4 (and, at 16, 0: no hold) on the
+// same backend, and the
+// Envoy CPU per request (user + system from /proc) and throughput of each
+// side are logged as ratios from the same run. It asserts only what must
+// hold (every request answered 200, the backend never above 4 in flight
+// from the module side); the figures go to docs/activator.md.
+func TestModulePathEnvoyCPU(t *testing.T) {
+	moduleSO = filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
+	if _, err := os.Stat(moduleSO); err != nil {
+		t.Fatalf("%s missing: run `make build` (%v)", moduleSO, err)
+	}
+	// One backend serving both Envoys; in-flight tracked per Envoy side
+	// by path prefix.
+	var inFlight, maxMod atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/m" {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for {
+				m := maxMod.Load()
+				if n <= m || maxMod.CompareAndSwap(m, n) {
+					break
+				}
+			}
+		}
+		io.WriteString(w, "ok")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	backend := ln.Addr().String()
+	feed := startStateFeed(t)
+	feed.send(t, state.Update{Full: true, Revisions: []state.RevisionUpdate{
+		{Key: "ns/m", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 4}}},
+		{Key: "ns/u", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 0}}},
+	}})
+
+	plainPort, modPort := harness.PickPort(t), harness.PickPort(t)
+	listener := func(port int, routes, filters string) string {
+		return fmt.Sprintf(`
+static_resources:
+  listeners:
+  - name: http
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: http
+          route_config:
+            virtual_hosts:
+            - name: revs
+              domains: ["*"]
+              routes:%s
+          http_filters:%s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:%s
+`, port, routes, filters, staticCluster("rev_ns_m", backend))
+	}
+	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(plainPort, `
+              - match: {prefix: "/"}
+                route: {cluster: rev_ns_m, timeout: 30s}`, "")})
+	mod := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(modPort, moduleRoute("/u", "rev_ns_m", "ns/u")+moduleRoute("/", "rev_ns_m", "ns/m"), fmt.Sprintf(`
+          - name: thaw_activator
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+              dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
+              filter_name: thaw_activator
+              filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '{"stateURL":"%s/state","node":"cost"}'}`, moduleSO, feed.url))})
+
+	type side struct {
+		name string
+		url  string
+		pid  int
+		cpu  float64
+		reqs int64
+		secs float64
+	}
+	sides := []*side{
+		{name: "plain", url: fmt.Sprintf("http://127.0.0.1:%d/p", plainPort), pid: plain.Pid()},
+		{name: "module", url: fmt.Sprintf("http://127.0.0.1:%d/m", modPort), pid: mod.Pid()},
+	}
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var failures atomic.Int64
+	round := func(s *side, inflight int, d time.Duration) {
+		var n atomic.Int64
+		deadline := time.Now().Add(d)
+		c0 := cpuSeconds(t, s.pid)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < inflight; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					resp, err := client.Get(s.url)
+					if err != nil {
+						failures.Add(1)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failures.Add(1)
+						continue
+					}
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		s.secs += time.Since(start).Seconds()
+		s.cpu += cpuSeconds(t, s.pid) - c0
+		s.reqs += n.Load()
+	}
+	unlimited := fmt.Sprintf("http://127.0.0.1:%d/u", modPort)
+	for _, run := range []struct {
+		inflight int
+		modURL   string
+		what     string
+	}{{16, sides[1].url, "module (cc 4)"}, {4, sides[1].url, "module (cc 4)"}, {16, unlimited, "module (cc 0)"}} {
+		inflight := run.inflight
+		sides[1].url = run.modURL
+		for _, s := range sides {
+			s.cpu, s.reqs, s.secs = 0, 0, 0
+			round(s, inflight, 500*time.Millisecond) // warm up connections
+			s.cpu, s.reqs, s.secs = 0, 0, 0
+		}
+		for r := 0; r < 4; r++ {
+			for i := range sides {
+				round(sides[(i+r)%2], inflight, 2*time.Second)
+			}
+		}
+		p, m := sides[0], sides[1]
+		if p.reqs == 0 || m.reqs == 0 {
+			t.Fatalf("no requests completed (plain %d, module %d)", p.reqs, m.reqs)
+		}
+		pc, mc := p.cpu/float64(p.reqs)*1e6, m.cpu/float64(m.reqs)*1e6
+		pt, mt := float64(p.reqs)/p.secs, float64(m.reqs)/m.secs
+		t.Logf("%d in flight: Envoy CPU per request plain %.1f µs, %s %.1f µs: %.2fx; throughput plain %.0f req/s, module %.0f req/s: %.2fx",
+			inflight, pc, run.what, mc, mc/pc, pt, mt, mt/pt)
+	}
+	if f := failures.Load(); f > 0 {
+		t.Fatalf("%d requests failed", f)
+	}
+	if m := maxMod.Load(); m > 4 || m == 0 {
+		t.Fatalf("backend saw %d requests in flight from the module side, want 1..4 (cc 4)", m)
+	}
+}

@@ -1,0 +1,19 @@
+// Package modsvc is thaw's side of the activator module
+// (module/activator, loaded into Envoy): it streams each Envoy the state
+// the module throttles with, and takes back the counts and pokes the
+// module reports.
+//
+// State (GET /activator/v1/state?node=ID, one JSON state.Update per line):
+// a full update on connect, then a full update after every published
+// registry change. Each revision carries its hold timeout, queue depth and
+// ready backends with this Envoy's share of each backend's container
+// concurrency (Slots). Reports (POST /activator/v1/report, a JSON
+// state.Report): held counts become autoscaler samples (source
+// "module/<node>"; requests in flight are already counted by Envoy's own
+// upstream_rq_active on the revision cluster the module routes to, so they
+// are not added again), and pokes wake the autoscaler at once.
+//
+// How a backend's capacity is split among N Envoys follows Knative's
+// activators, which split each pod's container concurrency among
+// themselves: see Slots.
+package modsvc

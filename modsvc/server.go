@@ -1,0 +1,137 @@
+package modsvc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/thaw-dev/thaw/autoscaler"
+	"github.com/thaw-dev/thaw/module/state"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Paths the Server answers.
+const (
+	StatePath  = "/activator/v1/state"
+	ReportPath = "/activator/v1/report"
+)
+
+// Server serves the module's state stream and takes its reports.
+type Server struct {
+	// Registry is followed for state (required).
+	Registry *revision.Registry
+	// Recorder takes held counts as samples; Poker takes pokes (optional).
+	Recorder autoscaler.Recorder
+	Poker    autoscaler.Poker
+	// Envoys returns how many Envoys share every backend and this one's
+	// index (nil: one Envoy, index 0).
+	Envoys func(node string) (n, index int)
+	Logger *zap.Logger
+	// Now is the clock of samples (nil: time.Now).
+	Now func() time.Time
+}
+
+// ServeHTTP implements http.Handler for StatePath and ReportPath.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == StatePath && r.Method == http.MethodGet:
+		s.serveState(w, r)
+	case r.URL.Path == ReportPath && r.Method == http.MethodPost:
+		s.serveReport(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) logger() *zap.Logger {
+	if s.Logger == nil {
+		return zap.NewNop()
+	}
+	return s.Logger
+}
+
+// serveState writes a full update now and after every registry change
+// until the client goes away.
+func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
+	node := r.URL.Query().Get("node")
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("content-type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	var last uint64
+	first := true
+	for {
+		ch := s.Registry.Changed()
+		snap := s.Registry.Snapshot()
+		if first || snap.Version != last {
+			n, idx := 1, 0
+			if s.Envoys != nil {
+				n, idx = s.Envoys(node)
+			}
+			if err := enc.Encode(Update(snap, n, idx)); err != nil {
+				return
+			}
+			fl.Flush()
+			last, first = snap.Version, false
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, state.MaxReportBytes+1))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rep, err := state.DecodeReport(b)
+	if err != nil {
+		s.logger().Warn("activator module report refused", zap.Error(err))
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := s.apply(rep); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// apply records held counts and pokes.
+func (s *Server) apply(rep *state.Report) error {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	t := now()
+	for _, c := range rep.Revisions {
+		key, err := revision.ParseKey(c.Key)
+		if err != nil {
+			return fmt.Errorf("modsvc: %w", err)
+		}
+		if s.Recorder != nil {
+			s.Recorder.Record(autoscaler.Sample{Revision: key, Source: "module/" + rep.Node, Time: t, Concurrency: float64(c.Held)})
+		}
+	}
+	for _, k := range rep.Pokes {
+		key, err := revision.ParseKey(k)
+		if err != nil {
+			return fmt.Errorf("modsvc: %w", err)
+		}
+		if s.Poker != nil {
+			s.Poker.Poke(key)
+		}
+	}
+	return nil
+}

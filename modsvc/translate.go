@@ -1,0 +1,61 @@
+package modsvc
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/thaw-dev/thaw/module/state"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// Slots returns the share of a backend's container concurrency cc that
+// Envoy number index (0-based) of envoys gets for the backend at position
+// backend in the revision's sorted backend list: cc/envoys each, and the
+// remainder to envoys rotated by backend position, so the shares of one
+// backend sum to exactly cc and the remainders spread over the fleet.
+// cc 0 (unlimited) gives 0 (unlimited); a zero share gives -1 (this Envoy
+// sends that backend nothing). envoys < 1 counts as 1.
+func Slots(cc, envoys, index, backend int) int32 {
+	if cc <= 0 {
+		return 0
+	}
+	if envoys < 1 {
+		envoys = 1
+	}
+	s := cc / envoys
+	if (index+backend)%envoys < cc%envoys {
+		s++
+	}
+	if s == 0 {
+		return -1
+	}
+	return int32(s)
+}
+
+// Update translates a registry snapshot into the full state update for
+// Envoy number index of envoys. Pure: revisions sorted by key, backends in
+// the registry's order.
+func Update(snap *revision.Snapshot, envoys, index int) *state.Update {
+	u := &state.Update{Full: true}
+	for _, r := range snap.Sorted() {
+		ru := state.RevisionUpdate{
+			Key:           r.Key.String(),
+			QueueDepth:    r.Spec.QueueDepth,
+			HoldTimeoutMs: r.Spec.HoldTimeout.Milliseconds(),
+		}
+		if ru.QueueDepth < 1 {
+			ru.QueueDepth = revision.DefaultQueueDepth
+		}
+		if ru.HoldTimeoutMs < 1 {
+			ru.HoldTimeoutMs = revision.DefaultHoldTimeout.Milliseconds()
+		}
+		for i, b := range r.ReadyBackends() {
+			ru.Backends = append(ru.Backends, state.BackendUpdate{
+				Addr:  net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))),
+				Slots: Slots(r.Spec.ContainerConcurrency, envoys, index, i),
+			})
+		}
+		u.Revisions = append(u.Revisions, ru)
+	}
+	return u
+}

@@ -1,0 +1,179 @@
+//go:build cgo
+
+package main
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+// Layouts of the ABI's envoy_dynamic_module_type_{envoy,module}_buffer and
+// envoy_dynamic_module_type_module_http_header (same fields, same order).
+typedef struct { const char* ptr; size_t length; } thaw_buf;
+typedef struct {
+  const char* key_ptr; size_t key_length;
+  const char* value_ptr; size_t value_length;
+} thaw_header;
+
+// The ABI version string this module was written against.
+static const char thaw_abi_version[] = "v0.2.0";
+
+// Callbacks this module calls, resolved when Envoy loads it. Keep the
+// order in step with the THAW_CB_* indices and abi_test.go.
+enum {
+  THAW_CB_OVERRIDE_HOST,
+  THAW_CB_ROUTE_CONFIG,
+  THAW_CB_CONTINUE_DECODING,
+  THAW_CB_SEND_RESPONSE,
+  THAW_CB_SCHED_NEW,
+  THAW_CB_SCHED_COMMIT,
+  THAW_CB_SCHED_DELETE,
+  THAW_CB_GET_HEADER,
+  THAW_CB_SEND_HEADERS,
+  THAW_CB_COUNT
+};
+static const char* const thaw_cb_names[THAW_CB_COUNT] = {
+  "envoy_dynamic_module_callback_http_set_upstream_override_host",
+  "envoy_dynamic_module_callback_get_most_specific_route_config",
+  "envoy_dynamic_module_callback_http_filter_continue_decoding",
+  "envoy_dynamic_module_callback_http_send_response",
+  "envoy_dynamic_module_callback_http_filter_scheduler_new",
+  "envoy_dynamic_module_callback_http_filter_scheduler_commit",
+  "envoy_dynamic_module_callback_http_filter_scheduler_delete",
+  "envoy_dynamic_module_callback_http_get_header",
+  "envoy_dynamic_module_callback_http_send_response_headers",
+};
+static void* thaw_cb[THAW_CB_COUNT];
+
+static const char* thaw_abi(void) { return thaw_abi_version; }
+static const char* thaw_cb_name(int i) { return thaw_cb_names[i]; }
+
+// thaw_resolve looks every callback up in the process (Envoy exports
+// them); it returns the name of the first one missing, or NULL.
+static const char* thaw_resolve(void) {
+  for (int i = 0; i < THAW_CB_COUNT; i++) {
+    thaw_cb[i] = dlsym(RTLD_DEFAULT, thaw_cb_names[i]);
+    if (thaw_cb[i] == NULL) return thaw_cb_names[i];
+  }
+  return NULL;
+}
+
+static bool thaw_override_host(uintptr_t f, const char* p, size_t n, bool strict) {
+  return ((bool (*)(uintptr_t, thaw_buf, bool))thaw_cb[THAW_CB_OVERRIDE_HOST])(f, (thaw_buf){p, n}, strict);
+}
+static uintptr_t thaw_route_config(uintptr_t f) {
+  return (uintptr_t)((const void* (*)(uintptr_t))thaw_cb[THAW_CB_ROUTE_CONFIG])(f);
+}
+static void thaw_continue_decoding(uintptr_t f) {
+  ((void (*)(uintptr_t))thaw_cb[THAW_CB_CONTINUE_DECODING])(f);
+}
+static void thaw_send_response(uintptr_t f, uint32_t code, const thaw_header* h, size_t nh,
+                               const char* body, size_t nbody, const char* details, size_t ndetails) {
+  ((void (*)(uintptr_t, uint32_t, const thaw_header*, size_t, thaw_buf, thaw_buf))
+       thaw_cb[THAW_CB_SEND_RESPONSE])(f, code, h, nh, (thaw_buf){body, nbody}, (thaw_buf){details, ndetails});
+}
+static uintptr_t thaw_sched_new(uintptr_t f) {
+  return (uintptr_t)((void* (*)(uintptr_t))thaw_cb[THAW_CB_SCHED_NEW])(f);
+}
+static void thaw_sched_commit(uintptr_t s, uint64_t id) {
+  ((void (*)(uintptr_t, uint64_t))thaw_cb[THAW_CB_SCHED_COMMIT])(s, id);
+}
+static void thaw_sched_delete(uintptr_t s) {
+  ((void (*)(uintptr_t))thaw_cb[THAW_CB_SCHED_DELETE])(s);
+}
+// thaw_is_grpc reports whether the request's content-type starts with
+// application/grpc, reading Envoy's buffer in place (header type 0 is the
+// ABI's RequestHeader).
+static bool thaw_is_grpc(uintptr_t f) {
+  static const char key[] = "content-type";
+  static const char want[] = "application/grpc";
+  thaw_buf v = {0, 0};
+  bool ok = ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf*, size_t, size_t*))thaw_cb[THAW_CB_GET_HEADER])(
+      f, 0, (thaw_buf){key, sizeof(key) - 1}, &v, 0, NULL);
+  if (!ok || v.ptr == NULL || v.length < sizeof(want) - 1) return false;
+  for (size_t i = 0; i < sizeof(want) - 1; i++) {
+    if (v.ptr[i] != want[i]) return false;
+  }
+  return true;
+}
+static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
+  ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+)
+
+// Statuses of the ABI's envoy_dynamic_module_type_on_http_filter_*_status
+// enums (values in declaration order).
+const (
+	statusContinue                     = 0
+	statusStopIteration                = 1
+	statusStopAllIterationAndWatermark = 4
+)
+
+// abiVersion is the ABI version string returned to Envoy.
+var abiVersion = C.GoString(C.thaw_abi())
+
+// resolveCallbacks resolves every callback; the error names the first
+// missing one.
+func resolveCallbacks() error {
+	if missing := C.thaw_resolve(); missing != nil {
+		return fmt.Errorf("thaw activator module: this Envoy does not export %s (module written for dynamic-module ABI %s); refusing to load",
+			C.GoString(missing), abiVersion)
+	}
+	return nil
+}
+
+// abiVersionPtr is the ABI version as the C string Envoy reads.
+func abiVersionPtr() *C.char { return C.thaw_abi() }
+
+// callbackNames returns the callbacks the module resolves (for tests).
+func callbackNames() []string {
+	out := make([]string, 0, C.THAW_CB_COUNT)
+	for i := 0; i < C.THAW_CB_COUNT; i++ {
+		out = append(out, C.GoString(C.thaw_cb_name(C.int(i))))
+	}
+	return out
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "thaw-activator: "+format+"\n", args...)
+}
+
+// setOverrideHost pins the request to addr ("ip:port") on the routed
+// cluster, strictly (no fallback to another host). Envoy copies addr.
+func setOverrideHost(f uintptr, addr string) bool {
+	return bool(C.thaw_override_host(C.uintptr_t(f), (*C.char)(unsafe.Pointer(unsafe.StringData(addr))), C.size_t(len(addr)), true))
+}
+
+func routeConfig(f uintptr) uintptr  { return uintptr(C.thaw_route_config(C.uintptr_t(f))) }
+func continueDecoding(f uintptr)     { C.thaw_continue_decoding(C.uintptr_t(f)) }
+func schedulerNew(f uintptr) uintptr { return uintptr(C.thaw_sched_new(C.uintptr_t(f))) }
+func schedulerDelete(s uintptr)      { C.thaw_sched_delete(C.uintptr_t(s)) }
+func schedulerCommit(s uintptr, id uint64) {
+	C.thaw_sched_commit(C.uintptr_t(s), C.uint64_t(id))
+}
+
+// sendAnswer sends a fixed local reply; Envoy copies it. A gRPC request
+// gets the gRPC form: a trailers-only response (HTTP 200, grpc-status 14
+// UNAVAILABLE, grpc-message), as Envoy answers the ext_proc activator's
+// 503 for gRPC; Envoy 1.40's send_response would send grpc-status 0.
+func sendAnswer(f uintptr, a *answer, grpc bool) {
+	if grpc {
+		C.thaw_send_headers(C.uintptr_t(f), a.grpcHeaders, C.size_t(a.nGRPCHeaders))
+		return
+	}
+	C.thaw_send_response(C.uintptr_t(f), C.uint32_t(a.code), a.headers, C.size_t(a.nHeaders),
+		a.body, C.size_t(a.nBody), a.details, C.size_t(a.nDetails))
+}
+
+// isGRPC reports whether the request is gRPC (content-type).
+func isGRPC(f uintptr) bool { return bool(C.thaw_is_grpc(C.uintptr_t(f))) }

@@ -1,0 +1,91 @@
+//go:build cgo
+
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+typedef struct { const char* ptr; size_t length; } thaw_buf;
+typedef struct {
+  const char* key_ptr; size_t key_length;
+  const char* value_ptr; size_t value_length;
+} thaw_header;
+*/
+import "C"
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// answer is a fixed local reply kept in C memory (send_response reads the
+// header array, which must hold no Go pointer), built once and never freed.
+type answer struct {
+	code     uint32
+	headers  *C.thaw_header
+	nHeaders int
+	// grpcHeaders is the trailers-only gRPC form of the same answer.
+	grpcHeaders  *C.thaw_header
+	nGRPCHeaders int
+	body         *C.char
+	nBody        int
+	details      *C.char
+	nDetails     int
+}
+
+// The ext_proc activator's answers (extproc/responses.go): same codes,
+// bodies, details and Retry-After. Envoy turns a local reply to a gRPC
+// request into a gRPC status itself.
+type answerSet struct {
+	queueFull, holdTimeout, moduleError *answer
+}
+
+var (
+	answersMu sync.Mutex
+	answersBy = map[int]*answerSet{}
+)
+
+// answersFor returns the answers with Retry-After retryAfter seconds.
+func answersFor(retryAfter int) *answerSet {
+	answersMu.Lock()
+	defer answersMu.Unlock()
+	if a := answersBy[retryAfter]; a != nil {
+		return a
+	}
+	ra := strconv.Itoa(retryAfter)
+	a := &answerSet{
+		queueFull:   newAnswer(503, "revision is busy: too many requests waiting\n", "thaw_activator_queue_full", ra),
+		holdTimeout: newAnswer(503, "revision did not become ready in time\n", "thaw_activator_hold_timeout", ra),
+		moduleError: newAnswer(503, "activator module error\n", "thaw_activator_module_error", ra),
+	}
+	answersBy[retryAfter] = a
+	return a
+}
+
+// cHeaders copies kv into a C array that is never freed.
+func cHeaders(kv [][2]string) (*C.thaw_header, int) {
+	hs := unsafe.Slice((*C.thaw_header)(C.malloc(C.size_t(unsafe.Sizeof(C.thaw_header{})*uintptr(len(kv))))), len(kv))
+	for i, h := range kv {
+		hs[i] = C.thaw_header{
+			key_ptr: C.CString(h[0]), key_length: C.size_t(len(h[0])),
+			value_ptr: C.CString(h[1]), value_length: C.size_t(len(h[1])),
+		}
+	}
+	return &hs[0], len(kv)
+}
+
+func newAnswer(code uint32, body, details, retryAfter string) *answer {
+	hs, n := cHeaders([][2]string{{"content-type", "text/plain; charset=utf-8"}, {"retry-after", retryAfter}})
+	gs, ng := cHeaders([][2]string{
+		{":status", "200"}, {"content-type", "application/grpc"},
+		{"grpc-status", "14"}, {"grpc-message", strings.TrimSuffix(body, "\n")},
+		{"retry-after", retryAfter},
+	})
+	return &answer{
+		code: code, headers: hs, nHeaders: n, grpcHeaders: gs, nGRPCHeaders: ng,
+		body: C.CString(body), nBody: len(body),
+		details: C.CString(details), nDetails: len(details),
+	}
+}

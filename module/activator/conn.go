@@ -1,0 +1,212 @@
+//go:build cgo
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/thaw-dev/thaw/module/state"
+)
+
+// conn follows thaw's state stream and sends counts and pokes, one per
+// (stateURL, reportURL, node) however many filter configs name it. It runs
+// on goroutines of its own, never on an Envoy thread. When thaw is
+// unreachable the table keeps the last state it had.
+type conn struct {
+	key    string
+	refs   int
+	cfg    state.FilterConfig
+	cancel context.CancelFunc
+	pokeMu sync.Mutex
+	pokes  map[string]bool
+	kick   chan struct{}
+}
+
+var (
+	connsMu sync.Mutex
+	conns   = map[string]*conn{}
+	client  = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
+)
+
+func acquireConn(cfg state.FilterConfig) *conn {
+	key := cfg.StateURL + "\x00" + cfg.ReportURL + "\x00" + cfg.Node
+	connsMu.Lock()
+	defer connsMu.Unlock()
+	if c := conns[key]; c != nil {
+		c.refs++
+		return c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{key: key, refs: 1, cfg: cfg, cancel: cancel, pokes: map[string]bool{}, kick: make(chan struct{}, 1)}
+	conns[key] = c
+	if cfg.StateURL != "" {
+		go c.follow(ctx)
+	}
+	if cfg.ReportURL != "" {
+		table.SetOnPoke(c.poke)
+		go c.report(ctx)
+	}
+	return c
+}
+
+func releaseConn(c *conn) {
+	connsMu.Lock()
+	defer connsMu.Unlock()
+	if c.refs--; c.refs == 0 {
+		c.cancel()
+		delete(conns, c.key)
+	}
+}
+
+// follow reads the state stream (one JSON Update per line), reconnecting
+// with a capped backoff.
+func (c *conn) follow(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		delivered, err := c.followOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if delivered {
+			backoff = 50 * time.Millisecond
+		}
+		logf("state stream %s: %v; retrying in %v (keeping the last state)", c.cfg.StateURL, err, backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// followOnce reads one connection of the stream; delivered reports that
+// at least one update was applied (the backoff starts over).
+func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
+	u, err := url.Parse(c.cfg.StateURL)
+	if err != nil {
+		return false, err
+	}
+	q := u.Query()
+	q.Set("node", c.cfg.Node)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, &httpError{resp.Status}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), state.MaxMessageBytes)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		u, err := state.DecodeUpdate(sc.Bytes())
+		if err != nil {
+			logf("state stream: message refused: %v", err)
+			continue
+		}
+		table.Apply(u)
+		delivered = true
+	}
+	if err := sc.Err(); err != nil {
+		return delivered, err
+	}
+	return delivered, io.ErrUnexpectedEOF
+}
+
+type httpError struct{ status string }
+
+func (e *httpError) Error() string { return "thaw answered " + e.status }
+
+// poke queues an immediate report for key; never blocks.
+func (c *conn) poke(key string) {
+	c.pokeMu.Lock()
+	c.pokes[key] = true
+	c.pokeMu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// report posts counts every ReportIntervalMs and pokes at once. A revision
+// idle since its last report is sent once with zeros, then skipped.
+func (c *conn) report(ctx context.Context) {
+	tick := time.NewTicker(time.Duration(c.cfg.ReportIntervalMs) * time.Millisecond)
+	defer tick.Stop()
+	active := map[string]bool{}
+	for {
+		var counts bool
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			counts = true
+		case <-c.kick:
+		}
+		rep := state.Report{Node: c.cfg.Node}
+		c.pokeMu.Lock()
+		for k := range c.pokes {
+			rep.Pokes = append(rep.Pokes, k)
+		}
+		clear(c.pokes)
+		c.pokeMu.Unlock()
+		if counts {
+			table.Counts(func(key string, held, inFlight int64) {
+				busy := held+inFlight > 0
+				if !busy && !active[key] {
+					return
+				}
+				if busy {
+					active[key] = true
+				} else {
+					delete(active, key)
+				}
+				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight})
+			})
+		}
+		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 {
+			continue
+		}
+		c.post(ctx, &rep)
+	}
+}
+
+func (c *conn) post(ctx context.Context, rep *state.Report) {
+	body, err := json.Marshal(rep)
+	if err != nil {
+		logf("report: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.ReportURL, bytes.NewReader(body))
+	if err != nil {
+		logf("report: %v", err)
+		return
+	}
+	req.Header.Set("content-type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		logf("report to %s: %v", c.cfg.ReportURL, err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}

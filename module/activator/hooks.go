@@ -1,0 +1,270 @@
+//go:build cgo
+
+package main
+
+/*
+#include <stddef.h>
+#include <stdint.h>
+typedef struct { const char* ptr; size_t length; } thaw_buf;
+*/
+import "C"
+
+import (
+	"runtime/cgo"
+	"time"
+	"unsafe"
+
+	"github.com/thaw-dev/thaw/module/state"
+)
+
+// table is this Envoy's view of every revision, shared by all workers.
+var table = state.NewTable(30*time.Second, 10_000)
+
+type filterConfig struct {
+	cfg     state.FilterConfig
+	answers *answerSet
+	conn    *conn
+	rev     *state.Revision // cfg.Revision, for routes without per-route config
+}
+
+type routeCfg struct{ rev *state.Revision }
+
+// copyBuf copies an Envoy-owned buffer into Go memory.
+func copyBuf(b C.thaw_buf) []byte {
+	if b.ptr == nil || b.length == 0 {
+		return nil
+	}
+	return C.GoBytes(unsafe.Pointer(b.ptr), C.int(b.length))
+}
+
+//export envoy_dynamic_module_on_program_init
+func envoy_dynamic_module_on_program_init() (v *C.char) {
+	defer func() {
+		if p := recover(); p != nil {
+			logf("panic at load: %v", p)
+			v = nil
+		}
+	}()
+	if err := resolveCallbacks(); err != nil {
+		logf("%v", err)
+		return nil
+	}
+	return abiVersionPtr()
+}
+
+//export envoy_dynamic_module_on_http_filter_config_new
+func envoy_dynamic_module_on_http_filter_config_new(a1 uintptr, name, config C.thaw_buf) (h uintptr) {
+	defer func() {
+		if p := recover(); p != nil {
+			logf("panic in filter config: %v", p)
+			h = 0
+		}
+	}()
+	cfg, err := state.DecodeFilterConfig(copyBuf(config))
+	if err != nil {
+		logf("filter %q: %v", copyBuf(name), err)
+		return 0
+	}
+	table.SetDefaults(time.Duration(cfg.HoldTimeoutMs)*time.Millisecond, cfg.QueueDepth)
+	fc := &filterConfig{cfg: cfg, answers: answersFor(cfg.RetryAfterSeconds)}
+	if cfg.Revision != "" {
+		if fc.rev = table.Revision(cfg.Revision); fc.rev == nil {
+			logf("filter config for %s refused: the module tracks at most %d revisions", cfg.Revision, state.MaxRevisions)
+			return 0
+		}
+	}
+	fc.conn = acquireConn(cfg)
+	return uintptr(cgo.NewHandle(fc))
+}
+
+//export envoy_dynamic_module_on_http_filter_config_destroy
+func envoy_dynamic_module_on_http_filter_config_destroy(h uintptr) {
+	defer recoverLog("filter config destroy")
+	if h == 0 {
+		return
+	}
+	fc := cgo.Handle(h).Value().(*filterConfig)
+	releaseConn(fc.conn)
+	cgo.Handle(h).Delete()
+}
+
+//export envoy_dynamic_module_on_http_filter_per_route_config_new
+func envoy_dynamic_module_on_http_filter_per_route_config_new(a1, config C.thaw_buf) (h uintptr) {
+	defer func() {
+		if p := recover(); p != nil {
+			logf("panic in route config: %v", p)
+			h = 0
+		}
+	}()
+	rc, err := state.DecodeRouteConfig(copyBuf(config))
+	if err != nil {
+		logf("%v", err)
+		return 0
+	}
+	r := table.Revision(rc.Revision)
+	if r == nil {
+		logf("route config for %s refused: the module tracks at most %d revisions", rc.Revision, state.MaxRevisions)
+		return 0
+	}
+	return uintptr(cgo.NewHandle(&routeCfg{rev: r}))
+}
+
+//export envoy_dynamic_module_on_http_filter_per_route_config_destroy
+func envoy_dynamic_module_on_http_filter_per_route_config_destroy(h uintptr) {
+	defer recoverLog("route config destroy")
+	if h != 0 {
+		cgo.Handle(h).Delete()
+	}
+}
+
+//export envoy_dynamic_module_on_http_filter_new
+func envoy_dynamic_module_on_http_filter_new(cfg uintptr, a1 uintptr) (id uintptr) {
+	defer func() {
+		if p := recover(); p != nil {
+			logf("panic in filter new: %v", p)
+			id = 0
+		}
+	}()
+	f := newFilter()
+	if f == nil {
+		logf("stream refused: %d streams in the module at once (its limit)", maxFilters)
+		return 0
+	}
+	f.cfg = cgo.Handle(cfg).Value().(*filterConfig)
+	return uintptr(f.id)
+}
+
+//export envoy_dynamic_module_on_http_filter_request_headers
+func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 bool) (st int32) {
+	f := lookupFilter(mod)
+	defer func() {
+		if p := recover(); p != nil {
+			logf("panic on request headers: %v", p)
+			st = failRequest(ep, f)
+		}
+	}()
+	if f == nil {
+		return statusContinue
+	}
+	r := f.cfg.rev
+	if rc := routeConfig(ep); rc != 0 {
+		r = cgo.Handle(rc).Value().(*routeCfg).rev
+	}
+	if r == nil {
+		return statusContinue // not a revision route: nothing to do
+	}
+	f.rev = r
+	if b := r.Acquire(); b != nil {
+		f.backend = b
+		setOverrideHost(ep, b.Addr)
+		return statusContinue
+	}
+	f.grpc = isGRPC(ep)
+	h := &holdRef{sched: schedulerNew(ep)}
+	h.refs.Store(2)
+	w, err := r.Hold(func(*state.Waiter) {
+		schedulerCommit(h.sched, 1)
+		h.drop()
+	})
+	if err != nil {
+		h.refs.Store(1)
+		h.drop()
+		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)
+		return statusStopIteration
+	}
+	if w.Outcome() == state.Granted {
+		h.refs.Store(1)
+		h.drop()
+		f.backend = w.Take()
+		setOverrideHost(ep, f.backend.Addr)
+		return statusContinue
+	}
+	f.waiter, f.hold = w, h
+	return statusStopAllIterationAndWatermark
+}
+
+//export envoy_dynamic_module_on_http_filter_scheduled
+func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
+	f := lookupFilter(mod)
+	defer func() {
+		if p := recover(); p != nil {
+			logf("panic on resume: %v", p)
+			failRequest(ep, f)
+		}
+	}()
+	if f == nil || f.waiter == nil {
+		return
+	}
+	w := f.waiter
+	switch w.Outcome() {
+	case state.Granted:
+		f.waiter = nil
+		f.backend = w.Take()
+		setOverrideHost(ep, f.backend.Addr)
+		continueDecoding(ep)
+	case state.TimedOut:
+		f.waiter = nil
+		sendAnswer(ep, f.cfg.answers.holdTimeout, f.grpc)
+	}
+}
+
+// failRequest answers a request whose hook panicked with a 503 (once).
+func failRequest(ep uintptr, f *filter) int32 {
+	if f != nil {
+		if f.failed {
+			return statusStopIteration
+		}
+		f.failed = true
+		endFilter(f)
+		sendAnswer(ep, f.cfg.answers.moduleError, f.grpc)
+		return statusStopIteration
+	}
+	sendAnswer(ep, answersFor(1).moduleError, false)
+	return statusStopIteration
+}
+
+// endFilter frees what a stream holds: its slot, its place in a queue,
+// its scheduler reference. Idempotent.
+func endFilter(f *filter) {
+	if w := f.waiter; w != nil {
+		f.waiter = nil
+		b, wasWaiting := w.Cancel()
+		if b != nil {
+			f.rev.Release(b)
+		}
+		if wasWaiting {
+			f.hold.drop() // the notifier's reference: it will never run
+		}
+	}
+	if b := f.backend; b != nil {
+		f.backend = nil
+		f.rev.Release(b)
+	}
+	if h := f.hold; h != nil {
+		f.hold = nil
+		h.drop()
+	}
+}
+
+//export envoy_dynamic_module_on_http_filter_stream_complete
+func envoy_dynamic_module_on_http_filter_stream_complete(a1, mod uintptr) {
+	defer recoverLog("stream complete")
+	if f := lookupFilter(mod); f != nil {
+		endFilter(f)
+	}
+}
+
+//export envoy_dynamic_module_on_http_filter_destroy
+func envoy_dynamic_module_on_http_filter_destroy(mod uintptr) {
+	defer recoverLog("filter destroy")
+	if f := lookupFilter(mod); f != nil && f.id != 0 {
+		endFilter(f)
+		freeFilter(f)
+	}
+}
+
+func recoverLog(where string) {
+	if p := recover(); p != nil {
+		logf("panic in %s: %v", where, p)
+	}
+}

@@ -1,0 +1,60 @@
+package state
+
+import (
+	"testing"
+	"time"
+)
+
+// FuzzDecodeUpdate: no input panics the decoder, and whatever it accepts
+// applies to a table without panicking.
+func FuzzDecodeUpdate(f *testing.F) {
+	f.Add([]byte(`{"full":true,"revisions":[{"key":"ns/a","queueDepth":10,"holdTimeoutMs":1000,"backends":[{"addr":"127.0.0.1:80","slots":4}]}]}`))
+	f.Add([]byte(`{"removed":["ns/a"]}`))
+	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"backends":[{"addr":"[::1]:80","slots":-1}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := DecodeUpdate(b)
+		if err != nil {
+			return
+		}
+		tab := NewTable(time.Minute, 10)
+		tab.Apply(u)
+		for _, ru := range u.Revisions {
+			if r := tab.Lookup(ru.Key); r != nil {
+				if b := r.Acquire(); b != nil {
+					r.Release(b)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDecodeConfig covers the per-route and filter configurations Envoy
+// hands the module.
+func FuzzDecodeConfig(f *testing.F) {
+	f.Add([]byte(`{"revision":"ns/a"}`))
+	f.Add([]byte(`{"stateURL":"http://127.0.0.1:1/x","node":"n","holdTimeoutMs":5}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if c, err := DecodeRouteConfig(b); err == nil && validKey(c.Revision) != nil {
+			t.Fatalf("accepted invalid revision %q", c.Revision)
+		}
+		if c, err := DecodeFilterConfig(b); err == nil && (c.HoldTimeoutMs <= 0 || c.QueueDepth <= 0) {
+			t.Fatalf("accepted config without limits: %+v", c)
+		}
+	})
+}
+
+// FuzzDecodeReport covers the report thaw decodes from modules.
+func FuzzDecodeReport(f *testing.F) {
+	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":1,"inFlight":2}],"pokes":["ns/a"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeReport(b)
+		if err != nil {
+			return
+		}
+		for _, c := range r.Revisions {
+			if c.Held < 0 || c.InFlight < 0 {
+				t.Fatalf("accepted negative counts %+v", c)
+			}
+		}
+	})
+}

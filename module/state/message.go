@@ -1,0 +1,259 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Limits that bound what one message may create; a message past them is
+// refused whole (the module keeps its last state).
+const (
+	// MaxRevisions is the most revisions one module tracks.
+	MaxRevisions = 200_000
+	// MaxBackends is the most backends one revision may list.
+	MaxBackends = 10_000
+	// MaxQueueDepth bounds a revision's queue depth (held requests).
+	MaxQueueDepth = 1_000_000
+	// MaxMessageBytes is the largest state message decoded.
+	MaxMessageBytes = 64 << 20
+)
+
+// ErrInvalid is wrapped by every decoding error.
+var ErrInvalid = errors.New("activator state: invalid message")
+
+// Update is one message of thaw's state stream (JSON, one per line):
+// the revisions listed replace this Envoy's view of them whole, the keys in
+// Removed are forgotten (their held requests get the hold-timeout answer),
+// and Full means every revision not listed is removed too.
+type Update struct {
+	Full      bool             `json:"full,omitempty"`
+	Revisions []RevisionUpdate `json:"revisions,omitempty"`
+	Removed   []string         `json:"removed,omitempty"`
+}
+
+// RevisionUpdate is a revision's state for this Envoy.
+type RevisionUpdate struct {
+	// Key is "namespace/name".
+	Key string `json:"key"`
+	// QueueDepth is the most requests held at once (>= 1).
+	QueueDepth int `json:"queueDepth"`
+	// HoldTimeoutMs is how long a request is held at most, milliseconds (>= 1).
+	HoldTimeoutMs int64 `json:"holdTimeoutMs"`
+	// Backends are the ready backends with this Envoy's share of each.
+	Backends []BackendUpdate `json:"backends,omitempty"`
+}
+
+// BackendUpdate is one ready backend and this Envoy's slots on it.
+type BackendUpdate struct {
+	// Addr is "ip:port" (an IP literal: Envoy's upstream override host
+	// takes no name).
+	Addr string `json:"addr"`
+	// Slots is this Envoy's share of the backend's container concurrency;
+	// 0 means unlimited (container concurrency 0), -1 means no share here
+	// (the backend's capacity went to other Envoys).
+	Slots int32 `json:"slots"`
+}
+
+// HoldTimeout returns the hold timeout as a duration.
+func (r *RevisionUpdate) HoldTimeout() time.Duration {
+	return time.Duration(r.HoldTimeoutMs) * time.Millisecond
+}
+
+// DecodeUpdate parses and validates one state message.
+// Errors wrap ErrInvalid and name the first bad field.
+func DecodeUpdate(b []byte) (*Update, error) {
+	if len(b) > MaxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalid, len(b), MaxMessageBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var u Update
+	if err := dec.Decode(&u); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(u.Revisions)+len(u.Removed) > MaxRevisions {
+		return nil, fmt.Errorf("%w: %d revisions, limit %d", ErrInvalid, len(u.Revisions)+len(u.Removed), MaxRevisions)
+	}
+	seen := make(map[string]bool, len(u.Revisions))
+	for i := range u.Revisions {
+		r := &u.Revisions[i]
+		if err := validKey(r.Key); err != nil {
+			return nil, fmt.Errorf("%w: revisions[%d]: %w", ErrInvalid, i, err)
+		}
+		if seen[r.Key] {
+			return nil, fmt.Errorf("%w: revision %q listed twice", ErrInvalid, r.Key)
+		}
+		seen[r.Key] = true
+		if r.QueueDepth < 1 || r.QueueDepth > MaxQueueDepth {
+			return nil, fmt.Errorf("%w: revision %q: queueDepth %d not in [1, %d]", ErrInvalid, r.Key, r.QueueDepth, MaxQueueDepth)
+		}
+		if r.HoldTimeoutMs < 1 || r.HoldTimeoutMs > int64(24*time.Hour/time.Millisecond) {
+			return nil, fmt.Errorf("%w: revision %q: holdTimeoutMs %d not in [1, 86400000]", ErrInvalid, r.Key, r.HoldTimeoutMs)
+		}
+		if len(r.Backends) > MaxBackends {
+			return nil, fmt.Errorf("%w: revision %q: %d backends, limit %d", ErrInvalid, r.Key, len(r.Backends), MaxBackends)
+		}
+		addrs := make(map[string]bool, len(r.Backends))
+		for j, b := range r.Backends {
+			if _, err := netip.ParseAddrPort(b.Addr); err != nil {
+				return nil, fmt.Errorf("%w: revision %q: backends[%d]: %w", ErrInvalid, r.Key, j, err)
+			}
+			if addrs[b.Addr] {
+				return nil, fmt.Errorf("%w: revision %q: backend %s listed twice", ErrInvalid, r.Key, b.Addr)
+			}
+			addrs[b.Addr] = true
+			if b.Slots < -1 {
+				return nil, fmt.Errorf("%w: revision %q: backend %s: slots %d < -1", ErrInvalid, r.Key, b.Addr, b.Slots)
+			}
+		}
+	}
+	for i, k := range u.Removed {
+		if err := validKey(k); err != nil {
+			return nil, fmt.Errorf("%w: removed[%d]: %w", ErrInvalid, i, err)
+		}
+	}
+	return &u, nil
+}
+
+// RouteConfig is the module's per-route configuration (JSON), written by
+// thaw's xDS translation on a revision's route: it names the revision, so a
+// client header never chooses one.
+type RouteConfig struct {
+	Revision string `json:"revision"`
+}
+
+// DecodeRouteConfig parses and validates a per-route configuration.
+func DecodeRouteConfig(b []byte) (RouteConfig, error) {
+	var c RouteConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
+	}
+	if err := validKey(c.Revision); err != nil {
+		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
+	}
+	return c, nil
+}
+
+// FilterConfig is the module's filter configuration (JSON).
+type FilterConfig struct {
+	// StateURL is thaw's state stream, "http://host:port/path". Empty:
+	// no stream (every revision is unknown and held until HoldTimeoutMs).
+	StateURL string `json:"stateURL,omitempty"`
+	// ReportURL receives counts and pokes (POST, JSON); empty: none sent.
+	ReportURL string `json:"reportURL,omitempty"`
+	// Node is this Envoy's node id, sent with the stream and reports.
+	Node string `json:"node,omitempty"`
+	// HoldTimeoutMs and QueueDepth apply to revisions thaw has not sent.
+	HoldTimeoutMs int64 `json:"holdTimeoutMs,omitempty"`
+	QueueDepth    int   `json:"queueDepth,omitempty"`
+	// RetryAfterSeconds is the Retry-After of 503 answers (default 1).
+	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
+	// ReportIntervalMs is how often counts are reported (default 1000).
+	ReportIntervalMs int64 `json:"reportIntervalMs,omitempty"`
+	// Revision, when set, is the revision of every route this filter runs
+	// on that has no per-route configuration: for Envoy Gateway, whose
+	// EnvoyExtensionPolicy gives each policy (one per revision route) a
+	// filter configuration of its own.
+	Revision string `json:"revision,omitempty"`
+}
+
+// DecodeFilterConfig parses a filter configuration and fills defaults.
+func DecodeFilterConfig(b []byte) (FilterConfig, error) {
+	var c FilterConfig
+	if len(bytes.TrimSpace(b)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return FilterConfig{}, fmt.Errorf("%w: filter config: %w", ErrInvalid, err)
+		}
+	}
+	for name, u := range map[string]string{"stateURL": c.StateURL, "reportURL": c.ReportURL} {
+		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return FilterConfig{}, fmt.Errorf("%w: filter config: %s %q is not an http(s) URL", ErrInvalid, name, u)
+		}
+	}
+	if c.Revision != "" {
+		if err := validKey(c.Revision); err != nil {
+			return FilterConfig{}, fmt.Errorf("%w: filter config: %w", ErrInvalid, err)
+		}
+	}
+	if c.HoldTimeoutMs <= 0 {
+		c.HoldTimeoutMs = 30_000
+	}
+	if c.QueueDepth <= 0 || c.QueueDepth > MaxQueueDepth {
+		c.QueueDepth = 10_000
+	}
+	if c.RetryAfterSeconds <= 0 {
+		c.RetryAfterSeconds = 1
+	}
+	if c.ReportIntervalMs <= 0 {
+		c.ReportIntervalMs = 1000
+	}
+	return c, nil
+}
+
+// validKey checks "namespace/name" with both parts non-empty.
+func validKey(k string) error {
+	ns, name, ok := strings.Cut(k, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") || len(k) > 253+64 {
+		return fmt.Errorf("revision key %q is not namespace/name", k)
+	}
+	return nil
+}
+
+// Report is what a module sends thaw (POST, JSON): counts per revision
+// every report interval, and pokes (revisions at zero that started holding
+// a request) at once.
+type Report struct {
+	Node      string           `json:"node,omitempty"`
+	Revisions []RevisionCounts `json:"revisions,omitempty"`
+	Pokes     []string         `json:"pokes,omitempty"`
+}
+
+// RevisionCounts are a revision's requests held and in flight in one
+// Envoy at the moment of the report.
+type RevisionCounts struct {
+	Key      string `json:"key"`
+	Held     int64  `json:"held"`
+	InFlight int64  `json:"inFlight"`
+}
+
+// MaxReportBytes is the largest report thaw decodes.
+const MaxReportBytes = 16 << 20
+
+// DecodeReport parses and validates a report (thaw's side).
+func DecodeReport(b []byte) (*Report, error) {
+	if len(b) > MaxReportBytes {
+		return nil, fmt.Errorf("%w: report of %d bytes, limit %d", ErrInvalid, len(b), MaxReportBytes)
+	}
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: report: %w", ErrInvalid, err)
+	}
+	if len(r.Revisions)+len(r.Pokes) > MaxRevisions {
+		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes), MaxRevisions)
+	}
+	for i, c := range r.Revisions {
+		if err := validKey(c.Key); err != nil {
+			return nil, fmt.Errorf("%w: report revisions[%d]: %w", ErrInvalid, i, err)
+		}
+		if c.Held < 0 || c.InFlight < 0 {
+			return nil, fmt.Errorf("%w: report: revision %q: negative count", ErrInvalid, c.Key)
+		}
+	}
+	for i, k := range r.Pokes {
+		if err := validKey(k); err != nil {
+			return nil, fmt.Errorf("%w: report pokes[%d]: %w", ErrInvalid, i, err)
+		}
+	}
+	return &r, nil
+}

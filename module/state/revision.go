@@ -1,0 +1,290 @@
+package state
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sentinel errors of Hold; the module answers both with 503 + Retry-After,
+// as the ext_proc activator does.
+var (
+	// ErrQueueFull: the revision already holds QueueDepth requests.
+	ErrQueueFull = errors.New("activator: queue full")
+)
+
+type limits struct {
+	queueDepth  int
+	holdTimeout time.Duration
+}
+
+// Revision is one revision's backends, slots and held requests.
+type Revision struct {
+	// Key is "namespace/name".
+	Key      string
+	t        *Table
+	backends atomic.Pointer[[]*Backend]
+	limits   atomic.Pointer[limits]
+	held     atomic.Int64 // requests waiting in queue
+	inFlight atomic.Int64 // requests holding a slot
+
+	mu    sync.Mutex // queue and backend list changes
+	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
+	head  int
+	// draining holds backends an update removed while requests were still
+	// in flight on them, so a backend that comes back keeps its count and
+	// its slots are never oversubscribed. Bounded by MaxBackends.
+	draining map[string]*Backend
+}
+
+func newRevision(t *Table, key string) *Revision {
+	r := &Revision{Key: key, t: t}
+	r.backends.Store(&[]*Backend{})
+	return r
+}
+
+// Backends returns the current backends (read only).
+func (r *Revision) Backends() []*Backend { return *r.backends.Load() }
+
+// Held returns the requests held now.
+func (r *Revision) Held() int64 { return r.held.Load() }
+
+// InFlight returns the requests holding a slot now.
+func (r *Revision) InFlight() int64 { return r.inFlight.Load() }
+
+// Acquire takes a slot for a new request without waiting: nil when a
+// request is already held (FIFO: a newcomer never overtakes it) or no
+// backend has a free slot. Lock-free, no allocation. The caller frees the
+// slot with Release when the request ends, however it ends.
+func (r *Revision) Acquire() *Backend {
+	if r.held.Load() > 0 {
+		return nil
+	}
+	b := pick(*r.backends.Load())
+	if b != nil {
+		r.inFlight.Add(1)
+	}
+	return b
+}
+
+// Release frees a slot taken by Acquire or granted to a Waiter, and grants
+// it to the oldest held request.
+func (r *Revision) Release(b *Backend) {
+	b.inFlight.Add(-1)
+	r.inFlight.Add(-1)
+	if r.held.Load() > 0 {
+		r.dispatch()
+	}
+}
+
+// Outcome is where a held request stands.
+type Outcome int32
+
+// Outcomes of a Waiter.
+const (
+	Waiting Outcome = iota
+	Granted
+	TimedOut
+	Canceled
+)
+
+// Waiter is one held request. Notify is called once, outside every lock,
+// when it leaves Waiting for Granted or TimedOut (not for Cancel); it runs
+// on whatever goroutine or thread made the change and must not block.
+type Waiter struct {
+	r       *Revision
+	state   Outcome // guarded by r.mu
+	backend *Backend
+	timer   *time.Timer
+	notify  func(*Waiter)
+}
+
+// Outcome returns where w stands; read it in Notify or after it.
+func (w *Waiter) Outcome() Outcome {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.state
+}
+
+// Backend returns the backend granted to w (Granted only); the caller owns
+// the slot and frees it with Revision.Release.
+func (w *Waiter) Backend() *Backend {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.backend
+}
+
+// Hold queues a request that Acquire could not place. It returns a Waiter
+// that is already Granted when a slot freed meanwhile (notify is then not
+// called), ErrQueueFull past the revision's queue depth, or a Waiting
+// Waiter that notify reports on within the revision's hold timeout.
+func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
+	r.mu.Lock()
+	l := r.limits.Load()
+	w := &Waiter{r: r, notify: notify}
+	if r.held.Load() == 0 {
+		if b := pick(*r.backends.Load()); b != nil {
+			r.inFlight.Add(1)
+			w.state, w.backend = Granted, b
+			r.mu.Unlock()
+			return w, nil
+		}
+	}
+	if int(r.held.Load()) >= l.queueDepth {
+		r.mu.Unlock()
+		return nil, ErrQueueFull
+	}
+	first := r.held.Add(1) == 1
+	r.queue = append(r.queue, w)
+	w.timer = time.AfterFunc(l.holdTimeout, w.expire)
+	noBackends := len(*r.backends.Load()) == 0
+	r.mu.Unlock()
+	if first && noBackends {
+		r.t.poke(r.Key)
+	}
+	return w, nil
+}
+
+// expire ends w with TimedOut when it is still waiting.
+func (w *Waiter) expire() {
+	r := w.r
+	r.mu.Lock()
+	if w.state != Waiting {
+		r.mu.Unlock()
+		return
+	}
+	w.state = TimedOut
+	r.held.Add(-1)
+	r.compactLocked()
+	r.mu.Unlock()
+	w.notify(w)
+}
+
+// Cancel ends w (its request went away). wasWaiting reports that w was
+// still waiting, so Notify will never be called for it; otherwise Notify
+// has run or is running. b is the backend when w had been granted one and
+// not yet taken (Backend): the caller frees it with Release.
+func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch w.state {
+	case Waiting:
+		w.state = Canceled
+		r.held.Add(-1)
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		r.compactLocked()
+		return nil, true
+	case Granted:
+		b = w.backend
+		w.backend = nil
+		w.state = Canceled
+		return b, false
+	}
+	return nil, false
+}
+
+// Take hands a Granted w's backend to the caller (nil otherwise); after it
+// Cancel returns no backend.
+func (w *Waiter) Take() *Backend {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	b := w.backend
+	w.backend = nil
+	return b
+}
+
+// dispatch grants free slots to held requests in FIFO order and notifies
+// them after the lock is released.
+func (r *Revision) dispatch() {
+	var granted []*Waiter
+	r.mu.Lock()
+	bs := *r.backends.Load()
+	for r.held.Load() > 0 && r.head < len(r.queue) {
+		w := r.queue[r.head]
+		if w.state != Waiting {
+			r.queue[r.head] = nil
+			r.head++
+			continue
+		}
+		b := pick(bs)
+		if b == nil {
+			break
+		}
+		r.inFlight.Add(1)
+		w.state, w.backend = Granted, b
+		r.held.Add(-1)
+		r.queue[r.head] = nil
+		r.head++
+		granted = append(granted, w)
+	}
+	r.compactLocked()
+	r.mu.Unlock()
+	for _, w := range granted {
+		w.timer.Stop()
+		w.notify(w)
+	}
+}
+
+// compactLocked drops the consumed head of the queue so it does not grow
+// without bound.
+func (r *Revision) compactLocked() {
+	if r.held.Load() == 0 {
+		clear(r.queue)
+		r.queue, r.head = r.queue[:0], 0
+		return
+	}
+	if r.head > 64 && r.head*2 > len(r.queue) {
+		n := copy(r.queue, r.queue[r.head:])
+		clear(r.queue[n:])
+		r.queue, r.head = r.queue[:n], 0
+	}
+}
+
+// set installs ru: backends kept by address (their in-flight counts go
+// on), new ones added, missing ones dropped (requests on them finish and
+// free their slot on the old object), then held requests are granted.
+func (r *Revision) set(ru *RevisionUpdate) {
+	r.mu.Lock()
+	old := *r.backends.Load()
+	byAddr := make(map[string]*Backend, len(old)+len(r.draining))
+	for a, b := range r.draining {
+		byAddr[a] = b
+	}
+	for _, b := range old {
+		byAddr[b.Addr] = b
+	}
+	bs := make([]*Backend, 0, len(ru.Backends))
+	for _, bu := range ru.Backends {
+		b := byAddr[bu.Addr]
+		if b == nil {
+			b = &Backend{Addr: bu.Addr}
+		}
+		b.slots.Store(bu.Slots)
+		if bu.Slots >= 0 {
+			bs = append(bs, b)
+		}
+	}
+	r.backends.Store(&bs)
+	kept := make(map[string]bool, len(bs))
+	for _, b := range bs {
+		kept[b.Addr] = true
+	}
+	r.draining = nil
+	for a, b := range byAddr {
+		if !kept[a] && b.InFlight() > 0 && len(r.draining) < MaxBackends {
+			if r.draining == nil {
+				r.draining = map[string]*Backend{}
+			}
+			r.draining[a] = b
+		}
+	}
+	r.limits.Store(&limits{queueDepth: ru.QueueDepth, holdTimeout: ru.HoldTimeout()})
+	r.mu.Unlock()
+	if r.held.Load() > 0 {
+		r.dispatch()
+	}
+}

@@ -1,0 +1,121 @@
+package state
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Table is the set of revisions one Envoy serves: one per process, shared
+// by every Envoy worker thread and the goroutine that follows thaw's state
+// stream. Lookups are lock-free (an immutable map swapped whole); only
+// adding a revision takes the writer lock.
+type Table struct {
+	mu       sync.Mutex // writers of revs
+	revs     atomic.Pointer[map[string]*Revision]
+	defaults RevisionUpdate
+
+	onPoke atomic.Pointer[func(key string)]
+}
+
+// SetOnPoke installs fn, called (outside every lock, on the calling
+// thread: it must not block) when a revision without backends starts
+// holding a request while none was held. Safe while requests run.
+func (t *Table) SetOnPoke(fn func(key string)) { t.onPoke.Store(&fn) }
+
+func (t *Table) poke(key string) {
+	if fn := t.onPoke.Load(); fn != nil {
+		(*fn)(key)
+	}
+}
+
+// NewTable returns an empty table; revisions thaw has not described yet
+// hold requests for holdTimeout, at most queueDepth at once.
+func NewTable(holdTimeout time.Duration, queueDepth int) *Table {
+	t := &Table{defaults: RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}}
+	m := map[string]*Revision{}
+	t.revs.Store(&m)
+	return t
+}
+
+// SetDefaults changes the limits of revisions thaw has not described
+// (those added later, and those an update removes).
+func (t *Table) SetDefaults(holdTimeout time.Duration, queueDepth int) {
+	t.mu.Lock()
+	t.defaults = RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}
+	t.mu.Unlock()
+}
+
+// Lookup returns the revision with key, or nil.
+func (t *Table) Lookup(key string) *Revision { return (*t.revs.Load())[key] }
+
+// Revision returns the revision with key, adding it (unknown: no backends,
+// the table's default limits) when missing. Keys come from route
+// configuration, never from a client, and are bounded by MaxRevisions:
+// past it, nil.
+func (t *Table) Revision(key string) *Revision {
+	if r := t.Lookup(key); r != nil {
+		return r
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.revs.Load()
+	if r := old[key]; r != nil {
+		return r
+	}
+	if len(old) >= MaxRevisions {
+		return nil
+	}
+	r := newRevision(t, key)
+	r.limits.Store(&limits{queueDepth: t.defaults.QueueDepth, holdTimeout: t.defaults.HoldTimeout()})
+	m := make(map[string]*Revision, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[key] = r
+	t.revs.Store(&m)
+	return r
+}
+
+// Apply installs one update from thaw. Requests held by revisions that
+// now have a free slot are granted in FIFO order; those of removed
+// revisions keep waiting for their hold timeout (a removed revision may
+// come back in the next message, and a request must not fail for a
+// reordering).
+func (t *Table) Apply(u *Update) {
+	listed := make(map[string]bool, len(u.Revisions))
+	for i := range u.Revisions {
+		ru := &u.Revisions[i]
+		listed[ru.Key] = true
+		if r := t.Revision(ru.Key); r != nil {
+			r.set(ru)
+		}
+	}
+	t.mu.Lock()
+	d := t.defaults
+	t.mu.Unlock()
+	clear := func(r *Revision) {
+		r.set(&RevisionUpdate{Key: r.Key, QueueDepth: d.QueueDepth, HoldTimeoutMs: d.HoldTimeoutMs})
+	}
+	for _, k := range u.Removed {
+		if r := t.Lookup(k); r != nil && !listed[k] {
+			clear(r)
+		}
+	}
+	if u.Full {
+		for k, r := range *t.revs.Load() {
+			if !listed[k] {
+				clear(r)
+			}
+		}
+	}
+}
+
+// Counts calls fn for every revision with its held and in-flight requests
+// now. Revisions with nothing held or in flight are included: the caller
+// keeps the zero that ends a revision's activity and skips later ones.
+func (t *Table) Counts(fn func(key string, held, inFlight int64)) {
+	for k, r := range *t.revs.Load() {
+		fn(k, r.held.Load(), r.inFlight.Load())
+	}
+}
