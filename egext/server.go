@@ -58,7 +58,7 @@ func (s *Server) PostClusterModify(ctx context.Context, req *egpb.PostClusterMod
 }
 
 func (s *Server) postClusterModify(_ context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, string, error) {
-	rev, err := onlyRevision(resources(req.GetPostClusterContext().GetBackendExtensionResources()))
+	rev, err := onlyRevision(resources(req.GetPostClusterContext().GetBackendExtensionResources()), s.opts)
 	if errors.Is(err, ErrNoRevision) {
 		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, outcomeUnchanged, nil
 	}
@@ -89,7 +89,7 @@ func (s *Server) PostRouteModify(ctx context.Context, req *egpb.PostRouteModifyR
 }
 
 func (s *Server) postRouteModify(_ context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, string, error) {
-	rev, err := onlyRevision(resources(req.GetPostRouteContext().GetExtensionResources()))
+	rev, err := onlyRevision(resources(req.GetPostRouteContext().GetExtensionResources()), s.opts)
 	if errors.Is(err, ErrNoRevision) {
 		return &egpb.PostRouteModifyResponse{Route: req.GetRoute()}, outcomeUnchanged, nil
 	}
