@@ -3,7 +3,6 @@ package kube
 import (
 	"errors"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
