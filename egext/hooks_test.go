@@ -196,11 +196,11 @@ func TestRevisionErrors(t *testing.T) {
 		}
 	}
 	other := []byte(`{"apiVersion":"example.com/v1","kind":"Filter","metadata":{"name":"f","namespace":"default"}}`)
-	if _, err := onlyRevision([][]byte{other}, testOptions()); !errors.Is(err, ErrNoRevision) {
+	if _, err := onlyBackend([][]byte{other}, testOptions()); !errors.Is(err, ErrNoRevision) {
 		t.Errorf("only a filter: %v, want ErrNoRevision", err)
 	}
 	two := [][]byte{revisionJSON(t, "default", "a", ""), other, revisionJSON(t, "default", "b", "")}
-	if _, err := onlyRevision(two, testOptions()); !errors.Is(err, ErrTooManyRevisions) {
+	if _, err := onlyBackend(two, testOptions()); !errors.Is(err, ErrTooManyRevisions) {
 		t.Errorf("two Revisions: %v, want ErrTooManyRevisions", err)
 	}
 	if _, err := Cluster(egCluster(), Revision{Key: revision.Key{Namespace: "d", Name: "a"}},

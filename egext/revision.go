@@ -93,23 +93,3 @@ func ParseRevision(b []byte, defaults revision.Spec, lim revision.Limits) (Revis
 	}
 	return Revision{Key: key, Protocol: spec.Protocol, Timeouts: xds.TimeoutsOf(&spec)}, nil
 }
-
-// onlyRevision returns the single Revision among objects (other kinds,
-// e.g. extension filters, are ignored). Errors: ErrNoRevision,
-// ErrTooManyRevisions, or ParseRevision's.
-func onlyRevision(objects [][]byte, o Options) (Revision, error) {
-	var found [][]byte
-	for _, b := range objects {
-		if isRevision(b) {
-			found = append(found, b)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return Revision{}, ErrNoRevision
-	case 1:
-		return ParseRevision(found[0], o.Defaults, o.Limits)
-	default:
-		return Revision{}, fmt.Errorf("%w (%d Revisions)", ErrTooManyRevisions, len(found))
-	}
-}

@@ -72,7 +72,7 @@ func TestManifestsBase(t *testing.T) {
 	for _, want := range []string{"Namespace/thaw-system", "ServiceAccount/thaw", "ClusterRole/thaw", "ClusterRoleBinding/thaw",
 		"Role/thaw-leader-election", "RoleBinding/thaw-leader-election", "Deployment/thaw", "PodDisruptionBudget/thaw",
 		"Service/thaw-grpc", "Deployment/envoy", "Service/envoy", "PodDisruptionBudget/envoy", "ServiceAccount/envoy",
-		"CustomResourceDefinition/revisions.thaw.dev"} {
+		"CustomResourceDefinition/revisions.thaw.dev", "CustomResourceDefinition/revisionsplits.thaw.dev"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("missing %s (have %v)", want, kinds)
 		}
