@@ -81,15 +81,16 @@ func TestManifestsBase(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	find(t, objs, "ClusterRole", "thaw", &cr)
 	want := map[string][]string{
-		"apps/deployments":          {"get", "list", "watch", "patch"},
-		"apps/statefulsets":         {"get", "list", "watch", "patch"},
-		"apps/deployments/scale":    {"get", "update", "patch"},
-		"apps/statefulsets/scale":   {"get", "update", "patch"},
-		"apps/replicasets/scale":    {"get", "update", "patch"},
-		"thaw.dev/revisions":        {"get", "list", "watch"},
-		"thaw.dev/revisions/status": {"patch"},
-		"/pods":                     {"get", "list", "watch", "patch"},
-		"/events":                   {"create", "patch"},
+		"apps/deployments":                     {"get", "list", "watch", "patch"},
+		"apps/statefulsets":                    {"get", "list", "watch", "patch"},
+		"apps/deployments/scale":               {"get", "update", "patch"},
+		"apps/statefulsets/scale":              {"get", "update", "patch"},
+		"apps/replicasets/scale":               {"get", "update", "patch"},
+		"autoscaling/horizontalpodautoscalers": {"list", "watch"},
+		"thaw.dev/revisions":                   {"get", "list", "watch"},
+		"thaw.dev/revisions/status":            {"patch"},
+		"/pods":                                {"get", "list", "watch", "patch"},
+		"/events":                              {"create", "patch"},
 	}
 	got := map[string][]string{}
 	for _, r := range cr.Rules {
