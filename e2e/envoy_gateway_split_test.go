@@ -21,7 +21,7 @@ import (
 // percent change re-translates without a failed request, and an invalid
 // split answers 500 on its own route while the others serve.
 func TestEnvoyGatewayRevisionSplit(t *testing.T) {
-	zero := map[string]string{"window": "6s"}
+	zero := fast(map[string]string{"initial-scale": "0"})
 	env := startEGWith(t, egRevisionSplit(90, 10),
 		revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond},
 		revisionYAML{Name: "v1", Host: "v1.localhost", Autoscaling: map[string]string{"min-scale": "1"}},
