@@ -264,8 +264,9 @@ func TestKubeRevisions(t *testing.T) {
 	})
 }
 
-// installRevisionCRD applies the CustomResourceDefinition of manifests/
-// as admin and waits until the apiserver serves it.
+// installRevisionCRD applies the CustomResourceDefinitions of manifests/
+// (Revision and RevisionSplit) as admin and waits until the apiserver
+// serves them.
 func installRevisionCRD(t *testing.T, env *kubeEnv) {
 	t.Helper()
 	var crds []*unstructured.Unstructured
@@ -274,8 +275,13 @@ func installRevisionCRD(t *testing.T, env *kubeEnv) {
 			crds = append(crds, o)
 		}
 	}
-	if len(crds) != 1 || crds[0].GetName() != "revisions.thaw.dev" {
-		t.Fatalf("manifests/ hold CRDs %v, want revisions.thaw.dev", crds)
+	var names []string
+	for _, c := range crds {
+		names = append(names, c.GetName())
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"revisions.thaw.dev", "revisionsplits.thaw.dev"}) {
+		t.Fatalf("manifests/ hold CRDs %v, want revisions.thaw.dev and revisionsplits.thaw.dev", names)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -288,6 +294,10 @@ func installRevisionCRD(t *testing.T, env *kubeEnv) {
 	}
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(v1alpha1.RevisionsResource).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return false, nil
+		}
+		_, err = dyn.Resource(v1alpha1.RevisionSplitsResource).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 	if err != nil {

@@ -44,6 +44,12 @@ type Options struct {
 	// Clock times hook calls for the metrics (default the real clock).
 	// Server only.
 	Clock clock.PassiveClock
+	// Defaults are the settings a Revision leaves unset (default
+	// revision.DefaultSpec(), as the kube platform's); Limits bound them
+	// (--hold-budget). The same on every replica, so every replica answers
+	// a hook alike.
+	Defaults revision.Spec
+	Limits   revision.Limits
 }
 
 func (o Options) withDefaults() Options {
@@ -55,6 +61,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.Defaults.Protocol == "" { // unset: DefaultSpec always names one
+		o.Defaults = revision.DefaultSpec()
 	}
 	return o
 }
@@ -90,9 +99,15 @@ func Cluster(in *clusterv3.Cluster, rev Revision, o Options) (*clusterv3.Cluster
 //     "<namespace>/<name>" (the activator reads it, as behind thaw_http);
 //   - sets thaw's revision retry policy when EG set none, else adds thaw's
 //     retry conditions, retriable headers and host predicate to EG's;
-//   - sets the route timeout to EG's (or revision.DefaultRequestTimeout
-//     when EG set none) plus revision.DefaultHoldTimeout, so a request
-//     held through a cold start is not cut by the request timeout.
+//   - sets the route timeout to the request timeout plus the Revision's
+//     hold timeout (spec.autoscaling.holdTimeout), so a request held
+//     through a cold start is not cut by the request timeout. The request
+//     timeout is the HTTPRoute's (timeouts.request, which EG puts on the
+//     route) when it sets one, else the Revision's requestTimeout (or
+//     thaw's default);
+//   - sets the route idle timeout, when EG set none and the Revision
+//     sets spec.autoscaling.idleTimeout, to that plus the hold timeout
+//     (else the connection manager's stream idle timeout applies).
 //
 // The result is validated.
 func Route(in *routev3.Route, rev Revision) (*routev3.Route, error) {
@@ -116,17 +131,27 @@ func Route(in *routev3.Route, rev Revision) (*routev3.Route, error) {
 		return nil, err
 	}
 	ra.RetryPolicy = mergeRetryPolicy(ra.GetRetryPolicy(), thaw)
-	req := revision.DefaultRequestTimeout
-	if ra.GetTimeout() != nil {
-		req = ra.GetTimeout().AsDuration()
-	}
-	if req > 0 { // 0 is "no timeout": keep it
-		ra.Timeout = durationpb.New(xds.RouteTimeouts{Request: req, Hold: revision.DefaultHoldTimeout}.RouteTimeout())
-	}
+	applyTimeouts(ra, rev.Timeouts)
 	if err := r.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("route %q for %s: %w", in.GetName(), rev.Key, err)
 	}
 	return r, nil
+}
+
+// applyTimeouts sets ra's timeout and idle timeout from t where EG set
+// none (see Route); EG's timeout keeps priority over t.Request, and 0 (no
+// timeout) stays 0.
+func applyTimeouts(ra *routev3.RouteAction, t xds.RouteTimeouts) {
+	if ra.GetTimeout() != nil {
+		t.Request = ra.GetTimeout().AsDuration()
+		if t.Request == 0 { // "no timeout": keep it
+			return
+		}
+	}
+	ra.Timeout = durationpb.New(t.RouteTimeout())
+	if ra.GetIdleTimeout() == nil && t.Idle > 0 {
+		ra.IdleTimeout = durationpb.New(t.RouteIdleTimeout())
+	}
 }
 
 // mergeRetryPolicy returns thaw's policy when eg is nil, else eg with

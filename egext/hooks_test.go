@@ -28,11 +28,19 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // revisionJSON is a Revision as EG passes it (an unstructured object).
 func revisionJSON(t testing.TB, ns, name, protocol string) []byte {
+	return revisionJSONWith(t, ns, name, protocol, nil)
+}
+
+// revisionJSONWith is revisionJSON with spec.autoscaling set.
+func revisionJSONWith(t testing.TB, ns, name, protocol string, autoscaling map[string]any) []byte {
 	t.Helper()
 	spec := map[string]any{"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
 		"port": 8080}
 	if protocol != "" {
 		spec["protocol"] = protocol
+	}
+	if autoscaling != nil {
+		spec["autoscaling"] = autoscaling
 	}
 	b, err := json.Marshal(map[string]any{"apiVersion": APIVersion, "kind": Kind,
 		"metadata": map[string]any{"namespace": ns, "name": name, "generation": 3}, "spec": spec})
@@ -79,7 +87,7 @@ func testOptions() Options {
 func TestClusterGolden(t *testing.T) {
 	for _, tt := range []struct{ name, protocol string }{{"http1", ""}, {"h2c", "h2c"}} {
 		t.Run(tt.name, func(t *testing.T) {
-			rev, err := ParseRevision(revisionJSON(t, "default", "app-v1", tt.protocol))
+			rev, err := ParseRevision(revisionJSON(t, "default", "app-v1", tt.protocol), revision.DefaultSpec(), revision.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,16 +116,22 @@ func TestClusterGolden(t *testing.T) {
 
 func TestRouteGolden(t *testing.T) {
 	egRetry := &routev3.RetryPolicy{RetryOn: "5xx,connect-failure", NumRetries: wrapperspb.UInt32(1)}
+	timeouts := map[string]any{"requestTimeout": "30s", "idleTimeout": "2m", "holdTimeout": "20s"}
 	for _, tt := range []struct {
-		name  string
-		route *routev3.Route
-		want  time.Duration
+		name        string
+		route       *routev3.Route
+		autoscaling map[string]any
+		want, idle  time.Duration
 	}{
-		{"default", egRoute(nil, nil), revision.DefaultRequestTimeout + revision.DefaultHoldTimeout},
-		{"eg_timeout_and_retry", egRoute(durationpb.New(15*time.Second), egRetry), 15*time.Second + revision.DefaultHoldTimeout},
+		{"default", egRoute(nil, nil), nil, revision.DefaultRequestTimeout + revision.DefaultHoldTimeout, 0},
+		{"eg_timeout_and_retry", egRoute(durationpb.New(15*time.Second), egRetry), nil, 15*time.Second + revision.DefaultHoldTimeout, 0},
+		// The Revision's own request, idle and hold timeouts.
+		{"revision_timeouts", egRoute(nil, nil), timeouts, 50 * time.Second, 140 * time.Second},
+		// The HTTPRoute's request timeout wins; hold and idle stay the Revision's.
+		{"eg_timeout_revision_hold", egRoute(durationpb.New(15*time.Second), nil), timeouts, 35 * time.Second, 140 * time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rev, err := ParseRevision(revisionJSON(t, "default", "app-v1", ""))
+			rev, err := ParseRevision(revisionJSONWith(t, "default", "app-v1", "", tt.autoscaling), revision.DefaultSpec(), revision.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,6 +141,9 @@ func TestRouteGolden(t *testing.T) {
 			}
 			if got := r.GetRoute().GetTimeout().AsDuration(); got != tt.want {
 				t.Errorf("timeout %s, want %s", got, tt.want)
+			}
+			if got := r.GetRoute().GetIdleTimeout().AsDuration(); got != tt.idle {
+				t.Errorf("idle timeout %s, want %s", got, tt.idle)
 			}
 			var values []string
 			for _, h := range r.GetRequestHeadersToAdd() {
@@ -167,17 +184,23 @@ func TestRevisionErrors(t *testing.T) {
 		"wrong version": bad(func(o map[string]any) { o["apiVersion"] = "thaw.dev/v9" }),
 		"no namespace":  bad(func(o map[string]any) { delete(o["metadata"].(map[string]any), "namespace") }),
 		"bad protocol":  bad(func(o map[string]any) { o["spec"].(map[string]any)["protocol"] = "h3" }),
+		"bad timeout": bad(func(o map[string]any) {
+			o["spec"].(map[string]any)["autoscaling"] = map[string]any{"requestTimeout": "forever"}
+		}),
+		"hold above budget": bad(func(o map[string]any) {
+			o["spec"].(map[string]any)["autoscaling"] = map[string]any{"holdTimeout": "10m"}
+		}),
 	} {
-		if _, err := ParseRevision(b); !errors.Is(err, ErrInvalidRevision) {
+		if _, err := ParseRevision(b, revision.DefaultSpec(), revision.Limits{HoldBudget: 2 * time.Minute}); !errors.Is(err, ErrInvalidRevision) {
 			t.Errorf("%s: err %v, want ErrInvalidRevision", name, err)
 		}
 	}
 	other := []byte(`{"apiVersion":"example.com/v1","kind":"Filter","metadata":{"name":"f","namespace":"default"}}`)
-	if _, err := onlyRevision([][]byte{other}); !errors.Is(err, ErrNoRevision) {
+	if _, err := onlyBackend([][]byte{other}, testOptions()); !errors.Is(err, ErrNoRevision) {
 		t.Errorf("only a filter: %v, want ErrNoRevision", err)
 	}
 	two := [][]byte{revisionJSON(t, "default", "a", ""), other, revisionJSON(t, "default", "b", "")}
-	if _, err := onlyRevision(two); !errors.Is(err, ErrTooManyRevisions) {
+	if _, err := onlyBackend(two, testOptions()); !errors.Is(err, ErrTooManyRevisions) {
 		t.Errorf("two Revisions: %v, want ErrTooManyRevisions", err)
 	}
 	if _, err := Cluster(egCluster(), Revision{Key: revision.Key{Namespace: "d", Name: "a"}},

@@ -32,7 +32,7 @@ func newHookMetrics(reg prometheus.Registerer) (*hookMetrics, error) {
 	m := &hookMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "thaw", Subsystem: "eg", Name: "hook_calls_total",
-			Help: "Envoy Gateway extension hook calls answered, by hook (cluster, route) and outcome (modified, unchanged, invalid, error).",
+			Help: "Envoy Gateway extension hook calls answered, by hook (cluster, route, translate) and outcome (modified, unchanged, invalid, error).",
 		}, []string{"hook", "outcome"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "eg", Name: "hook_duration_seconds",

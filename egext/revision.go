@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/thaw-dev/thaw/api/v1alpha1"
+	"github.com/thaw-dev/thaw/platform/revisionspec"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds"
 )
 
 // Group, Version and Kind of the backend resource thaw answers for.
@@ -30,24 +33,20 @@ var ErrTooManyRevisions = errors.New("egext: more than one Revision in one route
 // ErrInvalidRevision wraps every problem with a Revision object.
 var ErrInvalidRevision = errors.New("egext: invalid Revision")
 
-// Revision is what the hooks read from a Revision object: its key and the
-// protocol Envoy speaks to its backends.
+// Revision is what the hooks read from a Revision object: its key and its
+// spec as the kube platform reads it (revisionspec.FromRevision: protocol,
+// request, idle and hold timeouts, with thaw's defaults for unset fields).
 type Revision struct {
 	Key      revision.Key
 	Protocol revision.Protocol
+	// Timeouts are the Revision's route timeouts (xds.TimeoutsOf its spec).
+	Timeouts xds.RouteTimeouts
 }
 
-// revisionObject is the part of a Revision's JSON the hooks use.
+// revisionObject is the part of an object's JSON used to tell its kind.
 type revisionObject struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
-		Protocol string `json:"protocol"`
-	} `json:"spec"`
 }
 
 // isRevision reports whether b (an unstructured object's JSON) is a
@@ -70,47 +69,27 @@ func groupOf(apiVersion string) string {
 }
 
 // ParseRevision reads a Revision from an unstructured object's JSON (EG's
-// ExtensionResource.unstructured_bytes). Errors wrap ErrInvalidRevision:
-// another apiVersion, an empty name or namespace, a protocol other than
-// "", "http1" or "h2c" (empty means http1).
-func ParseRevision(b []byte) (Revision, error) {
-	var o revisionObject
+// ExtensionResource.unstructured_bytes) into the api/v1alpha1 type and
+// converts its spec as the kube platform does (revisionspec.FromRevision)
+// with defaults and lim: the same protocol, timeouts and ranges on both
+// paths. Errors wrap ErrInvalidRevision: JSON that is no v1alpha1
+// Revision, an empty name or namespace, or a spec thaw refuses (each
+// problem names its field, "spec.autoscaling.requestTimeout").
+func ParseRevision(b []byte, defaults revision.Spec, lim revision.Limits) (Revision, error) {
+	var o v1alpha1.Revision
 	if err := json.Unmarshal(b, &o); err != nil {
 		return Revision{}, fmt.Errorf("%w: %w", ErrInvalidRevision, err)
 	}
 	if o.APIVersion != APIVersion || o.Kind != Kind {
 		return Revision{}, fmt.Errorf("%w: %s %s, want %s %s", ErrInvalidRevision, o.APIVersion, o.Kind, APIVersion, Kind)
 	}
-	if o.Metadata.Name == "" || o.Metadata.Namespace == "" {
+	if o.Name == "" || o.Namespace == "" {
 		return Revision{}, fmt.Errorf("%w: metadata.name and metadata.namespace are required", ErrInvalidRevision)
 	}
-	r := Revision{Key: revision.Key{Namespace: o.Metadata.Namespace, Name: o.Metadata.Name}, Protocol: revision.ProtocolHTTP1}
-	switch p := revision.Protocol(o.Spec.Protocol); p {
-	case "", revision.ProtocolHTTP1:
-	case revision.ProtocolH2C:
-		r.Protocol = p
-	default:
-		return Revision{}, fmt.Errorf("%w: %s: spec.protocol %q, want \"http1\" or \"h2c\"", ErrInvalidRevision, r.Key, p)
+	key := revision.Key{Namespace: o.Namespace, Name: o.Name}
+	spec, err := revisionspec.FromRevision(defaults, lim, &o)
+	if err != nil {
+		return Revision{}, fmt.Errorf("%w: %s: %w", ErrInvalidRevision, key, err)
 	}
-	return r, nil
-}
-
-// onlyRevision returns the single Revision among objects (other kinds,
-// e.g. extension filters, are ignored). Errors: ErrNoRevision,
-// ErrTooManyRevisions, or ParseRevision's.
-func onlyRevision(objects [][]byte) (Revision, error) {
-	var found [][]byte
-	for _, b := range objects {
-		if isRevision(b) {
-			found = append(found, b)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return Revision{}, ErrNoRevision
-	case 1:
-		return ParseRevision(found[0])
-	default:
-		return Revision{}, fmt.Errorf("%w (%d Revisions)", ErrTooManyRevisions, len(found))
-	}
+	return Revision{Key: key, Protocol: spec.Protocol, Timeouts: xds.TimeoutsOf(&spec)}, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	egpb "github.com/envoyproxy/gateway/proto/extension"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -58,7 +60,7 @@ func (s *Server) PostClusterModify(ctx context.Context, req *egpb.PostClusterMod
 }
 
 func (s *Server) postClusterModify(_ context.Context, req *egpb.PostClusterModifyRequest) (*egpb.PostClusterModifyResponse, string, error) {
-	rev, err := onlyRevision(resources(req.GetPostClusterContext().GetBackendExtensionResources()))
+	be, err := onlyBackend(resources(req.GetPostClusterContext().GetBackendExtensionResources()), s.opts)
 	if errors.Is(err, ErrNoRevision) {
 		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, outcomeUnchanged, nil
 	}
@@ -69,9 +71,14 @@ func (s *Server) postClusterModify(_ context.Context, req *egpb.PostClusterModif
 		s.log.Warn("EG cluster left unchanged: its route answers 500", zap.String("cluster", req.GetCluster().GetName()), zap.Error(err))
 		return &egpb.PostClusterModifyResponse{Cluster: req.GetCluster()}, outcomeInvalid, nil
 	}
-	c, err := Cluster(req.GetCluster(), rev, s.opts)
+	var c *clusterv3.Cluster
+	if be.split != nil {
+		c, err = SplitCluster(req.GetCluster(), *be.split)
+	} else {
+		c, err = Cluster(req.GetCluster(), *be.rev, s.opts)
+	}
 	if err != nil {
-		s.log.Error("EG cluster hook failed", zap.String("revision", rev.Key.String()), zap.Error(err))
+		s.log.Error("EG cluster hook failed", zap.String("backend", be.key()), zap.Error(err))
 		return nil, outcomeError, status.Error(codes.Internal, err.Error())
 	}
 	return &egpb.PostClusterModifyResponse{Cluster: c}, outcomeModified, nil
@@ -89,24 +96,50 @@ func (s *Server) PostRouteModify(ctx context.Context, req *egpb.PostRouteModifyR
 }
 
 func (s *Server) postRouteModify(_ context.Context, req *egpb.PostRouteModifyRequest) (*egpb.PostRouteModifyResponse, string, error) {
-	rev, err := onlyRevision(resources(req.GetPostRouteContext().GetExtensionResources()))
+	be, err := onlyBackend(resources(req.GetPostRouteContext().GetExtensionResources()), s.opts)
 	if errors.Is(err, ErrNoRevision) {
 		return &egpb.PostRouteModifyResponse{Route: req.GetRoute()}, outcomeUnchanged, nil
 	}
 	if err != nil {
-		s.log.Warn("EG route answers 500: invalid Revision backend", zap.String("route", req.GetRoute().GetName()), zap.Error(err))
+		s.log.Warn("EG route answers 500: invalid thaw backend", zap.String("route", req.GetRoute().GetName()), zap.Error(err))
 		r, rerr := InvalidRoute(req.GetRoute(), err)
 		if rerr != nil {
 			return nil, outcomeError, status.Error(codes.Internal, rerr.Error())
 		}
 		return &egpb.PostRouteModifyResponse{Route: r}, outcomeInvalid, nil
 	}
-	r, err := Route(req.GetRoute(), rev)
+	var r *routev3.Route
+	if be.split != nil {
+		r, err = SplitRoute(req.GetRoute(), *be.split, s.opts)
+	} else {
+		r, err = Route(req.GetRoute(), *be.rev)
+	}
 	if err != nil {
-		s.log.Error("EG route hook failed", zap.String("revision", rev.Key.String()), zap.Error(err))
+		s.log.Error("EG route hook failed", zap.String("backend", be.key()), zap.Error(err))
 		return nil, outcomeError, status.Error(codes.Internal, err.Error())
 	}
 	return &egpb.PostRouteModifyResponse{Route: r}, outcomeModified, nil
+}
+
+// PostTranslateModify adds the clusters of RevisionSplit members and their
+// tag hosts (see Translate); every other resource comes back as EG sent
+// it. EG calls it only when extensionManager.hooks.xdsTranslator.post
+// lists Translation.
+func (s *Server) PostTranslateModify(ctx context.Context, req *egpb.PostTranslateModifyRequest) (*egpb.PostTranslateModifyResponse, error) {
+	start := s.opts.Clock.Now()
+	clusters, routes, err := Translate(req.GetClusters(), req.GetRoutes(), s.opts)
+	outcome := outcomeModified
+	if err != nil {
+		outcome = outcomeError
+		s.log.Error("EG translation hook failed", zap.Error(err))
+	}
+	s.m.observe("translate", outcome, s.opts.Clock.Since(start))
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &egpb.PostTranslateModifyResponse{
+		Clusters: clusters, Secrets: req.GetSecrets(), Listeners: req.GetListeners(), Routes: routes,
+	}, nil
 }
 
 func resources(rs []*egpb.ExtensionResource) [][]byte {

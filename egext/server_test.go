@@ -85,8 +85,8 @@ func TestServerHooks(t *testing.T) {
 		t.Errorf("two Revisions: route %v, %v; want a 500 naming the reason", rt2.GetRoute(), err)
 	}
 	// A hook thaw does not implement.
-	if _, err := c.PostTranslateModify(ctx, &egpb.PostTranslateModifyRequest{}); status.Code(err) != codes.Unimplemented {
-		t.Errorf("PostTranslateModify: %v, want Unimplemented", err)
+	if _, err := c.PostHTTPListenerModify(ctx, &egpb.PostHTTPListenerModifyRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("PostHTTPListenerModify: %v, want Unimplemented", err)
 	}
 }
 

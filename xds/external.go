@@ -92,3 +92,7 @@ func RevisionRetryPolicy() (*routev3.RetryPolicy, error) { return retryPolicy() 
 // RouteTimeout is Envoy's route timeout for t: the request timeout plus the
 // hold timeout (see RouteTimeouts).
 func (t RouteTimeouts) RouteTimeout() time.Duration { return t.routeTimeout() }
+
+// RouteIdleTimeout is Envoy's route idle timeout for t: 0 when t sets no
+// idle limit, else the idle limit plus the hold timeout (see RouteTimeouts).
+func (t RouteTimeouts) RouteIdleTimeout() time.Duration { return t.idleTimeout() }

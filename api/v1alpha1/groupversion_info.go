@@ -21,13 +21,21 @@ var RevisionsResource = SchemeGroupVersion.WithResource("revisions")
 // RevisionKind is the kind of a Revision object.
 const RevisionKind = "Revision"
 
+// RevisionSplitsResource is the RevisionSplit resource (plural
+// "revisionsplits").
+var RevisionSplitsResource = SchemeGroupVersion.WithResource("revisionsplits")
+
+// RevisionSplitKind is the kind of a RevisionSplit object.
+const RevisionSplitKind = "RevisionSplit"
+
 var schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-// AddToScheme registers Revision and RevisionList in a scheme.
+// AddToScheme registers Revision, RevisionSplit and their lists in a
+// scheme.
 var AddToScheme = schemeBuilder.AddToScheme
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &Revision{}, &RevisionList{})
+	s.AddKnownTypes(SchemeGroupVersion, &Revision{}, &RevisionList{}, &RevisionSplit{}, &RevisionSplitList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }

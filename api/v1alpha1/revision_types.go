@@ -300,10 +300,13 @@ const (
 	ReasonRouted               = "Routed"
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 	ReasonScaleTargetNotFound  = "ScaleTargetNotFound"
-	ReasonPending              = "Pending"
-	ReasonServing              = "Serving"
-	ReasonScaledToZero         = "ScaledToZero"
-	ReasonWaking               = "Waking"
+	// ReasonOtherAutoscaler: a HorizontalPodAutoscaler also scales the
+	// target; thaw leaves it alone until that is removed.
+	ReasonOtherAutoscaler = "ScaledByOtherAutoscaler"
+	ReasonPending         = "Pending"
+	ReasonServing         = "Serving"
+	ReasonScaledToZero    = "ScaledToZero"
+	ReasonWaking          = "Waking"
 )
 
 // Modes reported in RevisionStatus.Mode.

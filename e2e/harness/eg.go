@@ -98,9 +98,15 @@ extensionManager:
   - group: thaw.dev
     version: v1alpha1
     kind: Revision
+  - group: thaw.dev
+    version: v1alpha1
+    kind: RevisionSplit
   hooks:
     xdsTranslator:
-      post: [Route, Cluster]
+      post: [Route, Cluster, Translation]
+      translation:
+        route:
+          includeAll: true
   failOpen: false
   service:
     fqdn:

@@ -203,7 +203,7 @@ func New(opts Options) (*App, error) {
 	a.sink.Register(a.grpc)
 	if opts.EGExtension {
 		eg, err := egext.NewServer(a.log.Named("egext"), egext.Options{XDS: opts.XDS, InitialFetchTimeout: opts.EGInitialFetchTimeout,
-			Metrics: a.metrics, Clock: clk})
+			Metrics: a.metrics, Clock: clk, Limits: revision.Limits{HoldBudget: opts.XDS.HoldBudget}})
 		if err != nil {
 			return nil, err
 		}

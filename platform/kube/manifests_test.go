@@ -72,7 +72,7 @@ func TestManifestsBase(t *testing.T) {
 	for _, want := range []string{"Namespace/thaw-system", "ServiceAccount/thaw", "ClusterRole/thaw", "ClusterRoleBinding/thaw",
 		"Role/thaw-leader-election", "RoleBinding/thaw-leader-election", "Deployment/thaw", "PodDisruptionBudget/thaw",
 		"Service/thaw-grpc", "Deployment/envoy", "Service/envoy", "PodDisruptionBudget/envoy", "ServiceAccount/envoy",
-		"CustomResourceDefinition/revisions.thaw.dev"} {
+		"CustomResourceDefinition/revisions.thaw.dev", "CustomResourceDefinition/revisionsplits.thaw.dev"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("missing %s (have %v)", want, kinds)
 		}
@@ -81,15 +81,16 @@ func TestManifestsBase(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	find(t, objs, "ClusterRole", "thaw", &cr)
 	want := map[string][]string{
-		"apps/deployments":          {"get", "list", "watch", "patch"},
-		"apps/statefulsets":         {"get", "list", "watch", "patch"},
-		"apps/deployments/scale":    {"get", "update", "patch"},
-		"apps/statefulsets/scale":   {"get", "update", "patch"},
-		"apps/replicasets/scale":    {"get", "update", "patch"},
-		"thaw.dev/revisions":        {"get", "list", "watch"},
-		"thaw.dev/revisions/status": {"patch"},
-		"/pods":                     {"get", "list", "watch", "patch"},
-		"/events":                   {"create", "patch"},
+		"apps/deployments":                     {"get", "list", "watch", "patch"},
+		"apps/statefulsets":                    {"get", "list", "watch", "patch"},
+		"apps/deployments/scale":               {"get", "update", "patch"},
+		"apps/statefulsets/scale":              {"get", "update", "patch"},
+		"apps/replicasets/scale":               {"get", "update", "patch"},
+		"autoscaling/horizontalpodautoscalers": {"list", "watch"},
+		"thaw.dev/revisions":                   {"get", "list", "watch"},
+		"thaw.dev/revisions/status":            {"patch"},
+		"/pods":                                {"get", "list", "watch", "patch"},
+		"/events":                              {"create", "patch"},
 	}
 	got := map[string][]string{}
 	for _, r := range cr.Rules {

@@ -49,8 +49,11 @@ type Platform struct {
 	pods        cache.Indexer
 	// revisions caches *v1alpha1.Revision; nil when Revisions are off.
 	revisions cache.Indexer
-	queue     workqueue.TypedInterface[revision.Key]
-	started   atomic.Bool
+	// hpas caches HorizontalPodAutoscalers indexed by scale target
+	// (autoscalers.go).
+	hpas    cache.Indexer
+	queue   workqueue.TypedInterface[revision.Key]
+	started atomic.Bool
 	// synced is set once the informers synced and the queue runs.
 	synced atomic.Bool
 
@@ -160,6 +163,12 @@ func (p *Platform) Run(ctx context.Context) error {
 		return fmt.Errorf("kube: pod index: %w", err)
 	}
 	p.deployments, p.statefuls, p.pods = dInf.Lister(), sInf.Lister(), pInf.Informer().GetIndexer()
+	hpaFactory := informers.NewSharedInformerFactoryWithOptions(p.opts.Client, 0, informers.WithNamespace(p.opts.Namespace))
+	hInf := hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers()
+	if err := hInf.Informer().AddIndexers(cache.Indexers{hpaTargetIndex: indexByHPATarget}); err != nil {
+		return fmt.Errorf("kube: HorizontalPodAutoscaler index: %w", err)
+	}
+	p.hpas = hInf.Informer().GetIndexer()
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[revision.Key]{Name: "thaw-kube"})
 	p.queue = queue
 
@@ -181,6 +190,12 @@ func (p *Platform) Run(ctx context.Context) error {
 		func() error { _, err := dInf.Informer().AddEventHandler(workloadHandler); return err },
 		func() error { _, err := sInf.Informer().AddEventHandler(workloadHandler); return err },
 		func() error { _, err := pInf.Informer().AddEventHandler(podHandler); return err },
+		func() error {
+			_, err := hInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc: func(obj any) { p.onHPA(nil, obj) }, UpdateFunc: p.onHPA, DeleteFunc: func(obj any) { p.onHPA(nil, obj) },
+			})
+			return err
+		},
 	} {
 		if err := add(); err != nil {
 			return fmt.Errorf("kube: informer handler: %w", err)
@@ -193,13 +208,15 @@ func (p *Platform) Run(ctx context.Context) error {
 		wg.Wait()
 		workloads.Shutdown()
 		podFactory.Shutdown()
+		hpaFactory.Shutdown()
 		if revFactory != nil {
 			revFactory.Shutdown()
 		}
 	}()
 	workloads.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
-	synced := []cache.InformerSynced{dInf.Informer().HasSynced, sInf.Informer().HasSynced, pInf.Informer().HasSynced}
+	hpaFactory.Start(ctx.Done())
+	synced := []cache.InformerSynced{dInf.Informer().HasSynced, sInf.Informer().HasSynced, pInf.Informer().HasSynced, hInf.Informer().HasSynced}
 	if revFactory != nil {
 		revFactory.Start(ctx.Done())
 		synced = append(synced, revInf.HasSynced)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"strings"
 	"testing"
 	"time"
@@ -254,4 +255,40 @@ func waitStatus(t *testing.T, env *testEnv, clk *clocktesting.FakeClock, name st
 	}
 	t.Fatalf("status annotation never matched; last %+v", last)
 	return last
+}
+
+// TestOtherAutoscalerLeavesWorkloadAlone: a HorizontalPodAutoscaler on an
+// annotated workload makes its revision invalid with the HPA named (Event),
+// SetScale writes nothing, and removing the HPA makes it valid again.
+func TestOtherAutoscalerLeavesWorkloadAlone(t *testing.T) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "hello-hpa"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 5,
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "hello"}},
+	}
+	env := newEnv(t, func(o *Options) { o.Elected = false },
+		deployment("hello", 1, hosts("hello")), deployment("other", 1, hosts("other")), hpa)
+	snap := env.waitFor(t, "sync", func(s *revision.Snapshot) bool { return s.Synced })
+	if snap.Invalid[key("hello")] == nil || snap.Get(key("other")) == nil {
+		t.Fatalf("revisions %v invalid %v; want hello invalid, other valid", keys(snap.Revisions), snap.Invalid)
+	}
+	if err := snap.Invalid[key("hello")]; !errors.Is(err, ErrOtherAutoscaler) || !strings.Contains(err.Error(), "hello-hpa") {
+		t.Errorf("invalid reason %v, want ErrOtherAutoscaler naming hello-hpa", err)
+	}
+	if ev := env.event(t); !strings.Contains(ev, "hello-hpa") {
+		t.Errorf("event %q does not name the HPA", ev)
+	}
+	if err := env.p.SetScale(env.ctx, key("hello"), 3); !errors.Is(err, ErrOtherAutoscaler) {
+		t.Errorf("SetScale with an HPA: %v, want ErrOtherAutoscaler", err)
+	}
+	env.mu.Lock()
+	n := len(env.patches)
+	env.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d /scale patches, want none", n)
+	}
+	if err := env.client.AutoscalingV2().HorizontalPodAutoscalers(testNS).Delete(env.ctx, "hello-hpa", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.waitFor(t, "valid once the HPA is gone", func(s *revision.Snapshot) bool { return s.Get(key("hello")) != nil })
 }

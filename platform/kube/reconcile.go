@@ -139,6 +139,9 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 	if serr != nil {
 		perr = errors.Join(perr, serr)
 	}
+	if err := p.otherAutoscaler(targetKey{namespace: w.namespace, group: "apps", kind: string(w.kind), name: w.name}, "workload"); err != nil {
+		perr = errors.Join(perr, err)
+	}
 
 	p.mu.Lock()
 	st := p.stateLocked(key)

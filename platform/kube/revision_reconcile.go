@@ -112,6 +112,9 @@ func (p *Platform) reconcileRevision(ctx context.Context, key revision.Key, r *v
 	if terr != nil {
 		perr = errors.Join(perr, terr)
 	}
+	if err := p.otherAutoscaler(target, "spec.scaleTargetRef"); err != nil {
+		perr = errors.Join(perr, err)
+	}
 
 	p.mu.Lock()
 	// Only a valid revision claims its hosts; losing one makes it invalid.

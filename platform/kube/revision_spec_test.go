@@ -3,7 +3,6 @@ package kube
 import (
 	"errors"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -32,35 +31,6 @@ func testRevision(mutate func(*v1alpha1.Revision)) *v1alpha1.Revision {
 		mutate(r)
 	}
 	return r
-}
-
-// TestSettingFieldsCoverAutoscaling checks that every field of
-// v1alpha1.Autoscaling is translated, under its JSON name, to a known
-// setting key, each key once.
-func TestSettingFieldsCoverAutoscaling(t *testing.T) {
-	typ := reflect.TypeFor[v1alpha1.Autoscaling]()
-	var jsonNames []string
-	for i := range typ.NumField() {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-		jsonNames = append(jsonNames, name)
-	}
-	var mapped, keys []string
-	for _, f := range settingFields {
-		mapped = append(mapped, f.json)
-		keys = append(keys, f.key)
-		if !revision.IsSetting(f.key) {
-			t.Errorf("%s maps to %q, not a known setting", f.json, f.key)
-		}
-	}
-	slices.Sort(jsonNames)
-	slices.Sort(mapped)
-	if d := cmp.Diff(jsonNames, mapped); d != "" {
-		t.Errorf("settingFields vs Autoscaling fields (-fields +mapped):\n%s", d)
-	}
-	slices.Sort(keys)
-	if len(slices.Compact(keys)) != len(settingFields) {
-		t.Errorf("a setting key is mapped twice: %v", keys)
-	}
 }
 
 // TestSpecFromRevisionMatchesAnnotations: a Revision and a workload

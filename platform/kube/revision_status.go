@@ -58,7 +58,10 @@ func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 	switch {
 	case in.invalid != nil:
 		reason := v1alpha1.ReasonInvalidConfiguration
-		if errors.Is(in.invalid, ErrScaleTarget) {
+		switch {
+		case errors.Is(in.invalid, ErrOtherAutoscaler):
+			reason = v1alpha1.ReasonOtherAutoscaler
+		case errors.Is(in.invalid, ErrScaleTarget):
 			reason = v1alpha1.ReasonScaleTargetNotFound
 		}
 		out.Mode = v1alpha1.ModeInvalid

@@ -46,7 +46,8 @@ func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready
 // Options.Load, it first sets the pods' deletion costs (see
 // setDeletionCosts); failures there are logged, not returned. Errors: ErrNotLeader on a follower, an error
 // wrapping autoscaler.ErrNotFound when the workload is unknown or gone, an
-// error for a negative count, or the API error (then a ScaleFailed Warning
+// error for a negative count, one wrapping ErrOtherAutoscaler when a
+// HorizontalPodAutoscaler scales the target (nothing written), or the API error (then a ScaleFailed Warning
 // Event is recorded).
 func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int32) error {
 	if replicas < 0 {
@@ -72,6 +73,15 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 	p.mu.Unlock()
 	if gvr.Resource == "" {
 		return fmt.Errorf("kube: revision %s: scale target not resolved: %w", key, autoscaler.ErrNotFound)
+	}
+	target := targetKey{namespace: key.Namespace, group: "apps", kind: string(kind), name: key.Name}
+	if crd != nil {
+		target = crd.target
+	}
+	if err := p.otherAutoscaler(target, "scale target"); err != nil {
+		// Checked here too: an autoscaler added since the last reconcile
+		// must never race thaw's write.
+		return fmt.Errorf("kube: revision %s: %w", key, err)
 	}
 	switch {
 	case replicas >= from:
