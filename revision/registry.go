@@ -149,12 +149,22 @@ func (r *Registry) Upsert(key Key, spec Spec) {
 }
 
 // SetInvalid records that key's configuration was rejected; the revision
-// leaves Revisions (Envoy stops routing it) and appears in Invalid.
+// leaves Revisions (Envoy stops routing it) and appears in Invalid. Setting
+// the same error again (same message) publishes nothing: platforms call it
+// on every reconcile of an invalid workload.
 func (r *Registry) SetInvalid(key Key, err error) {
 	r.update(key, func(e *entry) bool {
+		if e.spec == nil && e.invalid != nil && sameError(e.invalid, err) {
+			return false
+		}
 		e.spec, e.invalid = nil, err
 		return true
 	})
+}
+
+// sameError reports whether two validation errors say the same thing.
+func sameError(a, b error) bool {
+	return a == b || (a != nil && b != nil && a.Error() == b.Error())
 }
 
 // Delete removes a revision and its backends.
