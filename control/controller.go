@@ -61,15 +61,6 @@ func New(opts Options) *Controller {
 	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{}}
 }
 
-// Recommend records the decider's latest result for a revision and updates
-// its mode at once.
-func (c *Controller) Recommend(key revision.Key, rec Recommendation) {
-	c.mu.Lock()
-	c.recs[key] = rec
-	c.mu.Unlock()
-	c.reconcile(key, nil)
-}
-
 // RecordDecision implements autoscaler.DecisionRecorder: it records the
 // decision's recommendation and writes the desired scale together with the
 // mode it implies, one registry update per decision.
