@@ -16,11 +16,9 @@ import (
 	"github.com/thaw-dev/thaw/revision"
 )
 
-// SampleSource is the autoscaler.Sample Source of the activator's reports.
-const SampleSource = "activator"
-
-// DefaultReportInterval is how often held and in-flight counts are reported.
-const DefaultReportInterval = time.Second
+// DefaultPokeInterval is the shortest time between two pokes for one
+// revision.
+const DefaultPokeInterval = time.Second
 
 // Options configures an Activator. Every field is optional.
 type Options struct {
@@ -30,9 +28,6 @@ type Options struct {
 	// Poker is poked at once when a request starts waiting for a revision
 	// that has no backend (nil: nobody is told).
 	Poker autoscaler.Poker
-	// Recorder receives one Sample per active revision every ReportInterval
-	// (nil: no reports).
-	Recorder autoscaler.Recorder
 	// Registerer registers the activator's metrics (nil: not registered).
 	Registerer prometheus.Registerer
 	// RevisionMetrics adds one series per revision and gauge
@@ -45,8 +40,9 @@ type Options struct {
 	// traffic only after it answered one probe (see ProbeOptions). nil
 	// trusts the platform's readiness.
 	Probe *ProbeOptions
-	// ReportInterval is the period of samples (default 1 s).
-	ReportInterval time.Duration
+	// PokeInterval is the shortest time between two pokes for one revision
+	// while its requests wait (default 1 s).
+	PokeInterval time.Duration
 }
 
 // Pod is the backend Acquire chose.
@@ -106,8 +102,8 @@ func New(opts Options) *Activator {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.ReportInterval <= 0 {
-		opts.ReportInterval = DefaultReportInterval
+	if opts.PokeInterval <= 0 {
+		opts.PokeInterval = DefaultPokeInterval
 	}
 	if opts.Probe != nil {
 		p := opts.Probe.withDefaults()
@@ -170,9 +166,6 @@ func (a *Activator) AcquireWith(ctx context.Context, key revision.Key, o Acquire
 			return Pod{}, nil, err
 		}
 		o.OnHold = nil // already told to wait
-	}
-	if a.opts.Recorder != nil { // arrivals only feed the samples
-		t.arrivals.Add(1)
 	}
 	if p := t.tryFast(); p != nil {
 		return a.granted(t, p)
@@ -287,13 +280,13 @@ func (a *Activator) hold(ctx context.Context, t *throttler, o AcquireOptions) (P
 }
 
 // poke tells the autoscaler at once that a revision without backends has a
-// waiting request; at most once per report interval per revision.
+// waiting request; at most once per PokeInterval per revision.
 func (a *Activator) poke(t *throttler, now time.Time) {
 	if a.opts.Poker == nil {
 		return
 	}
 	last := t.lastPoke.Load()
-	if last != 0 && now.UnixNano()-last < int64(a.opts.ReportInterval) {
+	if last != 0 && now.UnixNano()-last < int64(a.opts.PokeInterval) {
 		return
 	}
 	if !t.lastPoke.CompareAndSwap(last, now.UnixNano()) {

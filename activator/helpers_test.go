@@ -24,24 +24,6 @@ func (p *fakePoker) count() int          { p.mu.Lock(); defer p.mu.Unlock(); ret
 
 var _ autoscaler.Poker = (*fakePoker)(nil)
 
-type fakeRecorder struct {
-	mu      sync.Mutex
-	samples []autoscaler.Sample
-}
-
-func (r *fakeRecorder) Record(s autoscaler.Sample) {
-	r.mu.Lock()
-	r.samples = append(r.samples, s)
-	r.mu.Unlock()
-}
-func (r *fakeRecorder) all() []autoscaler.Sample {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]autoscaler.Sample(nil), r.samples...)
-}
-
-var _ autoscaler.Recorder = (*fakeRecorder)(nil)
-
 // env is an activator fed by a real registry (holdoff 0: setters publish at
 // once).
 type env struct {
@@ -49,7 +31,6 @@ type env struct {
 	reg    *revision.Registry
 	act    *Activator
 	poker  *fakePoker
-	rec    *fakeRecorder
 	ctx    context.Context // canceled by stop: ends held test requests
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -59,12 +40,9 @@ type env struct {
 // after registry changes to let Run apply them.
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
-	e := &env{t: t, reg: revision.NewRegistry(revision.RegistryOptions{}), poker: &fakePoker{}, rec: &fakeRecorder{}, done: make(chan struct{})}
+	e := &env{t: t, reg: revision.NewRegistry(revision.RegistryOptions{}), poker: &fakePoker{}, done: make(chan struct{})}
 	if opts.Poker == nil {
 		opts.Poker = e.poker
-	}
-	if opts.Recorder == nil {
-		opts.Recorder = e.rec
 	}
 	e.act = New(opts)
 	e.ctx, e.cancel = context.WithCancel(context.Background())

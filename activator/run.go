@@ -33,19 +33,13 @@ type revState struct {
 
 // Run applies registry snapshots to the throttlers until ctx ends: it
 // creates and removes revisions, updates limits (ContainerConcurrency,
-// HoldTimeout, QueueDepth) and the ready backends, and reports samples every
-// ReportInterval. Changes never disturb requests in flight: pod trackers
-// survive while their backend stays. Call it once.
+// HoldTimeout, QueueDepth) and the ready backends. Changes never disturb
+// requests in flight: pod trackers survive while their backend stays. Call
+// it once.
 func (a *Activator) Run(ctx context.Context, reg *revision.Registry) {
 	revs := map[revision.Key]*revState{}
 	probeDone := make(chan probeResult)
-	reportDone := make(chan struct{})
-	go func() {
-		defer close(reportDone)
-		a.reportLoop(ctx)
-	}()
 	defer func() {
-		<-reportDone
 		for _, rs := range revs {
 			for _, cancel := range rs.probes {
 				cancel()

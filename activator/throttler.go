@@ -56,7 +56,6 @@ type throttler struct {
 	rr    atomic.Uint64 // round-robin start for ties
 
 	inFlight atomic.Int64
-	arrivals atomic.Int64
 	waiting  atomic.Int64 // mirrors queue.Len(); read without the lock
 	lastPoke atomic.Int64 // unix nanos of the last poke
 

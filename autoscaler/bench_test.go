@@ -1,12 +1,14 @@
 package autoscaler
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/thaw-dev/thaw/revision"
@@ -74,24 +76,46 @@ func fill(c *Collector, key revision.Key, end time.Time, conc float64) {
 	}
 }
 
-// BenchmarkDecide measures one decision: window averages over a 60 s ring
-// (one source) and the KPA step.
+// BenchmarkDecide measures one steady-state decision as the decision loop
+// takes it (Multiscaler.step): the scale target read, window averages over
+// a 60 s ring (one source), the KPA step, the Gate and the Decision, with no
+// scale change to apply and nothing to publish. The scale target is the
+// package's in-memory test target (a locked map read, as the platforms'
+// cached GetScale); BenchmarkTickLoop runs the same path at 10k revisions
+// through the local platform.
 func BenchmarkDecide(b *testing.B) {
 	for _, alg := range []Algorithm{AlgorithmLinear, AlgorithmWeightedExponential} {
 		b.Run(string(alg), func(b *testing.B) {
 			now := t0.Add(time.Hour)
-			c := NewCollector(CollectorOptions{Clock: testingclock.NewFakePassiveClock(now), Algorithm: alg})
-			fill(c, keyA, now, 42)
-			d := NewDecider(keyA, revision.DefaultSpec(), c, func() int32 { return 3 })
+			clk := testingclock.NewFakeClock(now)
+			c := NewCollector(CollectorOptions{Clock: clk, Algorithm: alg})
+			fill(c, keyA, now, 150)
+			target := newFakeTarget()
+			target.set(keyA, 3, 3)
+			ms := NewMultiscaler(MultiscalerOptions{Clock: clk, Collector: c, Target: target,
+				Confirmer: &fakeConfirmer{}, Logger: zap.NewNop(), Shards: 1})
+			ctx, cancel := context.WithCancel(b.Context())
+			ms.startShards(ctx)
+			defer ms.stopAll(cancel)
+			st := newRevState(&revision.Revision{Key: keyA, Spec: revision.DefaultSpec()}, now.Add(-time.Hour), ms.shards[0])
+			for range 3 { // the first decision publishes; then steady
+				ms.step(ctx, st, false)
+				ms.applies.Wait()
+			}
+			if d, ok := st.latest(); !ok || !d.Valid || d.DesiredScale != 3 {
+				b.Fatalf("steady decision = %+v, want valid at 3 pods", d)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
-				if r := d.Scale(now); !r.ScaleValid {
-					b.Fatal(r.Err)
-				}
+				ms.step(ctx, st, false)
 			}
+			b.StopTimer()
 			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			if sets, _ := target.calls(); len(sets) != 0 {
+				b.Fatalf("a steady decision changed the scale: %+v", sets)
+			}
 		})
 	}
 }

@@ -1,9 +1,7 @@
 package autoscaler
 
 import (
-	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/thaw-dev/thaw/revision"
@@ -37,49 +35,6 @@ type Result struct {
 	ReadyPods int32
 	// Err says why the result is invalid.
 	Err error
-}
-
-// Decider runs the KPA rules for one revision: it reads window averages
-// from a StatsSource and the ready pod count from a callback, and keeps the
-// panic and scale-down-delay state between calls. It is safe for
-// concurrent use (calls are serialised).
-type Decider struct {
-	key   revision.Key
-	stats StatsSource
-	ready func() int32
-
-	mu   sync.Mutex
-	spec revision.Spec
-	kpa  KPA
-}
-
-// NewDecider returns a Decider for key. ready returns the current ready pod
-// count; nil means 0.
-func NewDecider(key revision.Key, spec revision.Spec, stats StatsSource, ready func() int32) *Decider {
-	if ready == nil {
-		ready = func() int32 { return 0 }
-	}
-	return &Decider{key: key, stats: stats, ready: ready, spec: spec}
-}
-
-// UpdateSpec replaces the revision's spec; panic and delay state carry over.
-func (d *Decider) UpdateSpec(spec revision.Spec) {
-	d.mu.Lock()
-	d.spec = spec
-	d.mu.Unlock()
-}
-
-// Scale decides at now. Without data it returns an invalid Result whose Err
-// wraps ErrNoData, leaving the panic state unchanged.
-func (d *Decider) Scale(now time.Time) Result {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ready := d.ready()
-	stats, err := d.stats.StableAndPanic(d.key, now, d.spec.StableWindow, d.spec.PanicWindow())
-	if err != nil {
-		return Result{ReadyPods: ready, Err: fmt.Errorf("revision %s: %w", d.key, err)}
-	}
-	return d.kpa.Step(&d.spec, stats, ready, now)
 }
 
 // KPA is the state the KPA rules keep between decisions (panic mode, the

@@ -1,7 +1,6 @@
 package autoscaler
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -169,44 +168,6 @@ func TestExcessBurstCapacity(t *testing.T) {
 				t.Errorf("EBC = %d, want %d", got.ExcessBurstCapacity, tc.want)
 			}
 		})
-	}
-}
-
-type fakeStats struct {
-	stats WindowStats
-	err   error
-}
-
-func (f *fakeStats) StableAndPanic(revision.Key, time.Time, time.Duration, time.Duration) (WindowStats, error) {
-	return f.stats, f.err
-}
-
-func TestDeciderNoDataIsInvalidAndKeepsPanic(t *testing.T) {
-	src := &fakeStats{stats: conc(10, 100)}
-	ready := int32(1)
-	d := NewDecider(keyA, kpaSpec(), src, func() int32 { return ready })
-	if r := d.Scale(t0); !r.ScaleValid || !r.InPanic || r.DesiredPodCount != 10 {
-		t.Fatalf("first decision = %+v, want valid, panicking, 10 pods", r)
-	}
-	src.err = ErrNoData
-	r := d.Scale(at(2))
-	if r.ScaleValid || !errors.Is(r.Err, ErrNoData) || r.DesiredPodCount != 0 {
-		t.Fatalf("no data: got %+v, want invalid with ErrNoData", r)
-	}
-	src.err, src.stats, ready = nil, conc(10, 10), 10
-	if r := d.Scale(at(4)); !r.InPanic || r.DesiredPodCount != 10 {
-		t.Fatalf("after no data: %+v, want panic state kept (10 pods)", r)
-	}
-}
-
-func TestDeciderUpdateSpec(t *testing.T) {
-	d := NewDecider(keyA, kpaSpec(), &fakeStats{stats: conc(40, 40)}, func() int32 { return 4 })
-	if r := d.Scale(t0); r.DesiredPodCount != 4 {
-		t.Fatalf("desired %d, want 4", r.DesiredPodCount)
-	}
-	d.UpdateSpec(kpaSpec(func(s *revision.Spec) { s.Target = 20 }))
-	if r := d.Scale(at(2)); r.DesiredPodCount != 2 {
-		t.Fatalf("after UpdateSpec: desired %d, want 2", r.DesiredPodCount)
 	}
 }
 

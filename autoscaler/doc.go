@@ -13,14 +13,14 @@
 //
 // # Pipeline
 //
-//	Record(Sample) ─► Collector ─► StableAndPanic ─► Decider (KPA.Step) ─► Result
+//	Record(Sample) ─► Collector ─► StableAndPanic ─► KPA.Step ─► Result
 //	                                                                      │
 //	ScaleTarget.GetScale ─► current, ready ─────────────────► Gate ◄──────┘
 //	ModeConfirmer.ProxyConfirmedSince ──────────────────────►  │
 //	                                                           ▼
 //	                  Decision ─► ScaleTarget.SetScale (when it differs)
-//	                           ─► registry (when it changed): SetDesiredScale, or the
-//	                              Recorder (mode control: desired scale and mode in one
+//	                           ─► registry (when it changed) through the Recorder
+//	                              (mode control: desired scale and mode in one
 //	                              update); then OnDecision subscribers
 //
 // Replicas come from ScaleTarget.GetScale, or from the revision's
@@ -40,7 +40,7 @@
 // not allocate; memory per revision is a ring of one bucket per second of
 // the longest stable window asked for.
 //
-// # Decider
+// # Decider (KPA)
 //
 // KPA.Step follows Knative: desired = ceil(observed / (target ×
 // utilization)) within the scale rate bounds, panic mode when the panic

@@ -150,7 +150,7 @@ func newHarness(t *testing.T, tune func(*MultiscalerOptions)) *harness {
 	}
 	opts := MultiscalerOptions{
 		Logger: zap.New(core), Collector: h.col, Target: h.target, Confirmer: h.confirmer,
-		Registerer: h.promReg, RevisionMetrics: true,
+		Registerer: h.promReg, RevisionMetrics: true, Recorder: scaleRecorder{h.reg},
 	}
 	if tune != nil {
 		tune(&opts)
@@ -214,3 +214,9 @@ type keyScale struct {
 func revisionFor(key revision.Key) *revision.Revision {
 	return &revision.Revision{Key: key, Spec: testSpec()}
 }
+
+// scaleRecorder records each decision's desired scale in a registry (mode
+// control, which records the mode too, lives in package control).
+type scaleRecorder struct{ reg *revision.Registry }
+
+func (r scaleRecorder) RecordDecision(d Decision) { r.reg.SetDesiredScale(d.Key, d.DesiredScale) }

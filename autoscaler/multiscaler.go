@@ -64,11 +64,11 @@ type MultiscalerOptions struct {
 	// GetScale runs every tick for every revision with the loop's context
 	// only: implementations should answer it from a cache.
 	ScaleTimeout time.Duration
-	// Recorder, when set, records each published decision in the registry
-	// in place of the Multiscaler's own SetDesiredScale, so that the
-	// desired scale and the mode it implies reach the registry in one
-	// update (control.Controller implements it). It runs on the deciding
-	// loop, before OnDecision subscribers, and must not block.
+	// Recorder records each published decision in the registry: the
+	// desired scale and the mode it implies in one update
+	// (control.Controller implements it; nil: decisions reach only the
+	// OnDecision subscribers). It runs on the deciding loop, before
+	// OnDecision subscribers, and must not block.
 	Recorder DecisionRecorder
 	// Shards is the number of decision loops (default GOMAXPROCS, at most
 	// 8). Each revision belongs to one loop.
@@ -89,7 +89,7 @@ type DecisionRecorder interface {
 // decision reads the scale target, runs the KPA rules and the Gate, applies
 // the result through ScaleTarget.SetScale when it differs from the current
 // replicas (in a goroutine of its own, so a slow API server delays only that
-// revision), records it in the registry (SetDesiredScale) and tells
+// revision), records it in the registry (Recorder) and tells
 // OnDecision subscribers when the desired or recommended scale, WantZero,
 // validity or the sign of the excess burst capacity changed. A failing
 // revision is reported (log, metric) without affecting others.
@@ -113,10 +113,9 @@ type Multiscaler struct {
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]func(Decision)]
 
-	registry atomic.Pointer[revision.Registry]
-	running  atomic.Bool
-	wg       sync.WaitGroup // decision loops
-	applies  sync.WaitGroup // scale applications in flight
+	running atomic.Bool
+	wg      sync.WaitGroup // decision loops
+	applies sync.WaitGroup // scale applications in flight
 }
 
 var _ Poker = (*Multiscaler)(nil)
@@ -182,7 +181,6 @@ func (m *Multiscaler) Run(ctx context.Context, reg *revision.Registry) error {
 		return errors.New("autoscaler: Multiscaler.Run is already running")
 	}
 	defer m.running.Store(false)
-	m.registry.Store(reg)
 	loopCtx, cancel := context.WithCancel(ctx)
 	m.startShards(loopCtx)
 	defer m.stopAll(cancel)
@@ -343,8 +341,6 @@ func (m *Multiscaler) stopAll(cancel context.CancelFunc) {
 func (m *Multiscaler) publish(d *Decision) {
 	if m.opts.Recorder != nil {
 		m.opts.Recorder.RecordDecision(*d)
-	} else if reg := m.registry.Load(); reg != nil {
-		reg.SetDesiredScale(d.Key, d.DesiredScale)
 	}
 	if subs := m.subs.Load(); subs != nil {
 		for _, fn := range *subs {

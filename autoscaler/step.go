@@ -45,7 +45,7 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 	}
 	st.atZero.Store(current == 0)
 
-	// The KPA rules, as Decider.Scale runs them.
+	// The KPA rules (no data: an invalid result, panic state kept).
 	var res Result
 	if stats, err := m.collector.stableAndPanicCached(&st.series, st.key, now, spec.StableWindow, spec.PanicWindow()); err != nil {
 		res = Result{ReadyPods: ready, Err: err}

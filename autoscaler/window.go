@@ -16,15 +16,6 @@ type WindowStats struct {
 	PanicRPS          float64
 }
 
-// StatsSource answers window averages for a revision; Collector implements
-// it. Implementations return an error wrapping ErrNoData when the stable
-// window holds no data.
-type StatsSource interface {
-	StableAndPanic(key revision.Key, now time.Time, stableWindow, panicWindow time.Duration) (WindowStats, error)
-}
-
-var _ StatsSource = (*Collector)(nil)
-
 // StableAndPanic returns the averages of the stable and the panic window
 // ending at now (both rounded up to whole seconds; the panic window is at
 // most the stable one).

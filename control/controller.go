@@ -61,15 +61,6 @@ func New(opts Options) *Controller {
 	return &Controller{opts: opts, recs: map[revision.Key]Recommendation{}, proxy: map[revision.Key]confirmation{}}
 }
 
-// Recommend records the decider's latest result for a revision and updates
-// its mode at once.
-func (c *Controller) Recommend(key revision.Key, rec Recommendation) {
-	c.mu.Lock()
-	c.recs[key] = rec
-	c.mu.Unlock()
-	c.reconcile(key, nil)
-}
-
 // RecordDecision implements autoscaler.DecisionRecorder: it records the
 // decision's recommendation and writes the desired scale together with the
 // mode it implies, one registry update per decision.
@@ -126,15 +117,9 @@ func (c *Controller) reconcile(key revision.Key, desired *int32) {
 		recp = &rec
 	}
 	mode := ChooseMode(&rev.Spec, len(rev.ReadyBackends()), recp)
-	var current revision.Mode
-	if desired != nil {
-		current, ok = c.opts.Registry.SetDecision(key, *desired, mode)
-	} else {
-		current, ok = c.opts.Registry.PendingMode(key) // set but maybe not yet published
-		if ok && mode != current {
-			c.opts.Registry.SetMode(key, mode)
-		}
-	}
+	// One locked compare-and-set: it records nothing when the revision was
+	// deleted (or deleted and created again) since rev was read.
+	current, ok := c.opts.Registry.SetDecision(rev, desired, mode)
 	if !ok || mode == current {
 		return
 	}

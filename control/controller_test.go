@@ -56,7 +56,7 @@ func TestControllerFlipsAndConfirms(t *testing.T) {
 	}
 
 	// The decider wants zero: proxy mode, not confirmed until Envoy ACKs.
-	c.Recommend(key, Recommendation{Valid: true, WantZero: true})
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, WantZero: true, DesiredScale: 1})
 	waitMode(t, reg, key, revision.ModeProxy)
 	if _, ok := c.ProxyConfirmedSince(key); ok {
 		t.Fatal("confirmed before any ACK")
@@ -76,9 +76,9 @@ func TestControllerFlipsAndConfirms(t *testing.T) {
 
 	// Back to serve, then proxy again: a new clock.
 	reg.SetBackends(key, []revision.Backend{{Address: "127.0.0.1", Port: 1, Ready: true}})
-	c.Recommend(key, Recommendation{Valid: true, ExcessBurstCapacity: 5})
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, ExcessBurstCapacity: 5, DesiredScale: 1})
 	waitMode(t, reg, key, revision.ModeServe)
-	c.Recommend(key, Recommendation{Valid: true, WantZero: true})
+	c.RecordDecision(autoscaler.Decision{Key: key, Valid: true, WantZero: true, DesiredScale: 1})
 	waitMode(t, reg, key, revision.ModeProxy)
 	if _, ok := c.ProxyConfirmedSince(key); ok {
 		t.Error("new proxy period confirmed by the old ACK")

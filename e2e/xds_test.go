@@ -65,6 +65,8 @@ type xdsEnvOptions struct {
 	// inlineRoutes sets xds.Config.InlineRoutes (every virtual host in
 	// one route configuration, as before VHDS).
 	inlineRoutes bool
+	// stageTimeout sets xds.Config.StageTimeout when > 0.
+	stageTimeout time.Duration
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -78,6 +80,9 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = uint32(env.httpPort)
 	cfg.InlineRoutes = o.inlineRoutes
+	if o.stageTimeout > 0 {
+		cfg.StageTimeout = o.stageTimeout
+	}
 	env.prom = prometheus.NewRegistry()
 	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg, Registerer: env.prom})
 	// A whole stats flush is one message (envoy/stats-sink.yaml).

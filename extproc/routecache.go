@@ -1,22 +1,26 @@
 package extproc
 
 import (
-	"sync"
-	"sync/atomic"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
-// maxCachedRoutes bounds routeCache: backends come and go, and addresses of
-// gone ones are never looked up again. Past the bound the cache starts over.
-const maxCachedRoutes = 4096
+// maxCachedRoutes bounds routeCache (entries, one per backend address; a
+// pair of answers takes about 2.2 KiB of heap, so the bound is about 36 MiB
+// at most).
+// Backends come and go, and addresses of gone ones are never looked up
+// again: the least recently used address is evicted first, so a fleet with
+// more live backends than the bound keeps its busiest ones cached instead of
+// starting over.
+const maxCachedRoutes = 1 << 14
 
 // routeCache keeps the routing answers per backend address, so the request
 // path builds no message: answers are immutable once built, and gRPC only
-// reads them. Lookups take no lock (sync.Map's read path).
+// reads them. A lookup takes the LRU's lock for the time of a map lookup and
+// a list move.
 type routeCache struct {
-	m sync.Map // address → *routePair
-	n atomic.Int64
+	lru *lru.Cache[string, *routePair]
 }
 
 // routePair is one backend's two answers: with and without the switch to
@@ -25,18 +29,24 @@ type routePair struct {
 	long, short *extprocv3.ProcessingResponse
 }
 
+// newRouteCache returns a cache of at most size addresses (size > 0).
+func newRouteCache(size int) routeCache {
+	c, err := lru.New[string, *routePair](size)
+	if err != nil {
+		panic(err) // only for size <= 0, a wiring bug
+	}
+	return routeCache{lru: c}
+}
+
 // to returns the answer naming backend addr; short adds the mode_override
 // to ShortMode.
-func (c *routeCache) to(addr string, short bool) *extprocv3.ProcessingResponse {
-	v, ok := c.m.Load(addr)
+func (c routeCache) to(addr string, short bool) *extprocv3.ProcessingResponse {
+	p, ok := c.lru.Get(addr)
 	if !ok {
-		if c.n.Add(1) > maxCachedRoutes {
-			c.m.Clear()
-			c.n.Store(1)
-		}
-		v, _ = c.m.LoadOrStore(addr, &routePair{long: routeTo(addr, false), short: routeTo(addr, true)})
+		// Two requests may build the same pair at once; either is right.
+		p = &routePair{long: routeTo(addr, false), short: routeTo(addr, true)}
+		c.lru.Add(addr, p)
 	}
-	p := v.(*routePair)
 	if short {
 		return p.short
 	}

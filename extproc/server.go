@@ -111,6 +111,7 @@ func NewServer(opts ServerOptions) *Server {
 		// 503 with Retry-After rather than Envoy's timeout error.
 		margin: min(opts.HoldBudget/10, 500*time.Millisecond),
 		limits: opts.Limits.withDefaults(), limitMetrics: newLimitMetrics(),
+		routes: newRouteCache(maxCachedRoutes),
 	}
 	if opts.Registerer != nil {
 		if err := errors.Join(s.metrics.register(opts.Registerer), s.limitMetrics.register(opts.Registerer)); err != nil {
@@ -129,7 +130,8 @@ func (s *Server) Register(g *grpc.Server) {
 // request headers it has read without answering them.
 //
 // Per request it allocates no timer (the hold budget is armed only when the
-// request waits), takes no lock and starts no goroutine on the fast path.
+// request waits), starts no goroutine and builds no message on the fast path
+// (its only lock is the route cache's, held for a map lookup).
 // Where the revision tracks no completion (container concurrency 0) the
 // answer switches the stream to ShortMode and the handler returns at once:
 // the stream costs one round trip. Otherwise the stream is kept until Envoy

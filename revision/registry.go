@@ -42,6 +42,11 @@ type Registry struct {
 	synced  bool
 	dirty   bool
 	version uint64
+	// generation is the last generation given to any entry: generations
+	// are unique across the registry, so a revision deleted and created
+	// again under the same key never repeats one (an Envoy's ACK of the old
+	// revision never confirms the new one).
+	generation uint64
 
 	kick    chan struct{}
 	current atomic.Pointer[published]
@@ -54,6 +59,10 @@ type entry struct {
 	mode       Mode
 	desired    int32
 	generation uint64
+	// created is the registry's generation counter when the entry was
+	// created: a Revision with a Generation below it belongs to an earlier
+	// entry of the same key.
+	created uint64
 	// modeGeneration is the generation at which mode last changed.
 	modeGeneration uint64
 	cached         *Revision
@@ -133,7 +142,7 @@ func (r *Registry) Run(ctx context.Context) {
 // Upsert sets the spec of a valid revision, creating it if needed. A new
 // revision starts in proxy mode with unknown desired scale (-1).
 func (r *Registry) Upsert(key Key, spec Spec) {
-	r.update(key, func(e *entry) bool {
+	r.update(key, true, func(e *entry) bool {
 		if e.spec != nil && e.invalid == nil && specEqual(e.spec, &spec) {
 			return false
 		}
@@ -149,12 +158,22 @@ func (r *Registry) Upsert(key Key, spec Spec) {
 }
 
 // SetInvalid records that key's configuration was rejected; the revision
-// leaves Revisions (Envoy stops routing it) and appears in Invalid.
+// leaves Revisions (Envoy stops routing it) and appears in Invalid. Setting
+// the same error again (same message) publishes nothing: platforms call it
+// on every reconcile of an invalid workload.
 func (r *Registry) SetInvalid(key Key, err error) {
-	r.update(key, func(e *entry) bool {
+	r.update(key, true, func(e *entry) bool {
+		if e.spec == nil && e.invalid != nil && sameError(e.invalid, err) {
+			return false
+		}
 		e.spec, e.invalid = nil, err
 		return true
 	})
+}
+
+// sameError reports whether two validation errors say the same thing.
+func sameError(a, b error) bool {
+	return a == b || (a != nil && b != nil && a.Error() == b.Error())
 }
 
 // Delete removes a revision and its backends.
@@ -174,7 +193,7 @@ func (r *Registry) Delete(key Key) {
 func (r *Registry) SetBackends(key Key, backends []Backend) {
 	bs := slices.Clone(backends)
 	sortBackends(bs)
-	r.update(key, func(e *entry) bool {
+	r.update(key, true, func(e *entry) bool {
 		if slices.Equal(e.backends, bs) {
 			return false
 		}
@@ -183,29 +202,23 @@ func (r *Registry) SetBackends(key Key, backends []Backend) {
 	})
 }
 
-// SetMode sets where Envoy sends a revision's traffic.
-func (r *Registry) SetMode(key Key, mode Mode) {
-	r.update(key, func(e *entry) bool {
-		if e.mode == mode {
-			return false
-		}
-		e.mode = mode
-		e.modeGeneration = e.generation + 1 // update bumps generation next
-		return true
-	})
-}
-
-// PendingMode returns the mode last set for key, published or not (the
-// holdoff may delay publication); ok is false for an unknown revision. Mode
-// control compares with it so one decision sets a mode once.
-func (r *Registry) PendingMode(key Key) (mode Mode, ok bool) {
+// SetMode sets where Envoy sends a revision's traffic and returns the mode
+// it had before (set, published or not: the holdoff may delay publication).
+// It never creates a revision: ok is false, and nothing is recorded, for an
+// unknown key.
+func (r *Registry) SetMode(key Key, mode Mode) (previous Mode, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.entries[key]
 	if e == nil {
 		return ModeProxy, false
 	}
-	return e.mode, true
+	previous = e.mode
+	if e.mode != mode {
+		r.setModeLocked(e, mode)
+		r.changedEntryLocked(key, e)
+	}
+	return previous, true
 }
 
 // SetDesiredScale records the autoscaler's decision (pods). It does not bump
@@ -218,36 +231,52 @@ func (r *Registry) SetDesiredScale(key Key, desired int32) {
 		return
 	}
 	e.desired = desired
-	e.cached = nil
-	r.pending[key] = struct{}{}
-	r.changedLocked()
+	r.changedEntryLocked(key, e)
 }
 
-// SetDecision records the autoscaler's decision (desired pods) and the mode
-// it implies in one update: one lock, one change to publish. Only a mode
-// change bumps the revision's Generation. previous is the mode before the
-// call; ok is false (and nothing is recorded) for an unknown revision.
-func (r *Registry) SetDecision(key Key, desired int32, mode Mode) (previous Mode, ok bool) {
+// SetDecision records mode control's decision for basis, the revision as
+// read from a snapshot: the mode, and the autoscaler's desired pods unless
+// desired is nil, in one locked compare-and-set (one change to publish).
+// Only a mode change bumps the revision's Generation. previous is the mode
+// before the call (set, published or not). ok is false, and nothing is
+// recorded, when basis's revision is gone: deleted, or deleted and created
+// again under the same key since basis was read (the new revision's mode is
+// decided from its own state, never inherited).
+func (r *Registry) SetDecision(basis *Revision, desired *int32, mode Mode) (previous Mode, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.entries[key]
-	if e == nil {
+	e := r.entries[basis.Key]
+	if e == nil || basis.Generation < e.created {
 		return ModeProxy, false
 	}
 	previous = e.mode
-	if e.desired == desired && e.mode == mode {
-		return previous, true
+	changed := false
+	if desired != nil && e.desired != *desired {
+		e.desired, changed = *desired, true
 	}
-	e.desired = desired
 	if e.mode != mode {
-		e.mode = mode
-		e.generation++
-		e.modeGeneration = e.generation
+		r.setModeLocked(e, mode)
+		changed = true
 	}
+	if changed {
+		r.changedEntryLocked(basis.Key, e)
+	}
+	return previous, true
+}
+
+// setModeLocked sets e's mode and bumps its generation (Envoy sees it).
+func (r *Registry) setModeLocked(e *entry, mode Mode) {
+	e.mode = mode
+	r.generation++
+	e.generation = r.generation
+	e.modeGeneration = e.generation
+}
+
+// changedEntryLocked queues e (key) for publication.
+func (r *Registry) changedEntryLocked(key Key, e *entry) {
 	e.cached = nil
 	r.pending[key] = struct{}{}
 	r.changedLocked()
-	return previous, true
 }
 
 // SetSynced marks the platforms' initial listing complete. From then on
@@ -262,21 +291,29 @@ func (r *Registry) SetSynced() {
 	r.changedLocked()
 }
 
-func (r *Registry) update(key Key, fn func(*entry) bool) {
+// update applies fn to key's entry under the lock; fn reports whether it
+// changed anything Envoy sees (the generation is bumped then). A missing
+// entry is created for fn when create is set, and kept only if fn changed
+// it.
+func (r *Registry) update(key Key, create bool, fn func(*entry) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.entries[key]
 	if e == nil {
-		e = &entry{desired: -1}
+		if !create {
+			return
+		}
+		e = &entry{desired: -1, created: r.generation + 1}
+		if !fn(e) {
+			return // nothing recorded: the new entry is dropped
+		}
 		r.entries[key] = e
-	}
-	if !fn(e) {
+	} else if !fn(e) {
 		return
 	}
-	e.generation++
-	e.cached = nil
-	r.pending[key] = struct{}{}
-	r.changedLocked()
+	r.generation++
+	e.generation = r.generation
+	r.changedEntryLocked(key, e)
 }
 
 func (r *Registry) changedLocked() {

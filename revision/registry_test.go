@@ -106,16 +106,18 @@ func TestRegistryWaitForHonoursContext(t *testing.T) {
 	}
 }
 
-func TestRegistryPendingModeSeesUnpublishedChanges(t *testing.T) {
+func TestRegistrySetModeSeesUnpublishedChanges(t *testing.T) {
 	r := NewRegistry(RegistryOptions{Clock: clock.RealClock{}, Holdoff: time.Hour}) // Run not started: nothing publishes
 	k := Key{"ns", "a"}
-	if _, ok := r.PendingMode(k); ok {
-		t.Fatal("PendingMode of an unknown revision reported ok")
+	if _, ok := r.SetMode(k, ModeServe); ok {
+		t.Fatal("SetMode of an unknown revision reported ok")
 	}
 	r.Upsert(k, validSpec())
-	r.SetMode(k, ModeServe)
-	if m, ok := r.PendingMode(k); !ok || m != ModeServe {
-		t.Fatalf("PendingMode = %v, %v; want serve, true", m, ok)
+	if prev, ok := r.SetMode(k, ModeServe); !ok || prev != ModeProxy {
+		t.Fatalf("SetMode = %v, %v; want previous proxy, true", prev, ok)
+	}
+	if prev, ok := r.SetMode(k, ModeServe); !ok || prev != ModeServe {
+		t.Fatalf("second SetMode = %v, %v; want previous serve (unpublished), true", prev, ok)
 	}
 	if r.Snapshot().Get(k) != nil {
 		t.Fatal("snapshot published despite the holdoff")

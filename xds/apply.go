@@ -179,26 +179,25 @@ func (s *Server) remove(c *change) error {
 //
 //  1. new and changed clusters, then endpoints (a mode flip ends here:
 //     one ClusterLoadAssignment);
-//  2. when clusters were added, wait (at most StageTimeout) until every
-//     Envoy that follows clusters ACKed them and their endpoints, so no
+//  2. when clusters were added, stage until every Envoy that follows
+//     clusters ACKed them and their endpoints (at most StageTimeout), so no
 //     route points at a warming cluster;
 //  3. listeners and routes, then virtual hosts (VHDS: new, changed and
 //     removed ones at once);
-//  4. when something is removed, wait (at most StageTimeout) until every
-//     Envoy ACKed the new routes and virtual hosts, then delete listeners,
-//     clusters and endpoints nothing references any more.
+//  4. when something is removed, stage until every Envoy ACKed the new
+//     routes and virtual hosts (at most StageTimeout), then delete
+//     listeners, clusters and endpoints nothing references any more.
 //
-// The first apply (before the caches open) skips the waits.
+// A stage does not wait: apply returns with s.stage set, and Run finishes
+// it from the ACK notifications (advanceStage) while it keeps applying
+// endpoint-only snapshots (the fast path), so one slow or stopped Envoy
+// never delays the flips of other revisions. The first apply (before the
+// caches open) has no stages.
 func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool) error {
 	start := s.clock.Now()
 	if !first {
-		s.mu.RLock()
-		skipped := s.skipped
-		s.mu.RUnlock()
-		changed, ok, err := s.tr.endpointChanges(s.prevSnap, snap, skipped)
-		if err == nil && ok {
-			s.prevSnap = snap
-			return s.applyEndpoints(changed, start)
+		if done, err := s.applyFast(snap, start); done || err != nil {
+			return err
 		}
 	}
 	s.prevSnap = snap
@@ -220,61 +219,39 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		}
 		changes[typ] = c
 	}
-	cds, eds, lds, rds, vhds := changes[resourcev3.ClusterType], changes[resourcev3.EndpointType],
-		changes[resourcev3.ListenerType], changes[resourcev3.RouteType], changes[resourcev3.VirtualHostType]
+	st := &staged{snap: snap, first: first, start: start,
+		cds: changes[resourcev3.ClusterType], eds: changes[resourcev3.EndpointType],
+		lds: changes[resourcev3.ListenerType], rds: changes[resourcev3.RouteType], vhds: changes[resourcev3.VirtualHostType]}
 
-	if err := s.upsert(cds); err != nil {
+	if err := s.upsert(st.cds); err != nil {
 		return err
 	}
-	if err := s.upsert(eds); err != nil {
+	if err := s.upsert(st.eds); err != nil {
 		return err
 	}
-	s.publish(snap, res.Resources, eds, first, start)
-	if !first && len(cds.added) > 0 {
-		s.waitStage(ctx, resourcev3.ClusterType, s.deltas[resourcev3.ClusterType].versionsOf(cds.added), nil)
-		s.waitStage(ctx, resourcev3.EndpointType, s.deltas[resourcev3.EndpointType].versionsOf(cds.added), nil)
+	s.publish(snap, res.Resources, st.eds, first, start)
+	if !first && len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
+		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].versionsOf(st.cds.added)},
+		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].versionsOf(st.cds.added)},
+	}) {
+		return ctx.Err()
 	}
-	if err := s.upsert(lds); err != nil {
-		return err
+	return s.applyRoutes(ctx, st)
+}
+
+// applyFast applies snap through the endpoint fast path when only
+// endpoints changed since the last applied snapshot; done is false when
+// snap needs a full apply.
+func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool, err error) {
+	s.mu.RLock()
+	skipped := s.skipped
+	s.mu.RUnlock()
+	changed, ok, err := s.tr.endpointChanges(s.prevSnap, snap, skipped)
+	if err != nil || !ok {
+		return false, nil // the full translation reports the error
 	}
-	if err := s.upsert(rds); err != nil {
-		return err
-	}
-	// Virtual hosts change in one cache update, removals included: a host
-	// moving from one virtual host to another (a revision joining a
-	// split) must never be in two at once, or Envoy rejects the update.
-	if err := s.replace(vhds); err != nil {
-		return err
-	}
-	removing := len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del) > 0
-	if !first && removing {
-		if len(rds.upd) > 0 {
-			s.waitStage(ctx, resourcev3.RouteType, maps.Clone(rds.ver), nil)
-		}
-		if len(vhds.upd) > 0 || len(vhds.del) > 0 {
-			s.waitStage(ctx, resourcev3.VirtualHostType, maps.Clone(vhds.ver), vhds.del)
-		}
-	}
-	for _, c := range []*change{lds, rds, cds, eds} {
-		if err := s.remove(c); err != nil {
-			return err
-		}
-	}
-	s.trackFirst(first, []*change{lds, rds, vhds, cds, eds})
-	if first {
-		// A stream that resumed (reported the versions it holds) before
-		// this snapshot was applied sends nothing more: check it now.
-		for _, k := range s.tracker.keys() {
-			s.checkFirstAck(k)
-		}
-	}
-	s.metrics.applySeconds.Observe(s.clock.Since(start).Seconds())
-	s.notify.broadcast()
-	s.log.Debug("applied snapshot", zap.Uint64("snapshot", snap.Version),
-		zap.Int("clusters", len(cds.upd)), zap.Int("endpoints", len(eds.upd)),
-		zap.Int("routes", len(rds.upd)), zap.Int("virtualHosts", len(vhds.upd)), zap.Int("listeners", len(lds.upd)),
-		zap.Int("removed", len(cds.del)+len(eds.del)+len(lds.del)+len(rds.del)+len(vhds.del)))
-	return ctx.Err()
+	s.prevSnap = snap
+	return true, s.applyEndpoints(changed, start)
 }
 
 // applyEndpoints is apply's fast path (see translator.endpointChanges):
@@ -357,33 +334,6 @@ func (s *Server) startFlips(eds *change, first bool, start time.Time) {
 		delete(s.flips, name)
 	}
 	s.flipsMu.Unlock()
-}
-
-// waitStage waits until every stream following typeURL ACKed want and
-// the removal of gone, for at most StageTimeout. A timeout is logged, not
-// returned: a slow Envoy must not stall every other one.
-func (s *Server) waitStage(ctx context.Context, typeURL string, want map[string]string, gone []string) {
-	if (len(want) == 0 && len(gone) == 0) || s.cfg.StageTimeout == 0 {
-		return
-	}
-	timer := s.clock.NewTimer(s.cfg.StageTimeout)
-	defer timer.Stop()
-	for {
-		ch := s.notify.wait()
-		if s.tracker.allAcked(typeURL, want) && s.tracker.allRemoved(typeURL, gone) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C():
-			s.log.Warn("make-before-break wait timed out; continuing",
-				zap.String("type", shortType(typeURL)), zap.Int("resources", len(want)),
-				zap.Duration("timeout", s.cfg.StageTimeout))
-			return
-		case <-ch:
-		}
-	}
 }
 
 // logSkipped logs revisions newly left out of the translation.

@@ -86,7 +86,9 @@ type Config struct {
 	// StageTimeout bounds how long the server waits for connected Envoys to
 	// ACK new clusters and endpoints before pushing routes that use them
 	// (make-before-break), and to ACK routes before removing clusters
-	// (default 2 s). A slow Envoy only delays, never blocks, later updates.
+	// (default 2 s). A slow Envoy only delays later adds, removes and
+	// routing changes, by at most this; mode flips and backend changes are
+	// never held behind a stage.
 	StageTimeout time.Duration
 	// InlineRoutes puts every virtual host inline in route configuration
 	// thaw_http, as one resource resent whole on every host change (about

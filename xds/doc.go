@@ -26,7 +26,12 @@
 // revision), so a flip rebuilds and sends one ClusterLoadAssignment. Order
 // is make-before-break: clusters and endpoints, then (after new ones are
 // ACKed, bounded by Config.StageTimeout) listeners and routes, then
-// (after the routes are ACKed) removals. Listeners and routes live in
+// (after the routes are ACKed) removals. Run never waits for a stage
+// (stage.go): it finishes a staged apply from the ACK notifications, and
+// meanwhile sends the endpoint-only changes of later snapshots (mode
+// flips, backends) at once, so one slow or stopped Envoy never delays
+// other revisions' flips; adds, removes and routing changes wait for the
+// stage to end. Listeners and routes live in
 // go-control-plane LinearCaches; endpoints, clusters and virtual hosts
 // (one or more per revision) in deltaCaches, which keep each resource's
 // encoding and version once and answer delta watches in O(changed)

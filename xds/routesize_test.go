@@ -39,7 +39,6 @@ func BenchmarkRouteConfigSize10k(b *testing.B) {
 		vhBytes += proto.Size(vh)
 	}
 	b.ReportMetric(float64(n), "route-config-bytes")
-	b.ReportMetric(float64(len(rc.GetVirtualHosts())), "virtual-hosts")
 	b.ReportMetric(float64(proto.Size(vhds.Routes[0])), "vhds-route-config-bytes")
 	b.ReportMetric(float64(vhBytes)/float64(len(vhds.VirtualHosts)), "vhost-bytes")
 }

@@ -77,6 +77,9 @@ type Server struct {
 	// their own (deltaCache.versions, held).
 	tr       *translator
 	prevSnap *revision.Snapshot
+	// stage is a full apply waiting for ACKs before its next step
+	// (stage.go); nil when none. Only Run's goroutine touches it.
+	stage    *staged
 	applied  map[string]map[string]types.Resource
 	versions map[string]map[string]string
 
@@ -206,14 +209,31 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 	for {
 		ch := reg.Changed()
 		snap := reg.Snapshot()
+		if err := s.advanceStage(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 		if snap.Synced && (!opened || snap.Version != last) {
-			if err := s.apply(ctx, snap, !opened); err != nil {
+			var err error
+			applied := true
+			if s.stage == nil {
+				err = s.apply(ctx, snap, !opened)
+			} else {
+				// A full apply is staged: endpoint-only changes go out at
+				// once; anything else waits for the stage to end.
+				applied, err = s.applyWhileStaged(snap)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return err
 			}
-			last = snap.Version
+			if applied {
+				last = snap.Version
+			}
 			if !opened {
 				opened = true
 				if err := s.gate.open(); err != nil {
@@ -223,11 +243,16 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 					zap.Int("revisions", snap.Revisions.Len()))
 			}
 		}
+		acks, deadline, stop := s.stageWake()
 		select {
 		case <-ctx.Done():
+			stop()
 			return nil
 		case <-ch:
+		case <-acks:
+		case <-deadline:
 		}
+		stop()
 	}
 }
 

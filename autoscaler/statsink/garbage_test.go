@@ -151,15 +151,6 @@ func TestOversizedMessage(t *testing.T) {
 	checkSamples(t, "oversized", env.rec.take(), nil)
 }
 
-func TestDuplicateNodeCounted(t *testing.T) {
-	env := startSink(t)
-	env.send(t, env.open(t), envoyMsg("same", ts(1), gauge("upstream_rq_active", demoCluster, 1)))
-	env.send(t, env.open(t), envoyMsg("same", ts(1), gauge("upstream_rq_active", otherCluster, 1)))
-	if got := env.bad(reasonDuplicateNode); got != 1 {
-		t.Errorf("bad_input_total{reason=duplicate_node} = %v, want 1", got)
-	}
-}
-
 // TestLargeIdentifierSpanningFrames: a real Envoy's first message carries a
 // node of ~60 KB (every extension it was built with), so the identifier
 // spans several gRPC frames. Reading the node id must not consume the parts

@@ -13,16 +13,12 @@ import (
 
 // Defaults of Limits. Every bound refuses or drops what is beyond it and
 // counts it in thaw_statsink_bad_input_total (reasons too_many_nodes,
-// too_many_streams, too_many_clusters, unknown_revision).
+// duplicate_node, too_many_clusters, unknown_revision).
 const (
 	// DefaultMaxNodes is how many Envoy node ids the sink keeps state for
 	// (connected, or disconnected and not yet expired). An Envoy fleet of a
 	// thousand proxies per thaw is far beyond what one control plane serves.
 	DefaultMaxNodes = 1024
-	// DefaultMaxStreamsPerNode is how many StreamMetrics streams may use one
-	// node id at once. Envoy opens one; a reconnect may overlap the old
-	// stream for a moment, and two Envoys misconfigured with one id make two.
-	DefaultMaxStreamsPerNode = 4
 	// DefaultMaxClustersPerNode is how many revision clusters one node's
 	// table holds. Only revisions the registry knows get an entry (Known),
 	// so this is a second line behind Known: it stays above the 100k
@@ -38,9 +34,6 @@ type Limits struct {
 	// would expire anyway); with no idle node the stream is refused with
 	// ResourceExhausted.
 	MaxNodes int
-	// MaxStreamsPerNode bounds the concurrent streams of one node id; more
-	// are refused with ResourceExhausted.
-	MaxStreamsPerNode int
 	// MaxClustersPerNode bounds the cluster entries of one node; metrics of
 	// further clusters are ignored.
 	MaxClustersPerNode int
@@ -55,9 +48,6 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxNodes <= 0 {
 		l.MaxNodes = DefaultMaxNodes
 	}
-	if l.MaxStreamsPerNode <= 0 {
-		l.MaxStreamsPerNode = DefaultMaxStreamsPerNode
-	}
 	if l.MaxClustersPerNode <= 0 {
 		l.MaxClustersPerNode = DefaultMaxClustersPerNode
 	}
@@ -65,14 +55,14 @@ func (l Limits) withDefaults() Limits {
 }
 
 var (
-	errTooManyNodes   = errors.New("statsink: too many Envoy nodes")
-	errTooManyStreams = errors.New("statsink: too many streams for one node id")
+	errTooManyNodes  = errors.New("statsink: too many Envoy nodes")
+	errDuplicateNode = errors.New("statsink: the node id already has a stats stream")
 )
 
 // reasonOf maps an admit error to its bad-input reason.
 func reasonOf(err error) reason {
-	if errors.Is(err, errTooManyStreams) {
-		return reasonTooManyStreams
+	if errors.Is(err, errDuplicateNode) {
+		return reasonDuplicateNode
 	}
 	return reasonTooManyNodes
 }
@@ -90,11 +80,14 @@ func (r refusal) GRPCStatus() *status.Status {
 }
 
 // admit decides whether a new stream of node id may attach to n (nil: a
-// new node). Call with srv.mu held.
+// new node). A node has one stream at a time: a second one is refused, so
+// two Envoys configured with one node id never feed one set of counter
+// bases (their deltas would mix two Envoys' counters). Call with srv.mu
+// held.
 func (srv *Server) admit(id string, n *node) error {
 	if n != nil {
-		if n.streams >= srv.lim.MaxStreamsPerNode {
-			return refusal{fmt.Errorf("%w: %d open (limit %d)", errTooManyStreams, n.streams, srv.lim.MaxStreamsPerNode)}
+		if n.streams > 0 {
+			return refusal{fmt.Errorf("%w: %q (give every Envoy its own node id; a reconnect is admitted once the old stream ended)", errDuplicateNode, id)}
 		}
 		return nil
 	}

@@ -143,17 +143,29 @@ func TestNodesBounded(t *testing.T) {
 	}
 }
 
-// TestStreamsPerNodeBounded: a node id's streams beyond MaxStreamsPerNode
-// are refused and counted; its admitted stream keeps working.
-func TestStreamsPerNodeBounded(t *testing.T) {
-	env := startSinkWith(t, Limits{MaxStreamsPerNode: 1})
+// TestDuplicateNodeRefused: a second concurrent stream with a node id that
+// already streams is refused and counted (two Envoys with one id would mix
+// their counters in one set of bases); the first keeps working, and once it
+// ended the id may connect again.
+func TestDuplicateNodeRefused(t *testing.T) {
+	env := startSink(t)
 	st := env.open(t)
 	env.send(t, st, envoyMsg("envoy-1", ts(1), gauge("upstream_rq_active", demoCluster, 1)))
 	env.rec.take()
 	env.refused(t, "envoy-1")
-	if got := env.bad(reasonTooManyStreams); got != 1 {
-		t.Errorf("bad_input_total{reason=too_many_streams} = %v, want 1", got)
+	if got := env.bad(reasonDuplicateNode); got != 1 {
+		t.Errorf("bad_input_total{reason=duplicate_node} = %v, want 1", got)
 	}
 	env.send(t, st, envoyMsg("", ts(2), gauge("upstream_rq_active", demoCluster, 5)))
 	checkSamples(t, "admitted stream", env.rec.take(), []autoscaler.Sample{sample("envoy-1", demo, 2, 5, 0)})
+	if _, err := st.CloseAndRecv(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "envoy-1 stream ended", func() bool {
+		env.sink.mu.Lock()
+		defer env.sink.mu.Unlock()
+		return env.sink.nodes["envoy-1"] != nil && env.sink.nodes["envoy-1"].streams == 0
+	})
+	env.send(t, env.open(t), envoyMsg("envoy-1", ts(3), gauge("upstream_rq_active", demoCluster, 2)))
+	checkSamples(t, "reconnected", env.rec.take(), []autoscaler.Sample{sample("envoy-1", demo, 3, 2, 0)})
 }

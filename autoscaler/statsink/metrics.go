@@ -38,16 +38,14 @@ const (
 	// Limits.MaxClustersPerNode distinct revision clusters; the extra ones
 	// are ignored.
 	reasonTooManyClusters
-	// reasonDuplicateNode: two streams use the same node id at once (two
+	// reasonDuplicateNode: a stream was refused because its node id (and
+	// client certificate identity, with mTLS) already has a stream: two
 	// Envoys configured with one id, or a reconnect before the old stream
-	// ended); their counters interleave.
+	// ended.
 	reasonDuplicateNode
 	// reasonTooManyNodes: a stream of a new node id was refused because
 	// Limits.MaxNodes node ids are connected.
 	reasonTooManyNodes
-	// reasonTooManyStreams: a stream was refused because its node id has
-	// Limits.MaxStreamsPerNode streams open.
-	reasonTooManyStreams
 	// reasonUnknownRevision: a metric names a revision cluster of a revision
 	// the registry does not know (Limits.Known); it is dropped and no state
 	// is kept for it.
@@ -68,7 +66,6 @@ var reasonNames = [numReasons]string{
 	reasonTooManyClusters: "too_many_clusters",
 	reasonDuplicateNode:   "duplicate_node",
 	reasonTooManyNodes:    "too_many_nodes",
-	reasonTooManyStreams:  "too_many_streams",
 	reasonUnknownRevision: "unknown_revision",
 }
 

@@ -191,7 +191,7 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 				return status.Error(codes.InvalidArgument,
 					"statsink: the first message of a stream must carry identifier.node.id")
 			}
-			if n, err = srv.connect(id); err != nil {
+			if n, err = srv.connect(nodeKey(stream.Context(), id)); err != nil {
 				var bad badCounts
 				bad[reasonOf(err)]++
 				srv.noteAnonBad(stream, &bad)
@@ -203,7 +203,8 @@ func (srv *Server) streamMetrics(stream grpc.ServerStream) error {
 	}
 }
 
-// connect attaches a stream to the node id, creating or reviving its state.
+// connect attaches a stream to the node key (nodeKey), creating or reviving
+// its state.
 // It returns a gRPC ResourceExhausted error when a limit refuses the stream
 // (see admit).
 func (srv *Server) connect(id string) (*node, error) {
@@ -230,11 +231,6 @@ func (srv *Server) connect(id string) (*node, error) {
 	}
 	n.mu.Lock()
 	n.baseGen = n.gen + 1
-	if n.streams > 1 {
-		var bad badCounts
-		bad[reasonDuplicateNode]++
-		n.noteBad(&bad, srv.clk.Now())
-	}
 	n.mu.Unlock()
 	return n, nil
 }

@@ -23,8 +23,6 @@ func addLimitFlags(fl *pflag.FlagSet, l *app.Limits) {
 		"an xDS stream that leaves a response unanswered while answering no other (or sends nothing) this long plus 1ms per resource in its unanswered responses, or one response unanswered 10 times that, is closed and no longer counts for scale-to-zero confirmation")
 	fl.IntVar(&l.StatSink.MaxNodes, "stats-max-nodes", statsink.DefaultMaxNodes,
 		"most Envoy node ids the stats sink keeps state for; idle ones are evicted first, then new ones refused")
-	fl.IntVar(&l.StatSink.MaxStreamsPerNode, "stats-max-streams-per-node", statsink.DefaultMaxStreamsPerNode,
-		"most stats streams per node id; more are refused")
 	fl.IntVar(&l.StatSink.MaxClustersPerNode, "stats-max-clusters-per-node", statsink.DefaultMaxClustersPerNode,
 		"most revision clusters the stats sink tracks per node")
 	fl.DurationVar(&l.ExtProc.HeaderTimeout, "extproc-header-timeout", extproc.DefaultHeaderTimeout,

@@ -248,3 +248,58 @@ func TestSampleWorkload(t *testing.T) {
 		t.Errorf("%d Deployments in the sample, want 1", n)
 	}
 }
+
+// TestManifestsGiveEveryEnvoyItsOwnNodeID: thaw keys xDS ACKs and stats by
+// Envoy node id, and the stats sink refuses a second stream with an id that
+// already streams (over mTLS the fleet shares one certificate identity).
+// Every Envoy workload in the manifests must take its node id from its own
+// pod name, not from the shared bootstrap.
+func TestManifestsGiveEveryEnvoyItsOwnNodeID(t *testing.T) {
+	for _, dir := range []string{"", "overlays/cert-manager", "overlays/envoy-gateway"} {
+		envoys := 0
+		for _, o := range buildManifests(t, dir) {
+			var ps *corev1.PodSpec
+			switch o.GetKind() {
+			case "Deployment", "StatefulSet", "DaemonSet":
+				var d appsv1.Deployment // the pod template sits at the same path in all three
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+					t.Fatalf("%s %s/%s: %v", dir, o.GetKind(), o.GetName(), err)
+				}
+				ps = &d.Spec.Template.Spec
+			default:
+				continue
+			}
+			for _, c := range ps.Containers {
+				if !slices.Contains(c.Command, "envoy") && c.Image != "envoy" {
+					continue
+				}
+				envoys++
+				if !nodeIDFromPodName(c) {
+					t.Errorf("manifests/%s %s %s: container %s does not set --service-node from its pod name (args %v)",
+						dir, o.GetKind(), o.GetName(), c.Name, c.Args)
+				}
+			}
+		}
+		if envoys == 0 {
+			t.Errorf("manifests/%s: no Envoy container found", dir)
+		}
+	}
+}
+
+// nodeIDFromPodName reports whether c's args set --service-node=$(VAR)
+// with VAR from the pod's metadata.name.
+func nodeIDFromPodName(c corev1.Container) bool {
+	for _, a := range c.Args {
+		v, ok := strings.CutPrefix(a, "--service-node=$(")
+		if !ok {
+			continue
+		}
+		name := strings.TrimSuffix(v, ")")
+		for _, e := range c.Env {
+			if e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -68,6 +68,11 @@ type Platform struct {
 	ignored   map[revision.Key]string
 	invalid   int
 	conflicts int
+	// statusSeen: workloads whose thaw.dev/status annotation, as seen in
+	// the cache, changed since the status loop last looked (statuses.go).
+	statusSeen map[revision.Key]struct{}
+	// statuses is owned by the report loop's goroutine.
+	statuses statusCache
 }
 
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
@@ -85,7 +90,7 @@ func New(opts Options) (*Platform, error) {
 	}
 	p := &Platform{
 		opts: opts, log: opts.Logger, scales: opts.Scales, metrics: m,
-		revs: map[revision.Key]*revState{}, hosts: newHostIndex(),
+		revs: map[revision.Key]*revState{}, hosts: newHostIndex(), statusSeen: map[revision.Key]struct{}{},
 		selectors: map[string]map[revision.Key]labels.Selector{}, ignored: map[revision.Key]string{},
 	}
 	p.setLeading(!opts.Elected)

@@ -145,6 +145,9 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 
 	p.mu.Lock()
 	st := p.stateLocked(key)
+	if seen := w.annotations[AnnotationStatus]; seen != st.status || st.ref == nil {
+		p.statusSeen[key] = struct{}{} // new, or edited: the status loop compares
+	}
 	st.kind, st.ref, st.status, st.source = w.kind, w.ref(), w.annotations[AnnotationStatus], sourceAnnotations
 	st.replicas = w.replicas
 	if st.pending != nil {

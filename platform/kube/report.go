@@ -88,28 +88,6 @@ func (p *Platform) modeEvents(prev, cur *revision.Snapshot) {
 	}
 }
 
-// statusOf renders the thaw.dev/status value of a revision; ok is false
-// when the registry has not published it yet.
-func statusOf(snap *revision.Snapshot, key revision.Key, invalid error) (string, bool) {
-	var s Status
-	switch rev := snap.Get(key); {
-	case invalid != nil:
-		if _, published := snap.Invalid[key]; !published {
-			return "", false
-		}
-		s = Status{Mode: "invalid", Desired: -1, Error: describeError(invalid)}
-	case rev != nil:
-		s = Status{Mode: rev.Mode.String(), Desired: rev.DesiredScale, Ready: int32(len(rev.ReadyBackends()))}
-	default:
-		return "", false
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
 type statusPatch struct {
 	key   revision.Key
 	kind  Kind
@@ -118,23 +96,25 @@ type statusPatch struct {
 }
 
 // syncStatuses patches every thaw.dev/status annotation that differs from
-// the registry, at most one patch per workload per call.
+// the registry, at most one patch per workload per call. The values are
+// rendered from the registry's changes outside the platform lock
+// (statusCache); under it only the workloads whose value or seen
+// annotation changed are compared.
 func (p *Platform) syncStatuses(ctx context.Context, snap *revision.Snapshot) {
 	if !p.Leading() {
 		return
 	}
+	annotate := p.opts.StatusInterval >= 0
+	if annotate {
+		p.statuses.update(snap)
+	}
 	var todo []statusPatch
 	p.mu.Lock()
 	revTodo := p.revisionStatusesLocked(snap, p.opts.Clock.Now())
-	for key, st := range p.revs {
-		if st.crd != nil || p.opts.StatusInterval < 0 {
-			continue
-		}
-		v, ok := statusOf(snap, key, st.invalid)
-		if ok && v != st.status && st.ref != nil {
-			todo = append(todo, statusPatch{key: key, kind: st.kind, value: v, log: st.log})
-		}
+	if annotate {
+		todo = p.statuses.dueLocked(p.revs, p.statusSeen)
 	}
+	clear(p.statusSeen)
 	p.mu.Unlock()
 	for _, sp := range revTodo {
 		if ctx.Err() != nil || !p.Leading() {
@@ -159,7 +139,7 @@ func (p *Platform) syncStatuses(ctx context.Context, snap *revision.Snapshot) {
 		if err := p.patchStatus(ctx, sp); err != nil {
 			p.metrics.statusPatches.WithLabelValues("error").Inc()
 			sp.log.Warn("status annotation", zap.Error(err))
-			continue
+			continue // still due: compared again next time
 		}
 		p.metrics.statusPatches.WithLabelValues("ok").Inc()
 		p.mu.Lock()
@@ -167,6 +147,7 @@ func (p *Platform) syncStatuses(ctx context.Context, snap *revision.Snapshot) {
 			st.status = sp.value
 		}
 		p.mu.Unlock()
+		p.statuses.patched(sp.key, sp.value)
 	}
 }
 
