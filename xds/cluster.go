@@ -40,6 +40,24 @@ func circuitBreakers(cfg *Config) *clusterv3.CircuitBreakers {
 	}}}
 }
 
+// activatorDstBreakers returns thaw_activator_dst's circuit breakers: the
+// generated clusters' request limits, but connections bounded in total
+// (cfg.ActivatorMaxConnections) and per backend
+// (cfg.ActivatorMaxConnectionsPerBackend). At the bound Envoy's HTTP/1.1
+// pool keeps a released request pending until a connection is free and
+// reuses it (upstream_cx_overflow counts the waits), so a burst released
+// at once costs Envoy at most that many sockets, not one per request.
+func activatorDstBreakers(cfg *Config) *clusterv3.CircuitBreakers {
+	total, perBackend := cfg.activatorConnections()
+	cb := circuitBreakers(cfg)
+	cb.Thresholds[0].MaxConnections = wrapperspb.UInt32(total)
+	cb.PerHostThresholds = []*clusterv3.CircuitBreakers_Thresholds{{
+		Priority:       corev3.RoutingPriority_DEFAULT,
+		MaxConnections: wrapperspb.UInt32(perBackend),
+	}}
+	return cb
+}
+
 // InternalUpstreamTransportSocket returns the internal_upstream transport
 // socket (raw_buffer inside) shared by every revision cluster, so one
 // cluster definition reaches both IP endpoints (serve mode) and the
@@ -156,7 +174,8 @@ const httpProtocolOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolO
 // destination comes only from the request's dynamic metadata
 // thaw.activator/destination, written by the ext_proc service. The
 // x-envoy-original-dst-host header is ignored (use_http_header false), so a
-// client cannot choose an upstream.
+// client cannot choose an upstream. Its connections are bounded (see
+// activatorDstBreakers).
 func ActivatorDstCluster(cfg *Config) (*clusterv3.Cluster, error) {
 	opts, err := downstreamProtocolOptions()
 	if err != nil {
@@ -168,7 +187,7 @@ func ActivatorDstCluster(cfg *Config) (*clusterv3.Cluster, error) {
 		ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
 		LbPolicy:                      clusterv3.Cluster_CLUSTER_PROVIDED,
 		ConnectTimeout:                durationpb.New(cfg.ConnectTimeout),
-		CircuitBreakers:               circuitBreakers(cfg),
+		CircuitBreakers:               activatorDstBreakers(cfg),
 		LbConfig: &clusterv3.Cluster_OriginalDstLbConfig_{OriginalDstLbConfig: &clusterv3.Cluster_OriginalDstLbConfig{
 			UseHttpHeader: false,
 			MetadataKey: &metadatav3.MetadataKey{
