@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,7 +113,7 @@ func TestLocalBurstContainerConcurrencyZero(t *testing.T) {
 			fails = append(fails, fmt.Sprintf("code=%d err=%v body=%.80q", r.code, r.err, r.body))
 		}
 	}
-	t.Logf("burst: %d/%d ok in %v", ok, n, time.Since(start))
+	t.Logf("burst: %d/%d ok in %v (%s)", ok, n, time.Since(start), tookQuantiles(res))
 	if ok != n {
 		t.Fatalf("%d of %d requests failed: %v", n-ok, n, fails)
 	}
@@ -189,6 +190,16 @@ func TestLocalBurstOverFileLimit(t *testing.T) {
 	if !strings.Contains(th.Log(), "Envoy's open-file limit") {
 		t.Errorf("thaw logged nothing about the refusals")
 	}
+}
+
+// tookQuantiles describes how long the requests took: p50, p90, max.
+func tookQuantiles(res []burstOutcome) string {
+	d := make([]time.Duration, len(res))
+	for i, r := range res {
+		d[i] = r.took
+	}
+	slices.Sort(d)
+	return fmt.Sprintf("p50 %v, p90 %v, max %v", d[len(d)/2], d[len(d)*9/10], d[len(d)-1])
 }
 
 // metricsText returns thaw's /metrics.
