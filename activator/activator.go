@@ -43,6 +43,11 @@ type Options struct {
 	// PokeInterval is the shortest time between two pokes for one revision
 	// while its requests wait (default 1 s).
 	PokeInterval time.Duration
+	// MaxHeld bounds the requests held at once over all revisions (0: no
+	// bound; SetMaxHeld changes it). A request that would be held beyond
+	// it gets ErrHeldLimit: `thaw local` derives it from its Envoy's
+	// open-file limit (docs/reliability.md, "Open files").
+	MaxHeld int
 }
 
 // Pod is the backend Acquire chose.
@@ -86,6 +91,8 @@ type Activator struct {
 
 	shutting  atomic.Bool
 	heldTotal atomic.Int64
+	maxHeld   atomic.Int64
+	limited   limitLog
 	abort     chan struct{} // closed when the shutdown deadline passes
 	drained   chan struct{} // closed when shutting and nothing is held
 	abortOnce sync.Once
@@ -116,6 +123,7 @@ func New(opts Options) *Activator {
 		abort:   make(chan struct{}),
 		drained: make(chan struct{}),
 	}
+	a.maxHeld.Store(int64(max(opts.MaxHeld, 0)))
 	a.throttlers.Store(&map[revision.Key]*throttler{})
 	a.removed.Store(&map[revision.Key]*throttler{})
 	a.metrics = newMetrics(a, opts.RevisionMetrics)
@@ -136,7 +144,7 @@ func (a *Activator) throttler(key revision.Key) *throttler {
 // calls do nothing). When no backend has capacity the request is held, for
 // at most the revision's HoldTimeout or until ctx ends.
 //
-// Errors: ErrUnknownRevision, ErrQueueFull, ErrHoldTimeout, ErrShuttingDown,
+// Errors: ErrUnknownRevision, ErrQueueFull, ErrHeldLimit, ErrHoldTimeout, ErrShuttingDown,
 // or ctx.Err() (wrapped) when ctx ends first.
 func (a *Activator) Acquire(ctx context.Context, key revision.Key) (Pod, func(), error) {
 	return a.AcquireNotify(ctx, key, nil)
@@ -221,10 +229,15 @@ func (g *grant) release() {
 // hold queues the request until a slot is handed over, the hold timeout,
 // ctx, revision removal or the shutdown deadline.
 func (a *Activator) hold(ctx context.Context, t *throttler, o AcquireOptions) (Pod, func(), error) {
-	a.heldTotal.Add(1)
+	held := a.heldTotal.Add(1)
 	defer a.leftHold()
 	if a.shutting.Load() {
 		return Pod{}, nil, ErrShuttingDown
+	}
+	if limit := a.maxHeld.Load(); limit > 0 && held > limit {
+		a.metrics.observeHold(outcomeOf(ErrHeldLimit), 0)
+		a.limited.refused(a.log, t.key, limit, a.opts.Clock.Now())
+		return Pod{}, nil, ErrHeldLimit
 	}
 	st := t.state.Load()
 	w, err := t.enqueue()
@@ -301,6 +314,8 @@ func outcomeOf(err error) string {
 		return outcomeAcquired
 	case errors.Is(err, ErrQueueFull):
 		return "queue_full"
+	case errors.Is(err, ErrHeldLimit):
+		return "held_limit"
 	case errors.Is(err, ErrHoldTimeout):
 		return "hold_timeout"
 	case errors.Is(err, ErrShuttingDown):

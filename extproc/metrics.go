@@ -16,7 +16,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "thaw", Subsystem: "extproc", Name: "responses_total",
-			Help: "Answers to request headers by outcome: routed (a backend was chosen), queue_full, hold_timeout, " +
+			Help: "Answers to request headers by outcome: routed (a backend was chosen), queue_full, held_limit (the held-request bound of Envoy's open-file limit), hold_timeout, " +
 				"shutting_down (503), unknown_revision (404), bad_request (400), canceled (Envoy or the client left first).",
 		}, []string{"outcome"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -25,7 +25,7 @@ func newMetrics() *metrics {
 		}),
 		byOutcome: map[string]prometheus.Counter{},
 	}
-	for _, o := range []string{outcomeRouted, outcomeQueueFull, outcomeHoldTimeout, outcomeShuttingDown,
+	for _, o := range []string{outcomeRouted, outcomeQueueFull, outcomeHeldLimit, outcomeHoldTimeout, outcomeShuttingDown,
 		outcomeUnknownRevision, outcomeBadRequest, outcomeCanceled} {
 		m.byOutcome[o] = m.responses.WithLabelValues(o)
 	}

@@ -30,6 +30,7 @@ const RevisionHeader = "x-thaw-revision"
 const (
 	outcomeRouted          = "routed"
 	outcomeQueueFull       = "queue_full"
+	outcomeHeldLimit       = "held_limit"
 	outcomeHoldTimeout     = "hold_timeout"
 	outcomeShuttingDown    = "shutting_down"
 	outcomeUnknownRevision = "unknown_revision"
@@ -112,22 +113,36 @@ func immediate(code typev3.StatusCode, outcome, body string, retryAfter time.Dur
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: ir}}
 }
 
+// closing adds "connection: close" to a local reply, so an HTTP/1.1
+// client's connection (one of Envoy's file descriptors) is closed after
+// the answer instead of kept alive: the answer to a request refused
+// because Envoy is short of file descriptors.
+func closing(r *extprocv3.ProcessingResponse) *extprocv3.ProcessingResponse {
+	ir := r.GetImmediateResponse()
+	ir.Headers.SetHeaders = append(ir.Headers.SetHeaders, &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: "connection", RawValue: []byte("close")},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	})
+	return r
+}
+
 // answers holds the fixed replies, built and validated once.
 type answers struct {
-	queueFull, holdTimeout, shuttingDown, unknownRevision, badRequest *extprocv3.ProcessingResponse
-	holdOn                                                            *extprocv3.ProcessingResponse
+	queueFull, heldLimit, holdTimeout, shuttingDown, unknownRevision, badRequest *extprocv3.ProcessingResponse
+	holdOn                                                                       *extprocv3.ProcessingResponse
 }
 
 func newAnswers(retryAfter, holdBudget time.Duration) (*answers, error) {
 	a := &answers{
 		holdOn:          holdOn(holdBudget),
 		queueFull:       immediate(typev3.StatusCode_ServiceUnavailable, outcomeQueueFull, "revision is busy: too many requests waiting\n", retryAfter),
+		heldLimit:       closing(immediate(typev3.StatusCode_ServiceUnavailable, outcomeHeldLimit, "too many requests waiting for cold revisions: Envoy's open-file limit is reached\n", retryAfter)),
 		holdTimeout:     immediate(typev3.StatusCode_ServiceUnavailable, outcomeHoldTimeout, "revision did not become ready in time\n", retryAfter),
 		shuttingDown:    immediate(typev3.StatusCode_ServiceUnavailable, outcomeShuttingDown, "activator is shutting down\n", retryAfter),
 		unknownRevision: immediate(typev3.StatusCode_NotFound, outcomeUnknownRevision, "unknown revision\n", 0),
 		badRequest:      immediate(typev3.StatusCode_BadRequest, outcomeBadRequest, "missing or invalid "+RevisionHeader+" header\n", 0),
 	}
-	for _, r := range []*extprocv3.ProcessingResponse{a.queueFull, a.holdTimeout, a.shuttingDown, a.unknownRevision, a.badRequest, a.holdOn} {
+	for _, r := range []*extprocv3.ProcessingResponse{a.queueFull, a.heldLimit, a.holdTimeout, a.shuttingDown, a.unknownRevision, a.badRequest, a.holdOn} {
 		if err := r.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("extproc: invalid local reply: %w", err)
 		}

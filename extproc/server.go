@@ -225,6 +225,8 @@ func (s *Server) refuse(stream extprocv3.ExternalProcessor_ProcessServer, key re
 		return s.answer(stream, s.answers.unknownRevision, outcomeUnknownRevision)
 	case errors.Is(err, activator.ErrQueueFull):
 		return s.answer(stream, s.answers.queueFull, outcomeQueueFull)
+	case errors.Is(err, activator.ErrHeldLimit):
+		return s.answer(stream, s.answers.heldLimit, outcomeHeldLimit)
 	case errors.Is(err, activator.ErrShuttingDown):
 		return s.answer(stream, s.answers.shuttingDown, outcomeShuttingDown)
 	case errors.Is(err, activator.ErrHoldTimeout), errors.Is(err, context.DeadlineExceeded):

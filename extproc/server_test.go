@@ -227,6 +227,32 @@ func TestQueueFullAnswers503(t *testing.T) {
 	}
 }
 
+// TestHeldLimitAnswers503: past the activator's held-request bound (Envoy's
+// open-file budget) the answer is 503 with Retry-After and
+// "connection: close", so the client's connection, one of Envoy's files,
+// is closed after it.
+func TestHeldLimitAnswers503(t *testing.T) {
+	e := newEnv(t, 30*time.Second)
+	e.act.SetMaxHeld(1)
+	e.revision(demo, 0, time.Minute, 10)
+	held, _ := e.open(headers("x-thaw-revision", "default/demo"))
+	recv(t, held)
+	e.waitStats(demo, 1, 0)
+	st, _ := e.open(headers("x-thaw-revision", "default/demo"))
+	want := wantLocal(503, "thaw_activator_held_limit",
+		"too many requests waiting for cold revisions: Envoy's open-file limit is reached\n", "1")
+	h := want.GetImmediateResponse().Headers
+	h.SetHeaders = append(h.SetHeaders, &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: "connection", RawValue: []byte("close")},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	})
+	wantProto(t, "answer past the held-request bound", want, recv(t, st))
+	wantEnd(t, st)
+	if got := counterValue(e.prom, "thaw_extproc_responses_total", "held_limit"); got != 1 {
+		t.Errorf("responses_total{held_limit} = %v, want 1", got)
+	}
+}
+
 func TestFirstMessageMustBeRequestHeaders(t *testing.T) {
 	e := newEnv(t, 5*time.Second)
 	st, _ := e.open(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{

@@ -52,6 +52,19 @@ const (
 	DefaultConnectTimeout            = 5 * time.Second
 	DefaultCircuitBreakerMaxRequests = 100000
 	DefaultStageTimeout              = 2 * time.Second
+	// DefaultActivatorMaxConnections bounds thaw_activator_dst's upstream
+	// connections, all backends together, per Envoy (docs/activator.md,
+	// "Connections on the release path"): a released burst waits in
+	// Envoy's connection pool for one of them instead of opening one
+	// socket per request (10,000 held requests released at once needed
+	// 10,000 sockets, and Envoy ran out of file descriptors).
+	DefaultActivatorMaxConnections = 4096
+	// DefaultActivatorMaxConnectionsPerBackend bounds thaw_activator_dst's
+	// connections to one backend (per_host_thresholds): at least the
+	// highest container concurrency Knative allows (1000), so a revision
+	// with a limit never queues behind it, and far below a backend's
+	// accept queue (net.core.somaxconn, 4096).
+	DefaultActivatorMaxConnectionsPerBackend = 1024
 )
 
 // ErrInvalidConfig is wrapped by every error Config.Validate returns.
@@ -83,6 +96,18 @@ type Config struct {
 	// max_connections of every generated cluster (default 100,000; Envoy's
 	// own default of 1024 would cap held requests per revision).
 	CircuitBreakerMaxRequests uint32
+	// ActivatorMaxConnections is max_connections of thaw_activator_dst:
+	// how many upstream connections one Envoy opens on the release path,
+	// all backends together (0: DefaultActivatorMaxConnections).
+	// Requests beyond it wait in Envoy's pool (max_pending_requests is
+	// CircuitBreakerMaxRequests) and reuse connections as they free up.
+	// Each connection is one file descriptor of Envoy's.
+	ActivatorMaxConnections uint32
+	// ActivatorMaxConnectionsPerBackend is the per-backend max_connections
+	// of thaw_activator_dst (0: DefaultActivatorMaxConnectionsPerBackend,
+	// or ActivatorMaxConnections when that is lower); at most
+	// ActivatorMaxConnections.
+	ActivatorMaxConnectionsPerBackend uint32
 	// StageTimeout bounds how long the server waits for connected Envoys to
 	// ACK new clusters and endpoints before pushing routes that use them
 	// (make-before-break), and to ACK routes before removing clusters
@@ -110,6 +135,9 @@ func DefaultConfig() Config {
 		ConnectTimeout:            DefaultConnectTimeout,
 		CircuitBreakerMaxRequests: DefaultCircuitBreakerMaxRequests,
 		StageTimeout:              DefaultStageTimeout,
+
+		ActivatorMaxConnections:           DefaultActivatorMaxConnections,
+		ActivatorMaxConnectionsPerBackend: DefaultActivatorMaxConnectionsPerBackend,
 	}
 }
 
@@ -138,8 +166,24 @@ func (c *Config) Validate() error {
 	if c.CircuitBreakerMaxRequests == 0 {
 		bad("CircuitBreakerMaxRequests is 0")
 	}
+	if total, per := c.activatorConnections(); per > total {
+		bad("ActivatorMaxConnectionsPerBackend %d: want at most ActivatorMaxConnections (%d)", per, total)
+	}
 	if c.StageTimeout < 0 {
 		bad("StageTimeout %s: want >= 0", c.StageTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// activatorConnections returns ActivatorMaxConnections and
+// ActivatorMaxConnectionsPerBackend with zero fields defaulted.
+func (c *Config) activatorConnections() (total, perBackend uint32) {
+	total, perBackend = c.ActivatorMaxConnections, c.ActivatorMaxConnectionsPerBackend
+	if total == 0 {
+		total = DefaultActivatorMaxConnections
+	}
+	if perBackend == 0 {
+		perBackend = min(total, DefaultActivatorMaxConnectionsPerBackend)
+	}
+	return total, perBackend
 }

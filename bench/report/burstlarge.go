@@ -45,15 +45,37 @@ func newBurstLargeView(runs []results.Burst) *burstLargeView {
 	return v
 }
 
-// burstLargeRows judges the repeated large bursts: no request lost in any
-// run (issue: bursts up to the queue depth lose nothing), container
+// burstLargeRows judges the repeated large bursts, at each container
+// concurrency they ran at: no request lost in any run (issue: bursts up to
+// the queue depth lose nothing, at any container concurrency), container
 // concurrency kept, and the memory per held request for information.
 func burstLargeRows(runs []results.Burst) []row {
 	if len(runs) == 0 {
 		return []row{{What: "large burst from zero", Measured: "not run", Result: missing}}
 	}
+	var ccs []int
+	for _, b := range runs {
+		if !slices.Contains(ccs, b.ContainerConcurrency) {
+			ccs = append(ccs, b.ContainerConcurrency)
+		}
+	}
+	var rows []row
+	for _, cc := range ccs {
+		var same []results.Burst
+		for _, b := range runs {
+			if b.ContainerConcurrency == cc {
+				same = append(same, b)
+			}
+		}
+		rows = append(rows, burstLargeRowsAt(same, cc)...)
+	}
+	return rows
+}
+
+// burstLargeRowsAt judges the runs at container concurrency cc.
+func burstLargeRowsAt(runs []results.Burst, cc int) []row {
 	n := runs[0].Requests
-	errs, worstCC, cc := 0, 0, runs[0].ContainerConcurrency
+	errs, worstCC := 0, 0
 	var served, thawKiB, envoyKiB []float64
 	for i := range runs {
 		b := &runs[i]
@@ -64,15 +86,19 @@ func burstLargeRows(runs []results.Burst) []row {
 		thawKiB, envoyKiB = append(thawKiB, t), append(envoyKiB, e)
 	}
 	slices.Sort(served)
+	at := fmt.Sprintf("container-concurrency %d", cc)
+	if cc == 0 {
+		at = "container-concurrency 0 (none)"
+	}
 	rows := []row{
-		{What: fmt.Sprintf("burst from zero: %d requests at once, %d runs, errors of any kind", n, len(runs)),
+		{What: fmt.Sprintf("burst from zero: %d requests at once, %s, %d runs, errors of any kind", n, at, len(runs)),
 			Measured: fmt.Sprintf("%d", errs), Target: "0", Result: atMost(true, float64(errs), 0),
 			Means: "a burst up to the queue depth loses nothing, even when every process shares two saturated cores"},
-		{What: fmt.Sprintf("burst from zero: %d requests, time until all are served", n),
+		{What: fmt.Sprintf("burst from zero: %d requests, %s, time until all are served", n, at),
 			Measured: fmt.Sprintf("median %s, worst %s", fmtSeconds(results.Quantile(served, 0.5)), fmtSeconds(served[len(served)-1])),
 			Target:   "", Result: info,
 			Means: "end to end on this machine: Envoy's event loop, not thaw, is the bottleneck at this size"},
-		{What: fmt.Sprintf("burst from zero: %d requests, memory growth per held request (median)", n),
+		{What: fmt.Sprintf("burst from zero: %d requests, %s, memory growth per held request (median)", n, at),
 			Measured: fmt.Sprintf("thaw %.1f KiB, Envoy %.1f KiB", results.Quantile(thawKiB, 0.5), results.Quantile(envoyKiB, 0.5)),
 			Target:   "", Result: info,
 			Means: "what holding a request costs: resident memory at the peak minus before, over the most requests held at once"},

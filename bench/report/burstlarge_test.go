@@ -44,6 +44,33 @@ func TestBurstLargeRows(t *testing.T) {
 	}
 }
 
+// TestBurstLargeRowsByContainerConcurrency: runs at container concurrency
+// 0 and 50 are judged apart, so a loss at 0 fails the row of 0 only.
+func TestBurstLargeRowsByContainerConcurrency(t *testing.T) {
+	run := func(cc, errs int) results.Burst {
+		return results.Burst{Requests: 10000, Errors: errs, AllServedMs: 15000, MaxHeld: 5000,
+			ContainerConcurrency: cc, BackendMaxInFlight: 40}
+	}
+	got := map[string]string{}
+	for _, r := range burstLargeRows([]results.Burst{run(0, 3153), run(50, 0), run(0, 0)}) {
+		if strings.HasSuffix(r.What, "errors of any kind") {
+			got[r.What] = r.Result + " " + r.Measured
+		}
+	}
+	want := map[string]string{
+		"burst from zero: 10000 requests at once, container-concurrency 0 (none), 2 runs, errors of any kind": fail + " 3153",
+		"burst from zero: 10000 requests at once, container-concurrency 50, 1 runs, errors of any kind":       pass + " 0",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("error rows %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+}
+
 func TestFailoverRows(t *testing.T) {
 	for _, tc := range []struct {
 		name string

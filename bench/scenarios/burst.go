@@ -14,47 +14,76 @@ import (
 	"github.com/thaw-dev/thaw/bench/results"
 )
 
-// burstRev is the revision the burst wakes: 1000 requests against a
-// revision at zero whose backends take 200 ms to start, 100 ms per request
-// and at most 50 requests at once, so 20 backends are needed to serve the
-// burst at once.
+// burstCC is the container concurrency of the 1000-request burst: 1000
+// requests against a revision at zero whose backends take 200 ms to start,
+// 100 ms per request and at most 50 requests at once, so 20 backends are
+// needed to serve the burst at once.
 const burstCC = 50
 
-var burstRev = rev{name: "burst", startupDelay: 200 * time.Millisecond, latency: 100 * time.Millisecond,
-	autoscaling: map[string]string{"initial-scale": "0", "container-concurrency": strconv.Itoa(burstCC), "max-scale": "20"}}
+// burstCCs are the container concurrencies the large burst runs at: 0
+// (the default: no limit, every held request is released to the first
+// ready backend at once) and 50 (releases paced by free slots).
+var burstCCs = []int{0, burstCC}
+
+// burstRevAt is the revision the 1000-request burst wakes, with container
+// concurrency cc (0: none).
+func burstRevAt(cc int) rev {
+	return rev{name: "burst", startupDelay: 200 * time.Millisecond, latency: 100 * time.Millisecond,
+		autoscaling: map[string]string{"initial-scale": "0", "container-concurrency": strconv.Itoa(cc), "max-scale": "20"}}
+}
+
+// burstLargeStartup is how long the large burst's backends take to start:
+// long enough that the whole burst is held when the first one is ready,
+// even when a loaded machine's Envoy needs seconds to accept 10,000
+// connections, so every held request is released at once.
+var burstLargeStartup = 10 * time.Second
+
+// burstLargeRevAt is the revision the 10,000-request bursts wake:
+// burstLargeStartup, 50 ms per request, at most 10 backends (issue 25 lost
+// 31-48% of the requests with these settings and a 3 s start on a quiet
+// machine, at container concurrency 0).
+func burstLargeRevAt(cc int) rev {
+	return rev{name: "burst", startupDelay: burstLargeStartup, latency: 50 * time.Millisecond,
+		autoscaling: map[string]string{"initial-scale": "0", "container-concurrency": strconv.Itoa(cc), "max-scale": "10"}}
+}
 
 const burstSampleEvery = 50 * time.Millisecond
 
-// burstLargeRuns is how many times the 10,000-request burst is repeated,
-// each against a fresh thaw (a revision at zero).
+// burstLargeRuns is how many times the 10,000-request burst is repeated at
+// each container concurrency, each against a fresh thaw (a revision at
+// zero); -burst-runs changes it.
 const burstLargeRuns = 5
 
-// runBurstLarge repeats a burst of n requests at zero burstLargeRuns times
-// (issue: bursts up to the queue depth lose nothing). A failed run is
-// recorded with its error and the next one still runs.
+// runBurstLarge repeats a burst of n requests at zero e.burstRuns times at
+// each of burstCCs (issue: bursts up to the queue depth lose nothing, at
+// any container concurrency). A failed run is recorded with its error and
+// the next one still runs.
 func runBurstLarge(e *env, n int) ([]results.Burst, error) {
 	var out []results.Burst
 	var errs []error
-	for i := range burstLargeRuns {
-		b, err := runBurst(e, n, fmt.Sprintf("burst%d-%d", n, i+1))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("run %d: %w", i+1, err))
-			continue
+	for _, cc := range burstCCs {
+		for i := range e.burstRuns {
+			b, err := runBurst(e, n, burstLargeRevAt(cc), fmt.Sprintf("burst%d-cc%d-%d", n, cc, i+1))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cc %d run %d: %w", cc, i+1, err))
+				continue
+			}
+			b.Samples = nil // the timeline is pictured for the 1000-request burst only
+			out = append(out, *b)
 		}
-		b.Samples = nil // the timeline is pictured for the 1000-request burst only
-		out = append(out, *b)
 	}
 	return out, errors.Join(errs...)
 }
 
-// runBurst sends n requests at once to a revision at zero and samples
-// thaw's /status (held, in flight, desired, ready) every 50 ms, and the
-// resident memory of thaw and its Envoy before and at their peak.
-func runBurst(e *env, n int, name string) (*results.Burst, error) {
+// runBurst sends n requests at once to burstRev at zero and samples thaw's /status (held, in flight, desired,
+// ready) every 50 ms, and the resident memory of thaw and its Envoy before
+// and at their peak.
+func runBurst(e *env, n int, burstRev rev, name string) (*results.Burst, error) {
 	dir, err := e.tempDir(name)
 	if err != nil {
 		return nil, err
 	}
+	cc, _ := strconv.Atoi(burstRev.autoscaling["container-concurrency"])
 	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, burstRev))
 	if err != nil {
 		return nil, err
@@ -73,7 +102,7 @@ func runBurst(e *env, n int, name string) (*results.Burst, error) {
 		Settings: fmt.Sprintf("example workload (startup delay %s, %s per request), autoscaling: %s; everything else default (target = container-concurrency, 70%% utilization, tick 2 s)",
 			burstRev.startupDelay, burstRev.latency, settingsString(burstRev.autoscaling)),
 		Short: fmt.Sprintf("backend starts in %s and takes %s per request; container-concurrency %d, max-scale %s",
-			burstRev.startupDelay, burstRev.latency, burstCC, burstRev.autoscaling["max-scale"])}
+			burstRev.startupDelay, burstRev.latency, cc, burstRev.autoscaling["max-scale"])}
 	t := newTarget("burst", th.httpURL, burstRev.host(), n)
 
 	// Sample from 300 ms before the burst until 2 s after its last
@@ -142,9 +171,9 @@ func runBurst(e *env, n int, name string) (*results.Burst, error) {
 	}
 	b.LatencyP50Ms, b.LatencyP99Ms = results.Quantile(lats, 0.5), results.Quantile(lats, 0.99)
 	b.Memory = mem.stop()
-	b.BackendMaxInFlight, b.ContainerConcurrency = backendMaxInFlight(e, th), burstCC
+	b.BackendMaxInFlight, b.ContainerConcurrency = backendMaxInFlight(e, th, burstRev.host()), cc
 	time.Sleep(2 * time.Second)
-	if st, err := th.envoyStats(e.ctx, `ext_proc|thaw_activator|rq_timeout|downstream_rq_5xx|outlier_detection|upstream_rq_retry|lb_healthy_panic|upstream_rq_5xx|upstream_cx_connect_fail|thaw_extproc`); err == nil {
+	if st, err := th.envoyStats(e.ctx, `ext_proc|thaw_activator|rq_timeout|downstream_rq_5xx|outlier_detection|upstream_rq_retry|lb_healthy_panic|upstream_rq_5xx|upstream_cx_connect_fail|upstream_cx_overflow|upstream_cx_total|upstream_rq_pending|thaw_extproc`); err == nil {
 		b.EnvoyStats = st
 	} else {
 		e.logf("burst: envoy stats: %v", err)
@@ -183,11 +212,11 @@ func runBurst(e *env, n int, name string) (*results.Burst, error) {
 // backendMaxInFlight asks the revision's backends (through Envoy, 40
 // requests on fresh connections, so they spread over the backends) for the
 // most requests each had at once, and returns the highest.
-func backendMaxInFlight(e *env, th *thaw) int {
+func backendMaxInFlight(e *env, th *thaw, host string) int {
 	most := 0
 	for range 40 {
 		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		ws, err := fetchStats(e.ctx, c, th.httpURL, burstRev.host())
+		ws, err := fetchStats(e.ctx, c, th.httpURL, host)
 		if err != nil {
 			e.logf("burst: backend stats: %v", err)
 			continue

@@ -11,9 +11,11 @@
 //	          (proxy mode with a warm backend vs serve mode)
 //	cold      cold-start overhead over 30 cold starts per startup delay
 //	burst     1000 requests at once to a revision at zero; timeline picture
-//	burst10k  10,000 requests at once to a revision at zero, 5 runs (each
-//	          with a fresh thaw): errors by kind, time to all served, memory
-//	          of thaw and Envoy per held request
+//	burst10k  10,000 requests at once to a revision at zero (10 s start),
+//	          5 runs (each with a fresh thaw) at container concurrency 0 and
+//	          5 at 50:
+//	          errors by kind, time to all served, memory of thaw and Envoy
+//	          per held request
 //	failover  thaw killed (SIGKILL) under proxy-mode load and restarted:
 //	          failed requests, latency per phase, failover time
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
@@ -68,9 +70,12 @@ type env struct {
 	egBin        string
 	envoyWorkers int
 	rate         int
-	quick        bool
-	workDir      string
-	keep         bool
+	// burstRuns is how many times burst10k repeats at each container
+	// concurrency.
+	burstRuns int
+	quick     bool
+	workDir   string
+	keep      bool
 	// root is the repository (the working directory).
 	root string
 }
@@ -134,6 +139,8 @@ func main() {
 	flag.StringVar(&e.egBin, "envoy-gateway", filepath.Join(root, ".tools", "bin", "envoy-gateway"), "envoy-gateway binary (make tools-envoy-gateway), for scenario eg")
 	flag.IntVar(&e.envoyWorkers, "envoy-concurrency", 2, "worker threads of both Envoys")
 	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
+	flag.IntVar(&e.burstRuns, "burst-runs", burstLargeRuns, "burst10k: runs at each container concurrency (0 and 50)")
+	flag.DurationVar(&burstLargeStartup, "burst-startup", burstLargeStartup, "burst10k: how long the backends take to start")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")
 	var pc peersConfig
@@ -227,7 +234,7 @@ func run(e *env, only, out, png string) error {
 		note("cold", err)
 	}
 	if want["burst"] {
-		b, err := runBurst(e, 1000, "burst")
+		b, err := runBurst(e, 1000, burstRevAt(burstCC), "burst")
 		if err == nil && png != "" {
 			if err = plotBurst(b, png); err == nil {
 				b.Picture = png

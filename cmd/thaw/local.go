@@ -38,6 +38,7 @@ type localFlags struct {
 	msgTimeout     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
+	envoyFiles     int
 	accessLog      string
 	dev            bool
 	limits         app.Limits
@@ -80,6 +81,8 @@ the processes and Envoy, and exits 0.`,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
+	fl.IntVar(&f.envoyFiles, "envoy-open-files", 0, "Envoy's open-file limit (RLIMIT_NOFILE; default: the hard limit, `ulimit -Hn`); "+
+		"it bounds the activator's connections to backends and the requests it holds (docs/reliability.md)")
 	fl.StringVar(&f.accessLog, "access-log", "", "Envoy JSON access log file for listener thaw_http (default: off; with --dev, access.log in the state dir)")
 	f.eg.add(fl)
 	addLimitFlags(fl, &f.limits)
@@ -111,6 +114,12 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	}
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
 	xcfg := xds.DefaultConfig()
+	var files app.FileBudget
+	if !f.eg.enabled {
+		if files, err = envoyFileBudget(logger, f.envoyFiles, &xcfg); err != nil {
+			return err
+		}
+	}
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	xcfg.AccessLogPath = f.accessLog
@@ -120,7 +129,8 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	if xcfg.AccessLogPath != "" {
 		logger.Info("envoy access log", zap.String("path", xcfg.AccessLogPath))
 	}
-	var a *app.App // set before a.Run, which starts the platform
+	var a *app.App                    // set before a.Run, which starts the platform
+	var promReg prometheus.Registerer // set by NewPlatform (in app.New)
 	a, err = app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,
@@ -131,6 +141,8 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 				if err := metrics.Register(envoy.RefusalCollector(fmt.Sprintf("http://127.0.0.1:%d", f.envoyAdminPort))); err != nil {
 					return nil, fmt.Errorf("envoy refusal metrics: %w", err)
 				}
+				act.SetMaxHeld(files.MaxHeld)
+				promReg = metrics
 			}
 			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
 				Drainer: drainer{act}, StateDir: stateDir,
@@ -174,6 +186,10 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	if err != nil {
 		return err
 	}
+	watch, err := watchEnvoyFiles(logger, proc, files, promReg)
+	if err != nil {
+		return err
+	}
 
 	// runCtx is not derived from ctx: on SIGTERM Envoy's listener drains
 	// first (no new connections, requests in flight finish within the
@@ -182,6 +198,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
+	go watch.Run(runCtx)
 	go func() {
 		select {
 		case <-proc.Done():

@@ -26,9 +26,11 @@ import (
 type EnvoyProcess struct {
 	Pid       int
 	AdminPort int
-	adopted   bool
-	done      chan struct{}
-	logger    *zap.Logger
+	// LogPath is Envoy's log file (--log-path).
+	LogPath string
+	adopted bool
+	done    chan struct{}
+	logger  *zap.Logger
 }
 
 // EnvoyProcessOptions configures StartOrAdoptEnvoy.
@@ -55,8 +57,9 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 	}
 	bootstrapPath := filepath.Join(opts.StateDir, "envoy-bootstrap.yaml")
 	pidPath := filepath.Join(opts.StateDir, "envoy.pid")
+	logPath := filepath.Join(opts.StateDir, "envoy.log")
 	if pid, ok := adoptable(pidPath, bootstrapPath, opts.Bootstrap, opts.AdminPort); ok {
-		e := &EnvoyProcess{Pid: pid, AdminPort: opts.AdminPort, adopted: true, done: make(chan struct{}), logger: opts.Logger}
+		e := &EnvoyProcess{Pid: pid, AdminPort: opts.AdminPort, LogPath: logPath, adopted: true, done: make(chan struct{}), logger: opts.Logger}
 		go e.watchAdopted()
 		opts.Logger.Info("adopted running envoy", zap.Int("pid", pid), zap.Int("adminPort", opts.AdminPort))
 		return e, nil
@@ -64,7 +67,6 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 	if err := os.WriteFile(bootstrapPath, opts.Bootstrap, 0o600); err != nil {
 		return nil, fmt.Errorf("write envoy bootstrap: %w", err)
 	}
-	logPath := filepath.Join(opts.StateDir, "envoy.log")
 	// --drain-strategy immediate: once DrainListeners starts the drain
 	// sequence every connection is closed after its current request
 	// (gradual would spread that over the 600 s drain time).
@@ -87,7 +89,7 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("write envoy pid file: %w", err)
 	}
-	e := &EnvoyProcess{Pid: cmd.Process.Pid, AdminPort: opts.AdminPort, done: make(chan struct{}), logger: opts.Logger}
+	e := &EnvoyProcess{Pid: cmd.Process.Pid, AdminPort: opts.AdminPort, LogPath: logPath, done: make(chan struct{}), logger: opts.Logger}
 	go forwardEnvoyLog(opts.Logger, stderr)
 	go func() {
 		err := cmd.Wait()
