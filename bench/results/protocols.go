@@ -55,5 +55,5 @@ type GRPCWarm struct {
 	Concurrency      int  `json:"concurrency,omitempty"`
 	ThroughputRounds int  `json:"throughputRounds,omitempty"`
 	Static           Side `json:"static"`
-	Serve       Side `json:"serve"`
+	Serve            Side `json:"serve"`
 }
