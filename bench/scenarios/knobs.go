@@ -10,17 +10,17 @@ import (
 // runKnobs (bench only, -only knobs) attributes what thaw's serve mode
 // costs a warm request against a minimal Envoy, part by part, bootstrap
 // included. Every side routes to the same backend (a serve revision's
-// process started by thaw local); three static Envoys and thaw's own serve
-// it:
+// process started by thaw local) through an Envoy process of its own, so
+// each side's Envoy CPU per request can be read from /proc while it runs
+// at the same moment as the baseline (pairedCPU):
 //
-// Envoy "knobs" (a bare bootstrap), one listener per side:
-//
-//	static     the baseline of the paths scenario (minimal listener,
-//	           route and cluster)
+//	static     the baseline: the paths scenario's minimal static Envoy
+//	           (listener, route, cluster)
 //	thaw       what thaw's translation sent for a serve-mode revision
 //	           before issue 27 (HCM options, route timeouts, retry policy,
 //	           revision header removal and addition, least-request cluster
-//	           with the internal_upstream transport socket)
+//	           with the internal_upstream transport socket), in a bare
+//	           bootstrap
 //	nohcm      thaw without its HCM options (use_remote_address, host
 //	           normalisation, upgrades, HTTP/1.0, CONNECT)
 //	noretry    thaw without the route's retry policy
@@ -34,23 +34,23 @@ import (
 //	           transport socket)
 //	lean       what thaw's translation sends now (xds/route.go,
 //	           xds/cluster.go)
+//	sstatic    static in a bootstrap with thaw's stats settings
+//	           (envoy/stats-sink.yaml: 1 s flush to a metrics_service sink,
+//	           thaw's own statsink, and the stats matcher)
+//	slean      lean in that bootstrap
+//	bstatic    static in a bootstrap with thaw's stats settings and the
+//	           rest of thaw's bootstrap (internal listener extension,
+//	           runtime layers, deferred stats and cluster creation,
+//	           overload manager)
+//	blean      lean in that bootstrap
+//	serve      thaw's own Envoy (ADS, VHDS, EDS, the activator listener
+//	           beside it: everything)
 //
-// Envoy "sink": the static and lean listeners in a bootstrap with thaw's
-// stats settings (envoy/stats-sink.yaml: 1 s flush to a metrics_service
-// sink, which is thaw's own statsink, and the stats matcher): sides
-// sstatic, slean.
-//
-// Envoy "boot": the same plus the rest of thaw's bootstrap (internal
-// listener extension, runtime layers, deferred stats and cluster creation,
-// overload manager): sides bstatic, blean.
-//
-// thaw's own Envoy: side serve (ADS, VHDS, EDS, the activator listener
-// beside it: everything).
-//
-// Envoy CPU per request (from /proc, closed loop, 16 in flight) is the
-// figure to read; latency ratios are only meaningful on a quiet machine.
-// The figures go to the log and <out dir>/knobs.json; docs/BENCHMARKS.md
-// ("Where a warm request's Envoy CPU goes") records them.
+// Envoy CPU per request, from /proc while the side and the baseline share
+// one constant-rate attack (pairedCPU), is the figure to read; latency
+// ratios are only meaningful on a quiet machine and are not taken here. The figures go to the log and <out dir>/knobs.json;
+// docs/BENCHMARKS.md ("Where a warm request's Envoy CPU goes") records
+// them.
 func runKnobs(e *env, outDir string) error {
 	dir, err := e.tempDir("knobs")
 	if err != nil {
@@ -67,36 +67,34 @@ func runKnobs(e *env, outDir string) error {
 	if err != nil {
 		return err
 	}
-	sink, err := os.ReadFile(filepath.Join(e.root, "envoy", "stats-sink.yaml"))
+	sinkYAML, err := os.ReadFile(filepath.Join(e.root, "envoy", "stats-sink.yaml"))
 	if err != nil {
 		return err
 	}
-	plain := []string{"static", "thaw", "nohcm", "noretry", "retrybare", "nohdr", "norm", "notimeout", "nosock", "nocluster", "lean"}
-	envoys := []struct {
-		name  string
-		sides []string
-		boot  knobBoot
-	}{
-		{"knobs", plain, knobBoot{}},
-		{"sink", []string{"sstatic", "slean"}, knobBoot{top: "node: {id: knobs-sink, cluster: bench}\n" + string(sink), clusters: knobStatsCluster(th.grpcPort)}},
-		{"boot", []string{"bstatic", "blean"}, knobBoot{top: string(sink) + knobBootRest, clusters: knobStatsCluster(th.grpcPort)}},
-	}
+	stats := knobStatsCluster(th.grpcPort)
+	sink := knobBoot{top: "node: {id: knobs-sink, cluster: bench}\n" + string(sinkYAML), clusters: stats}
+	boot := knobBoot{top: string(sinkYAML) + knobBootRest, clusters: stats}
+	names := []string{"static", "thaw", "nohcm", "noretry", "retrybare", "nohdr", "norm", "notimeout", "nosock", "nocluster", "lean",
+		"sstatic", "slean", "bstatic", "blean"}
 	urls, pids := map[string]string{"serve": th.httpURL}, map[string]int{"serve": thawEnvoy}
-	var names []string
-	for _, ev := range envoys {
-		p, err := startEnvoy(e, dir, "knobs envoy "+ev.name, "knobs-"+ev.name, knobsBootstrap(backendPort, ev.sides, ev.boot))
+	for _, s := range names {
+		var kb knobBoot
+		switch s {
+		case "sstatic", "slean":
+			kb = sink
+		case "bstatic", "blean":
+			kb = boot
+		}
+		p, err := startEnvoy(e, dir, "knobs envoy "+s, "knobs-"+s, knobsBootstrap(backendPort, []string{s}, kb))
 		if err != nil {
 			return err
 		}
 		defer e.stopLogged(p.process)
-		for _, s := range ev.sides {
-			urls[s], pids[s] = p.url("knob_"+s), p.cmd.Process.Pid
-		}
-		names = append(names, ev.sides...)
+		urls[s], pids[s] = p.url("knob_"+s), p.cmd.Process.Pid
 	}
-	names = append(names, "serve")
 	at := func(s string) (string, int) { return urls[s], pids[s] }
-	return compareSidesAt(e, "knobs", outDir, at, names, th.cmd.Process.Pid, sideRounds{latency: e.size(3, 1), throughput: e.size(8, 1)})
+	_, err = pairedCPU(e, "knobs", outDir, "static", append(names[1:], "serve"), at, e.size(8, 1), 2000)
+	return err
 }
 
 // knobBoot is what a knobs Envoy's bootstrap adds to the bare one:
