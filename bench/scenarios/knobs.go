@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -76,6 +77,11 @@ func runKnobs(e *env, outDir string) error {
 	boot := knobBoot{top: string(sinkYAML) + knobBootRest, clusters: stats}
 	names := []string{"static", "thaw", "nohcm", "noretry", "retrybare", "nohdr", "norm", "notimeout", "nosock", "nocluster", "lean",
 		"sstatic", "slean", "bstatic", "blean"}
+	sides := append(names[1:], "serve")
+	if e.knobSides != "" {
+		sides = strings.Split(e.knobSides, ",")
+		names = append([]string{"static"}, slices.DeleteFunc(slices.Clone(sides), func(s string) bool { return s == "serve" })...)
+	}
 	urls, pids := map[string]string{"serve": th.httpURL}, map[string]int{"serve": thawEnvoy}
 	for _, s := range names {
 		var kb knobBoot
@@ -93,7 +99,7 @@ func runKnobs(e *env, outDir string) error {
 		urls[s], pids[s] = p.url("knob_"+s), p.cmd.Process.Pid
 	}
 	at := func(s string) (string, int) { return urls[s], pids[s] }
-	_, err = pairedCPU(e, "knobs", outDir, "static", append(names[1:], "serve"), at, e.size(8, 1), 2000)
+	_, err = pairedCPU(e, "knobs", outDir, "static", sides, at, e.size(8, 1), 2000)
 	return err
 }
 

@@ -67,10 +67,13 @@ type env struct {
 	// egBin is envoy-gateway (make tools-envoy-gateway), for scenario eg.
 	egBin        string
 	envoyWorkers int
-	rate         int
-	quick        bool
-	workDir      string
-	keep         bool
+	// knobSides, when set, limits scenario knobs to these sides
+	// (comma-separated; the baseline static always runs).
+	knobSides string
+	rate      int
+	quick     bool
+	workDir   string
+	keep      bool
 	// root is the repository (the working directory).
 	root string
 }
@@ -133,6 +136,7 @@ func main() {
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
 	flag.StringVar(&e.egBin, "envoy-gateway", filepath.Join(root, ".tools", "bin", "envoy-gateway"), "envoy-gateway binary (make tools-envoy-gateway), for scenario eg")
 	flag.IntVar(&e.envoyWorkers, "envoy-concurrency", 2, "worker threads of both Envoys")
+	flag.StringVar(&e.knobSides, "knobs-sides", "", "scenario knobs: only these sides against static (comma-separated, e.g. thaw,lean,serve)")
 	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")
