@@ -118,9 +118,12 @@ func pathRows(p *results.Paths) []row {
 // at most 1.05 (issue 27).
 func warmCPURow(what string, side, base results.Side, means string) row {
 	r, ok := results.EnvoyCPURatio(side, base)
-	return row{What: what,
-		Measured: cpuCell(r, side.CPURequests, fmt.Sprintf("median of %d rounds; %.1f vs %.1f µs pooled", len(side.RoundEnvoyCPUUs),
-			side.EnvoyCPUUsPerRequest, base.EnvoyCPUUsPerRequest)),
+	measured := "not measured"
+	if ok && side.CPURequests > 0 {
+		measured = fmt.Sprintf("%.3f (median of %d rounds; pooled %.1f vs %.1f µs per request; %d requests)", r, len(side.RoundEnvoyCPUUs),
+			side.EnvoyCPUUsPerRequest, base.EnvoyCPUUsPerRequest, side.CPURequests)
+	}
+	return row{What: what, Measured: measured,
 		Target: "≤ 1.05", Result: atMost(ok && side.CPURequests > 0, r, 1.05), Means: means}
 }
 

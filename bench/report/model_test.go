@@ -86,8 +86,12 @@ func TestWarmCPURow(t *testing.T) {
 		{"pooled only, over", cpu(90), cpu(80), fail},
 		{"not measured", results.Side{}, cpu(80, 80), missing},
 	} {
-		if got := warmCPURow("w", tc.side, tc.base, "").Result; got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		r := warmCPURow("w", tc.side, tc.base, "")
+		if r.Result != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, r.Result, tc.want)
+		}
+		if tc.want != missing && !strings.HasPrefix(r.Measured, "1.") {
+			t.Errorf("%s: measured %q, want the ratio first", tc.name, r.Measured)
 		}
 	}
 	slow := &results.Paths{Concurrency: 16, Static: side(1, 2, 1000), Serve: side(1, 2, 900)}
