@@ -184,7 +184,8 @@ func startBackend(t testing.TB, name string) *backend {
 	b := &backend{name: name, port: int32(ln.Addr().(*net.TCPAddr).Port)}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.hits.Add(1)
-		fmt.Fprintf(w, "backend=%s revision=%s", b.name, r.Header.Get("x-thaw-revision"))
+		// Every copy, so a forged copy left beside thaw's shows.
+		fmt.Fprintf(w, "backend=%s revision=%s", b.name, strings.Join(r.Header.Values("x-thaw-revision"), ","))
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -220,7 +221,7 @@ func (s *stubExtProc) Process(stream extprocsvc.ExternalProcessor_ProcessServer)
 			continue
 		}
 		s.mu.Lock()
-		s.revisions = append(s.revisions, headerValue(hs.GetHeaders().GetHeaders(), "x-thaw-revision"))
+		s.revisions = append(s.revisions, headerValues(hs.GetHeaders().GetHeaders(), "x-thaw-revision"))
 		s.mu.Unlock()
 		dest := s.dest.Load()
 		if dest == nil {
@@ -247,6 +248,17 @@ func (s *stubExtProc) seen() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.revisions...)
+}
+
+// headerValues returns every value of key in hs, joined by commas.
+func headerValues(hs []*corev3.HeaderValue, key string) string {
+	var vs []string
+	for _, h := range hs {
+		if strings.EqualFold(h.GetKey(), key) {
+			vs = append(vs, headerValue([]*corev3.HeaderValue{h}, key))
+		}
+	}
+	return strings.Join(vs, ",")
 }
 
 func headerValue(hs []*corev3.HeaderValue, key string) string {
@@ -287,7 +299,9 @@ func (env *xdsEnv) get(t testing.TB, host string, headers map[string]string) (in
 	}
 	req.Host = host
 	for k, v := range headers {
-		req.Header.Set(k, v)
+		for _, one := range strings.Split(v, "\n") { // one header per line
+			req.Header.Add(k, one)
+		}
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -319,11 +333,12 @@ func (env *xdsEnv) waitServed(t testing.TB, host, want string) {
 }
 
 // steering are client headers that must never choose the upstream: a forged
-// revision, and every address header Envoy or its clusters might honour.
+// revision (two copies: thaw's overwrite must replace both), and every
+// address header Envoy or its clusters might honour.
 func steering(target *backend) map[string]string {
 	addr := fmt.Sprintf("127.0.0.1:%d", target.port)
 	return map[string]string{
-		"x-thaw-revision":                "evil/other",
+		"x-thaw-revision":                "evil/other\nevil/another",
 		"x-envoy-original-dst-host":      addr,
 		"x-envoy-upstream-host":          addr,
 		"x-envoy-internal":               "true",

@@ -95,8 +95,8 @@ func Cluster(in *clusterv3.Cluster, rev Revision, o Options) (*clusterv3.Cluster
 
 // Route is PostRouteModify as a pure function. For a route forwarding to a
 // cluster (EG's direct responses and redirects come back unchanged) it:
-//   - removes any client-sent x-thaw-revision and sets it to
-//     "<namespace>/<name>" (the activator reads it, as behind thaw_http);
+//   - sets x-thaw-revision to "<namespace>/<name>", overwriting every
+//     client-sent copy (the activator reads it, as behind thaw_http);
 //   - sets thaw's revision retry policy when EG set none, else adds thaw's
 //     retry conditions, retriable headers and host predicate to EG's;
 //   - sets the route timeout to the request timeout plus the Revision's
@@ -115,9 +115,6 @@ func Route(in *routev3.Route, rev Revision) (*routev3.Route, error) {
 	ra := r.GetRoute()
 	if ra == nil {
 		return r, nil
-	}
-	if !slices.Contains(r.RequestHeadersToRemove, xds.RevisionHeader) {
-		r.RequestHeadersToRemove = append(r.RequestHeadersToRemove, xds.RevisionHeader)
 	}
 	r.RequestHeadersToAdd = slices.DeleteFunc(r.RequestHeadersToAdd, func(h *corev3.HeaderValueOption) bool {
 		return strings.EqualFold(h.GetHeader().GetKey(), xds.RevisionHeader)

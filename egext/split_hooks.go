@@ -85,9 +85,8 @@ func SplitRoute(in *routev3.Route, s Split, o Options) (*routev3.Route, error) {
 			continue
 		}
 		weighted = append(weighted, &routev3.WeightedCluster_ClusterWeight{
-			Name:                   name,
-			Weight:                 wrapperspb.UInt32(m.Percent),
-			RequestHeadersToRemove: []string{xds.RevisionHeader},
+			Name:   name,
+			Weight: wrapperspb.UInt32(m.Percent),
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
 				Header:       &corev3.HeaderValue{Key: xds.RevisionHeader, Value: m.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,

@@ -161,9 +161,8 @@ func tagRoute(r *routev3.Route, tag, cluster, rev string) *routev3.Route {
 		t.Metadata = nil
 	}
 	t.GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: cluster}
-	if !slices.Contains(t.RequestHeadersToRemove, xds.RevisionHeader) {
-		t.RequestHeadersToRemove = append(t.RequestHeadersToRemove, xds.RevisionHeader)
-	}
+	// The overwrite replaces every client copy (no removal needed, see
+	// xds.RevisionVirtualHost).
 	t.RequestHeadersToAdd = append(t.RequestHeadersToAdd, &corev3.HeaderValueOption{
 		Header:       &corev3.HeaderValue{Key: xds.RevisionHeader, Value: rev},
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,

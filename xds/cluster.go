@@ -5,8 +5,6 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	internalupstreamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
-	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -60,30 +58,6 @@ func activatorDstBreakers(cfg *Config) *clusterv3.CircuitBreakers {
 	return cb
 }
 
-// InternalUpstreamTransportSocket returns the internal_upstream transport
-// socket (raw_buffer inside) shared by every revision cluster, so one
-// cluster definition reaches both IP endpoints (serve mode) and the
-// thaw_activator internal listener (proxy mode).
-func InternalUpstreamTransportSocket() (*corev3.TransportSocket, error) {
-	raw, err := toAny(&rawbufferv3.RawBuffer{})
-	if err != nil {
-		return nil, err
-	}
-	iu, err := toAny(&internalupstreamv3.InternalUpstreamTransport{
-		TransportSocket: &corev3.TransportSocket{
-			Name:       "envoy.transport_sockets.raw_buffer",
-			ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: raw},
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return validated(&corev3.TransportSocket{
-		Name:       "envoy.transport_sockets.internal_upstream",
-		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: iu},
-	})
-}
-
 // RevisionClusterParams are the inputs of RevisionCluster.
 type RevisionClusterParams struct {
 	// Name is the cluster name (ClusterName of the revision).
@@ -93,10 +67,7 @@ type RevisionClusterParams struct {
 	// same protocol): "" or ProtocolHTTP1 for HTTP/1.1, ProtocolH2C for
 	// cleartext HTTP/2.
 	Protocol revision.Protocol
-	// TransportSocket is InternalUpstreamTransportSocket's result; shared,
-	// never modified.
-	TransportSocket *corev3.TransportSocket
-	Config          *Config
+	Config   *Config
 	// parts, when set, supplies shared sub-messages (translator).
 	parts *parts
 }
@@ -120,7 +91,12 @@ func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
 		// concurrency-based autoscaling measures.
 		LbPolicy:        clusterv3.Cluster_LEAST_REQUEST,
 		CircuitBreakers: pt.breakers,
-		TransportSocket: p.TransportSocket,
+		// No transport socket: Envoy's default (plain TCP) reaches both IP
+		// endpoints and the thaw_activator internal listener. The
+		// internal_upstream socket is only needed to pass metadata or
+		// filter state into an internal listener, which thaw does not
+		// do, and it cost every warm request (issue 27,
+		// docs/BENCHMARKS.md "Where a warm request's Envoy CPU goes").
 		// No outlier detection: its timer fires every interval on every
 		// cluster, idle or not (failover.go says how thaw fails over
 		// without it).

@@ -62,19 +62,15 @@ type ExternalRevisionClusterParams struct {
 }
 
 // ExternalRevisionCluster returns a revision's cluster for an external
-// Envoy: RevisionCluster (internal_upstream transport, least request,
+// Envoy: RevisionCluster (least request,
 // circuit breakers, h2c options) with Envoy Gateway's name, the revision's assignment as EDS
 // service name over EDSConfig, and alt_stat_name rev_<ns>_<name>.
 func ExternalRevisionCluster(p ExternalRevisionClusterParams) (*clusterv3.Cluster, error) {
 	if p.Name == "" || p.EDSConfig == nil || p.Config == nil {
 		return nil, fmt.Errorf("%w: external revision cluster needs Name, EDSConfig and Config", ErrInvalidConfig)
 	}
-	ts, err := InternalUpstreamTransportSocket()
-	if err != nil {
-		return nil, err
-	}
 	name := revision.ClusterName(p.Key)
-	c, err := RevisionCluster(RevisionClusterParams{Name: p.Name, Protocol: p.Protocol, TransportSocket: ts, Config: p.Config})
+	c, err := RevisionCluster(RevisionClusterParams{Name: p.Name, Protocol: p.Protocol, Config: p.Config})
 	if err != nil {
 		return nil, err
 	}

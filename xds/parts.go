@@ -20,7 +20,6 @@ type parts struct {
 	noTimeout      *durationpb.Duration
 	defaultTimeout *durationpb.Duration
 	retryPolicy    *routev3.RetryPolicy
-	removeHeaders  []string
 	edsType        *clusterv3.Cluster_Type
 	edsConfig      *clusterv3.Cluster_EdsClusterConfig
 	connectTimeout *durationpb.Duration
@@ -40,7 +39,6 @@ func newParts(cfg *Config) *parts {
 		noTimeout:      durationpb.New(0),
 		defaultTimeout: durationpb.New(RouteTimeouts{}.routeTimeout()),
 		retryPolicy:    mustRetryPolicy(),
-		removeHeaders:  []string{RevisionHeader},
 		edsType:        &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		edsConfig:      &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),

@@ -32,8 +32,8 @@ type SplitVirtualHostParams struct {
 // with a percent above 0 (its weight; a 0% member gets no traffic and is
 // left out), each reaching that revision's own cluster, so the revision
 // keeps its serve or proxy mode and scales on its own share. The
-// x-thaw-revision header is set per weighted cluster (any client-sent copy
-// removed first), so the activator knows which revision a held request is
+// x-thaw-revision header is set per weighted cluster (overwriting every
+// client-sent copy, see RevisionVirtualHost), so the activator knows which revision a held request is
 // for. The route carries the always-safe retry policy (retries stay on the
 // chosen cluster) and Timeouts.
 func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
@@ -48,9 +48,8 @@ func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
 			continue
 		}
 		clusters = append(clusters, &routev3.WeightedCluster_ClusterWeight{
-			Name:                   revision.ClusterName(m.Key),
-			Weight:                 wrapperspb.UInt32(uint32(*m.Percent)),
-			RequestHeadersToRemove: pt.removeHeaders,
+			Name:   revision.ClusterName(m.Key),
+			Weight: wrapperspb.UInt32(uint32(*m.Percent)),
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
 				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: m.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -140,7 +139,6 @@ func Translate(snap *revision.Snapshot, cfg Config) (*Resources, error) {
 // server's diff then skips them without proto.Equal).
 type translator struct {
 	cfg    *Config
-	ts     *corev3.TransportSocket
 	parts  *parts
 	shared sharedResources
 	memo   map[revision.Key]*memoEntry
@@ -182,11 +180,8 @@ type memoEntry struct {
 }
 
 func newTranslator(cfg *Config) (*translator, error) {
-	ts, err := InternalUpstreamTransportSocket()
-	if err != nil {
-		return nil, err
-	}
-	t := &translator{cfg: cfg, ts: ts, parts: newParts(cfg), memo: map[revision.Key]*memoEntry{}}
+	var err error
+	t := &translator{cfg: cfg, parts: newParts(cfg), memo: map[revision.Key]*memoEntry{}}
 	if t.shared.httpListener, err = HTTPListener(cfg); err != nil {
 		return nil, err
 	}
@@ -452,7 +447,7 @@ func (t *translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		// depends only on the name, protocol and Config
 		res.cluster, res.clusterEnc = m.res.cluster, m.res.clusterEnc
 	} else {
-		c, err := RevisionCluster(RevisionClusterParams{Name: name, Protocol: rev.Spec.Protocol, TransportSocket: t.ts, Config: t.cfg, parts: t.parts})
+		c, err := RevisionCluster(RevisionClusterParams{Name: name, Protocol: rev.Spec.Protocol, Config: t.cfg, parts: t.parts})
 		if err != nil {
 			return nil, err
 		}

@@ -31,6 +31,9 @@ func TestEGRows(t *testing.T) {
 			if tc.g == nil {
 				return
 			}
+			if rows[2].Result != pass || rows[3].Result != missing {
+				t.Errorf("throughput, CPU rows = %q, %q; want %q (equal), %q (no CPU figures)", rows[2].Result, rows[3].Result, pass, missing)
+			}
 			if got := rows[len(rows)-1].Result; got != tc.coldWant {
 				t.Errorf("cold row = %q, want %q (%s)", got, tc.coldWant, rows[len(rows)-1].Measured)
 			}

@@ -85,8 +85,10 @@ func pathRows(p *results.Paths) []row {
 			Means: "the same for the slowest 1% of warm requests (the most noise-sensitive figure on a shared machine)"},
 		{What: fmt.Sprintf("warm path throughput, serve mode / static Envoy (%d in flight)", p.Concurrency),
 			Measured: fmt.Sprintf("%.3f (%s; mean %.0f vs %.0f req/s)", tr, tRounds, sv.ThroughputRPS, st.ThroughputRPS),
-			Target:   "no hop added", Result: map[bool]string{true: info, false: missing}[okT],
+			Target:   "≥ 0.95", Result: atLeast(okT, tr, 0.95),
 			Means: "requests/s one Envoy passes to a warm backend with thaw's configuration vs a minimal one"},
+		warmCPURow(fmt.Sprintf("warm path Envoy CPU per request, serve mode / static Envoy (%d in flight)", p.Concurrency), sv, st,
+			"CPU thaw's Envoy spends per warm request against a minimal static Envoy (user + system time from /proc over the closed-loop rounds; the figure that holds on a loaded machine)"),
 		{What: fmt.Sprintf("activator path: added p50 latency, proxy mode − serve mode (%d rps)", p.RateRPS),
 			Measured: fmt.Sprintf("%+.3f ms (%s; all requests: %.3f vs %.3f ms)", add50, rounds, px.Latency.P50Ms, sp.Latency.P50Ms),
 			Target:   "≤ +0.3 ms", Result: atMost(okA50, add50, 0.3),
@@ -109,6 +111,20 @@ func pathRows(p *results.Paths) []row {
 			Target: "reported", Result: map[bool]string{true: info, false: missing}[px.CPURequests > 0 && sp.EnvoyCPUUsPerRequest > 0],
 			Means: "what the activator path costs Envoy itself per request compared with routing straight to the backend"},
 	}
+}
+
+// warmCPURow judges a warm path's Envoy CPU per request against its
+// baseline's: the median over closed-loop rounds of the per-round ratio,
+// at most 1.05 (issue 27).
+func warmCPURow(what string, side, base results.Side, means string) row {
+	r, ok := results.EnvoyCPURatio(side, base)
+	measured := "not measured"
+	if ok && side.CPURequests > 0 {
+		measured = fmt.Sprintf("%.3f (median of %d rounds; pooled %.1f vs %.1f µs per request; %d requests)", r, len(side.RoundEnvoyCPUUs),
+			side.EnvoyCPUUsPerRequest, base.EnvoyCPUUsPerRequest, side.CPURequests)
+	}
+	return row{What: what, Measured: measured,
+		Target: "≤ 1.05", Result: atMost(ok && side.CPURequests > 0, r, 1.05), Means: means}
 }
 
 // cpuCell renders a CPU-per-request figure with what it is compared with.

@@ -41,7 +41,7 @@ func TestPathRows(t *testing.T) {
 	rows := pathRows(&results.Paths{RateRPS: 1000, Concurrency: 16,
 		Static: side(1.0, 2.0, 1000), Serve: side(1.005, 2.5, 990),
 		ServeWithProxy: side(0.9, 2.5, 990), Proxy: side(1.1, 4.0, 600)})
-	want := []string{pass, fail, info, pass, fail, fail, missing, missing} // p50 ok, p99 1.25, -, +0.2 ok, +1.5, 61%, no CPU figures
+	want := []string{pass, fail, pass, missing, pass, fail, fail, missing, missing} // p50 ok, p99 1.25, 0.99, no CPU, +0.2 ok, +1.5, 61%, no CPU figures
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(rows), len(want))
 	}
@@ -54,8 +54,8 @@ func TestPathRows(t *testing.T) {
 		ServeWithProxy: side(1, 2, 1000), Proxy: side(1, 2, 1000)}
 	withCPU.ServeWithProxy.EnvoyCPUUsPerRequest, withCPU.ServeWithProxy.CPURequests = 20, 1000
 	withCPU.Proxy.ThawCPUUsPerRequest, withCPU.Proxy.EnvoyCPUUsPerRequest, withCPU.Proxy.CPURequests = 40, 45, 1000
-	if r := pathRows(withCPU); r[6].Result != fail || r[7].Result != info {
-		t.Errorf("CPU rows: %s (%s), %s (%s); want %s (40 µs > 15 µs), %s", r[6].Result, r[6].Measured, r[7].Result, r[7].Measured, fail, info)
+	if r := pathRows(withCPU); r[7].Result != fail || r[8].Result != info {
+		t.Errorf("CPU rows: %s (%s), %s (%s); want %s (40 µs > 15 µs), %s", r[7].Result, r[7].Measured, r[8].Result, r[8].Measured, fail, info)
 	}
 	if r := pathRows(nil); len(r) != 1 || r[0].Result != missing {
 		t.Errorf("nil paths: %+v", r)
@@ -65,6 +65,38 @@ func TestPathRows(t *testing.T) {
 		if r.Result != missing {
 			t.Errorf("no rounds: %s: %s, want %s", r.What, r.Result, missing)
 		}
+	}
+}
+
+// TestWarmCPURow: the warm path's Envoy CPU per request is judged by the
+// median of per-round ratios (≤ 1.05), falling back to the pooled figures
+// when a run has no rounds; the throughput row wants ≥ 0.95.
+func TestWarmCPURow(t *testing.T) {
+	cpu := func(pooled float64, rounds ...float64) results.Side {
+		return results.Side{EnvoyCPUUsPerRequest: pooled, CPURequests: 1000, RoundEnvoyCPUUs: rounds}
+	}
+	for _, tc := range []struct {
+		name       string
+		side, base results.Side
+		want       string
+	}{
+		{"within 5%", cpu(80, 82, 84, 200), cpu(80, 80, 80, 80), pass}, // the outlier round is outvoted
+		{"10% more", cpu(88, 88, 88, 88), cpu(80, 80, 80, 80), fail},
+		{"pooled only", cpu(83), cpu(80), pass},
+		{"pooled only, over", cpu(90), cpu(80), fail},
+		{"not measured", results.Side{}, cpu(80, 80), missing},
+	} {
+		r := warmCPURow("w", tc.side, tc.base, "")
+		if r.Result != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, r.Result, tc.want)
+		}
+		if tc.want != missing && !strings.HasPrefix(r.Measured, "1.") {
+			t.Errorf("%s: measured %q, want the ratio first", tc.name, r.Measured)
+		}
+	}
+	slow := &results.Paths{Concurrency: 16, Static: side(1, 2, 1000), Serve: side(1, 2, 900)}
+	if r := pathRows(slow); r[2].Result != fail {
+		t.Errorf("throughput 0.90: %s (%s), want %s", r[2].Result, r[2].Measured, fail)
 	}
 }
 

@@ -108,7 +108,21 @@ func protocolRows(p *results.Protocols) []row {
 			Measured: fmt.Sprintf("%.3f (%s; all calls: %.3f vs %.3f ms%s)", p99r, rounds, w.Serve.Latency.P99Ms, w.Static.Latency.P99Ms, errNote),
 			Target:   "≤ 1.01", Result: failOn(!noErr, atMost(ok99, p99r, 1.01)),
 			Means: "the same for the slowest 1% of warm gRPC calls"},
+		grpcThroughputRow(w),
+		warmCPURow(fmt.Sprintf("gRPC warm path Envoy CPU per call, serve mode / static Envoy (%d in flight)", w.Concurrency), w.Serve, w.Static,
+			"CPU thaw's Envoy spends per warm gRPC call against a minimal static Envoy (user + system time from /proc)"),
 	)
+}
+
+// grpcThroughputRow judges the gRPC warm path's closed-loop calls/s, serve
+// mode / static Envoy (median of per-round ratios, ≥ 0.95).
+func grpcThroughputRow(w *results.GRPCWarm) row {
+	tr, ok := results.MedianRatio(w.Serve.RoundThroughput, w.Static.RoundThroughput)
+	return row{What: fmt.Sprintf("gRPC warm path throughput, serve mode / static Envoy (%d in flight)", w.Concurrency),
+		Measured: fmt.Sprintf("%.3f (median of %d rounds; %.0f vs %.0f calls/s, %d + %d failed)", tr, len(w.Serve.RoundThroughput),
+			w.Serve.ThroughputRPS, w.Static.ThroughputRPS, w.Serve.ThroughputErrors, w.Static.ThroughputErrors),
+		Target: "≥ 0.95", Result: failOn(w.Serve.ThroughputErrors > 0, atLeast(ok, tr, 0.95)),
+		Means: "unary calls/s one Envoy passes to a warm h2c backend with thaw's configuration vs a minimal one"}
 }
 
 // failOn returns fail when bad is true and the verdict was a measured one,

@@ -14,10 +14,12 @@ func TestProtocolRows(t *testing.T) {
 			{Kind: "websocket", Cold: results.Cold{N: 30, OverheadP99Ms: 25}},
 			{Kind: "http", Reference: true, Cold: results.Cold{N: 30, OverheadP99Ms: 50}},
 		},
-		GRPCWarm: &results.GRPCWarm{RateRPS: 1000, Static: side(1.0, 2.0, 0), Serve: side(1.005, 2.5, 0)},
+		GRPCWarm: &results.GRPCWarm{RateRPS: 1000, Concurrency: 16, Static: side(1.0, 2.0, 1000), Serve: side(1.005, 2.5, 900)},
 	}
+	p.GRPCWarm.Static.RoundEnvoyCPUUs, p.GRPCWarm.Static.CPURequests = []float64{50, 50, 50}, 3000
+	p.GRPCWarm.Serve.RoundEnvoyCPUUs, p.GRPCWarm.Serve.CPURequests = []float64{51, 52, 60}, 3000
 	rows := protocolRows(p)
-	want := []string{pass, fail, pass, fail} // gRPC 15 ms, WebSocket 25 ms, p50 1.005, p99 1.25
+	want := []string{pass, fail, pass, fail, fail, pass} // gRPC 15 ms, WebSocket 25 ms, p50 1.005, p99 1.25, 0.90 calls/s, CPU 1.04
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d (the reference row is not judged): %+v", len(rows), len(want), rows)
 	}
@@ -30,7 +32,15 @@ func TestProtocolRows(t *testing.T) {
 	// A failed call fails the warm-path rows; a failed cold start its row.
 	p.GRPCWarm.Serve.Latency.Errors = 1
 	p.Cold[0].Errors = 1
+	p.GRPCWarm.Serve.RoundThroughput = p.GRPCWarm.Static.RoundThroughput
+	if r := protocolRows(p)[4]; r.Result != pass {
+		t.Errorf("equal calls/s: %s (%s), want %s", r.Result, r.Measured, pass)
+	}
+	p.GRPCWarm.Serve.ThroughputErrors = 2
 	rows = protocolRows(p)
+	if rows[4].Result != fail {
+		t.Errorf("closed-loop call errors: %s, want %s", rows[4].Result, fail)
+	}
 	for _, i := range []int{0, 2} {
 		if rows[i].Result != fail {
 			t.Errorf("with errors, row %d (%s): %s, want %s", i, rows[i].What, rows[i].Result, fail)

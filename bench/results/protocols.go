@@ -48,7 +48,12 @@ type GRPCWarm struct {
 	// rate (Latency.RateRPS) falls below RateRPS.
 	Workers int `json:"workers"`
 	// Connections is the number of HTTP/2 connections per side.
-	Connections int  `json:"connections"`
-	Static      Side `json:"static"`
-	Serve       Side `json:"serve"`
+	Connections int `json:"connections"`
+	// Concurrency calls stay in flight per side in the closed-loop rounds
+	// (ThroughputRounds of RoundSeconds, the sides back to back), which
+	// measure calls/s and Envoy CPU per call.
+	Concurrency      int  `json:"concurrency,omitempty"`
+	ThroughputRounds int  `json:"throughputRounds,omitempty"`
+	Static           Side `json:"static"`
+	Serve            Side `json:"serve"`
 }

@@ -78,6 +78,22 @@ type Side struct {
 	// Requests is the number of successful closed-loop requests the CPU
 	// figures divide by.
 	CPURequests int64 `json:"cpuRequests,omitempty"`
+	// RoundEnvoyCPUUs is EnvoyCPUUsPerRequest per closed-loop round, in
+	// round order (the sides of one round ran back to back).
+	RoundEnvoyCPUUs []float64 `json:"roundEnvoyCPUUs,omitempty"`
+}
+
+// EnvoyCPURatio returns a's Envoy CPU per request over b's: the median
+// over closed-loop rounds of the per-round ratio, or (for figures without
+// rounds) the ratio of the pooled figures; false when either is missing.
+func EnvoyCPURatio(a, b Side) (float64, bool) {
+	if r, ok := MedianRatio(a.RoundEnvoyCPUUs, b.RoundEnvoyCPUUs); ok {
+		return r, true
+	}
+	if a.EnvoyCPUUsPerRequest > 0 && b.EnvoyCPUUsPerRequest > 0 {
+		return a.EnvoyCPUUsPerRequest / b.EnvoyCPUUsPerRequest, true
+	}
+	return 0, false
 }
 
 // Paths is the warm-path and activator-path comparison, in Rounds rounds.

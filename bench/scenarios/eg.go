@@ -127,7 +127,11 @@ func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
 			sd := &sides[(i+r)%len(sides)]
 			m := startCPU(envoyPid)
 			rps, errs := closedLoop(sd.t, out.Concurrency, tdur)
-			sd.cpu += m.stop()[0]
+			used := m.stop()[0]
+			sd.cpu += used
+			if rps > 0 {
+				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/(rps*tdur.Seconds()))
+			}
 			sd.n += rps * tdur.Seconds()
 			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
 			sd.s.ThroughputErrors += errs

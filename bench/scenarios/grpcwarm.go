@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -95,6 +96,9 @@ func runGRPCWarm(e *env, dir string, th *thaw, serveRev h2cRev) (*results.GRPCWa
 			return w, fmt.Errorf("side %s sent no calls", sd.Name)
 		}
 	}
+	if err := grpcClosedLoop(e, w, th, se, static, serve); err != nil {
+		return w, err
+	}
 	// The serve side must really have been serve mode throughout.
 	if err := th.waitStatus(e.ctx, 5*time.Second, "grpc-serve still in serve mode", func(r revStatus) bool {
 		return r.Mode == "serve" && r.Ready == 1
@@ -128,6 +132,76 @@ func (s *grpcSide) backendPort(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("%s: x-workload-port: %w", s.name, err)
 	}
 	return p, nil
+}
+
+// grpcClosedLoop measures each side's calls/s with w.Concurrency calls
+// always in flight and the CPU its Envoy spends per call (from /proc), in
+// w.ThroughputRounds rounds of w.RoundSeconds, the sides back to back,
+// order alternating.
+func grpcClosedLoop(e *env, w *results.GRPCWarm, th *thaw, se *staticEnvoy, static, serve *grpcSide) error {
+	thawEnvoy, err := childNamed(th.cmd.Process.Pid, "envoy")
+	if err != nil {
+		return err
+	}
+	w.Concurrency, w.ThroughputRounds = 16, e.size(6, 1)
+	sides := []struct {
+		g    *grpcSide
+		s    *results.Side
+		pid  int
+		cpu  time.Duration
+		n    float64
+		errs int
+	}{{g: static, s: &w.Static, pid: se.cmd.Process.Pid}, {g: serve, s: &w.Serve, pid: thawEnvoy}}
+	round := time.Duration(w.RoundSeconds * float64(time.Second))
+	for r := range w.ThroughputRounds {
+		for i := range sides {
+			sd := &sides[(i+r)%len(sides)]
+			m := startCPU(sd.pid)
+			ok, errs := closedLoopCalls(e.ctx, sd.g, w.Concurrency, round)
+			used := m.stop()[0]
+			rps := float64(ok) / round.Seconds()
+			sd.cpu += used
+			sd.n += float64(ok)
+			sd.s.ThroughputErrors += errs
+			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
+			if ok > 0 {
+				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/float64(ok))
+			}
+			e.logf("protocols: gRPC closed loop round %d %-6s %.0f calls/s (%d errors), CPU envoy %v", r+1, sd.g.name, rps, errs, used)
+		}
+	}
+	for _, sd := range sides {
+		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
+		if sd.n > 0 {
+			sd.s.EnvoyCPUUsPerRequest, sd.s.CPURequests = float64(sd.cpu.Microseconds())/sd.n, int64(sd.n)
+		}
+	}
+	return e.ctx.Err()
+}
+
+// closedLoopCalls keeps n unary calls to s in flight for d and returns the
+// successful and failed calls.
+func closedLoopCalls(ctx context.Context, s *grpcSide, n int, d time.Duration) (ok, failed int) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var okN, failN atomic.Int64
+	var wg sync.WaitGroup
+	req := &testpb.SimpleRequest{}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := s.client.UnaryCall(ctx, req); err == nil {
+					okN.Add(1)
+				} else if ctx.Err() == nil {
+					failN.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(okN.Load()), int(failN.Load())
 }
 
 // addCall records one call's outcome.

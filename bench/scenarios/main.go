@@ -69,7 +69,10 @@ type env struct {
 	// egBin is envoy-gateway (make tools-envoy-gateway), for scenario eg.
 	egBin        string
 	envoyWorkers int
-	rate         int
+	// knobSides, when set, limits scenario knobs to these sides
+	// (comma-separated; the baseline static always runs).
+	knobSides string
+	rate      int
 	// burstRuns is how many times burst10k repeats at each container
 	// concurrency.
 	burstRuns int
@@ -138,6 +141,7 @@ func main() {
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
 	flag.StringVar(&e.egBin, "envoy-gateway", filepath.Join(root, ".tools", "bin", "envoy-gateway"), "envoy-gateway binary (make tools-envoy-gateway), for scenario eg")
 	flag.IntVar(&e.envoyWorkers, "envoy-concurrency", 2, "worker threads of both Envoys")
+	flag.StringVar(&e.knobSides, "knobs-sides", "", "scenario knobs: only these sides against static (comma-separated, e.g. thaw,lean,serve)")
 	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
 	flag.IntVar(&e.burstRuns, "burst-runs", burstLargeRuns, "burst10k: runs at each container concurrency (0 and 50)")
 	flag.DurationVar(&burstLargeStartup, "burst-startup", burstLargeStartup, "burst10k: how long the backends take to start")

@@ -145,6 +145,9 @@ func runPaths(e *env) (*results.Paths, error) {
 			sd.n += rps * tdur.Seconds()
 			e.logf("paths: throughput round %d %-6s %.0f req/s (%d errors), CPU thaw %v envoy %v", r+1, sd.t.name, rps, errs, used[0], used[1])
 			for _, o := range sd.out {
+				if rps > 0 {
+					o.RoundEnvoyCPUUs = append(o.RoundEnvoyCPUUs, float64(used[1].Microseconds())/(rps*tdur.Seconds()))
+				}
 				o.ThroughputRPS += rps / float64(p.ThroughputRounds)
 				o.ThroughputErrors += errs
 				o.RoundThroughput = append(o.RoundThroughput, rps)
