@@ -26,9 +26,14 @@ import (
 type EnvoyProcess struct {
 	Pid       int
 	AdminPort int
-	adopted   bool
-	done      chan struct{}
-	logger    *zap.Logger
+	// LogPath is Envoy's log file (in the state dir).
+	LogPath string
+	adopted bool
+	done    chan struct{}
+	// exitErr is cmd.Wait's error, set before done is closed (nil for an
+	// adopted Envoy).
+	exitErr error
+	logger  *zap.Logger
 }
 
 // EnvoyProcessOptions configures StartOrAdoptEnvoy.
@@ -44,6 +49,10 @@ type EnvoyProcessOptions struct {
 	AdminPort int
 	// Concurrency is Envoy's worker thread count (0 = Envoy's default).
 	Concurrency int
+	// FreePorts are checked with CheckPortsFree before a new Envoy starts
+	// (not when one is adopted: it holds them): its listener and admin
+	// ports, so a taken one is named with its flag at once.
+	FreePorts []ListenPort
 }
 
 // StartOrAdoptEnvoy adopts the Envoy recorded in StateDir when it is still
@@ -55,16 +64,19 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 	}
 	bootstrapPath := filepath.Join(opts.StateDir, "envoy-bootstrap.yaml")
 	pidPath := filepath.Join(opts.StateDir, "envoy.pid")
+	logPath := filepath.Join(opts.StateDir, "envoy.log")
 	if pid, ok := adoptable(pidPath, bootstrapPath, opts.Bootstrap, opts.AdminPort); ok {
-		e := &EnvoyProcess{Pid: pid, AdminPort: opts.AdminPort, adopted: true, done: make(chan struct{}), logger: opts.Logger}
+		e := &EnvoyProcess{Pid: pid, AdminPort: opts.AdminPort, LogPath: logPath, adopted: true, done: make(chan struct{}), logger: opts.Logger}
 		go e.watchAdopted()
 		opts.Logger.Info("adopted running envoy", zap.Int("pid", pid), zap.Int("adminPort", opts.AdminPort))
 		return e, nil
 	}
+	if err := CheckPortsFree(opts.FreePorts...); err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(bootstrapPath, opts.Bootstrap, 0o600); err != nil {
 		return nil, fmt.Errorf("write envoy bootstrap: %w", err)
 	}
-	logPath := filepath.Join(opts.StateDir, "envoy.log")
 	// --drain-strategy immediate: once DrainListeners starts the drain
 	// sequence every connection is closed after its current request
 	// (gradual would spread that over the 600 s drain time).
@@ -87,11 +99,12 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("write envoy pid file: %w", err)
 	}
-	e := &EnvoyProcess{Pid: cmd.Process.Pid, AdminPort: opts.AdminPort, done: make(chan struct{}), logger: opts.Logger}
+	e := &EnvoyProcess{Pid: cmd.Process.Pid, AdminPort: opts.AdminPort, LogPath: logPath, done: make(chan struct{}), logger: opts.Logger}
 	go forwardEnvoyLog(opts.Logger, stderr)
 	go func() {
 		err := cmd.Wait()
 		opts.Logger.Info("envoy exited", zap.Int("pid", e.Pid), zap.Error(err))
+		e.exitErr = err
 		close(e.done)
 	}()
 	opts.Logger.Info("started envoy", zap.Int("pid", e.Pid), zap.String("log", logPath), zap.String("bootstrap", bootstrapPath))
