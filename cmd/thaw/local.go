@@ -197,8 +197,9 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		}
 		cancel()
 	}()
-	startErr := make(chan error, 1)
+	startErr, watchDone := make(chan error, 1), make(chan struct{})
 	go func() {
+		defer close(watchDone)
 		err := watchStart(runCtx, a.XDS(), proc, f)
 		switch {
 		case err == nil:
@@ -213,6 +214,8 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		}
 	}()
 	runErr := <-done
+	cancel()
+	<-watchDone // its error, if any, is in startErr now
 	proc.Stop(10 * time.Second)
 	select {
 	case err := <-startErr:
