@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,4 +50,36 @@ func TestWakeFailureFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWakeFailurePublishedAndReported: a pod in CrashLoopBackOff with no
+// ready pod sets the revision's WakeFailure and one Warning Event; the pod
+// becoming ready clears it.
+func TestWakeFailurePublishedAndReported(t *testing.T) {
+	crashing := pod("crash-1", "crash", "127.8.0.1", false)
+	crashing.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}}}}
+	env := newEnv(t, nil, deployment("crash", 1, hosts("crash")), crashing)
+	snap := env.waitFor(t, "wake failure", func(s *revision.Snapshot) bool {
+		r := s.Get(key("crash"))
+		return r != nil && r.WakeFailure != nil
+	})
+	want := &revision.WakeFailure{Reason: "CrashLoopBackOff", Message: "pod crash-1 container app: back-off 10s"}
+	if diff := cmp.Diff(want, snap.Get(key("crash")).WakeFailure); diff != "" {
+		t.Fatalf("WakeFailure (-want +got):\n%s", diff)
+	}
+	ev := env.event(t)
+	for _, w := range []string{"Warning", ReasonWakeFailed, "CrashLoopBackOff", "back-off 10s"} {
+		if !strings.Contains(ev, w) {
+			t.Errorf("event %q does not contain %q", ev, w)
+		}
+	}
+	if _, err := env.client.CoreV1().Pods(testNS).UpdateStatus(env.ctx, pod("crash-1", "crash", "127.8.0.1", true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.waitFor(t, "wake failure cleared by a ready pod", func(s *revision.Snapshot) bool {
+		r := s.Get(key("crash"))
+		return r != nil && r.WakeFailure == nil && len(r.Backends) == 1
+	})
+	env.noEvent(t)
 }
