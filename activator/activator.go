@@ -240,6 +240,10 @@ func (a *Activator) hold(ctx context.Context, t *throttler, o AcquireOptions) (P
 		return Pod{}, nil, ErrHeldLimit
 	}
 	st := t.state.Load()
+	if err := t.wakeError(a.opts.Clock.Now()); err != nil {
+		a.metrics.observeHold(outcomeOf(err), 0)
+		return Pod{}, nil, err
+	}
 	w, err := t.enqueue()
 	if err != nil {
 		a.metrics.observeHold(outcomeOf(err), 0)
@@ -263,17 +267,28 @@ func (a *Activator) hold(ctx context.Context, t *throttler, o AcquireOptions) (P
 	}
 	timer := a.opts.Clock.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case <-w.ready:
-		err = nil
-	case <-timer.C():
-		err = ErrHoldTimeout
-	case <-ctx.Done():
-		err = fmt.Errorf("activator: request gone while held: %w", ctx.Err())
-	case <-t.gone:
-		err = ErrUnknownRevision
-	case <-a.abort:
-		err = ErrShuttingDown
+	for waiting := true; waiting; {
+		// A wake failure ends the hold at once (wakeError); the channel is
+		// taken before the check so one installed in between is seen.
+		failed := t.failChan()
+		if err = t.wakeError(a.opts.Clock.Now()); err != nil {
+			break
+		}
+		waiting = false
+		select {
+		case <-w.ready:
+			err = nil
+		case <-timer.C():
+			err = ErrHoldTimeout
+		case <-ctx.Done():
+			err = fmt.Errorf("activator: request gone while held: %w", ctx.Err())
+		case <-t.gone:
+			err = ErrUnknownRevision
+		case <-a.abort:
+			err = ErrShuttingDown
+		case <-failed:
+			waiting = true // wakeError decides; cleared meanwhile: wait on
+		}
 	}
 	if p := t.leave(w); p != nil {
 		if ctx.Err() != nil { // the caller is gone: give the slot back
@@ -322,6 +337,8 @@ func outcomeOf(err error) string {
 		return "shutting_down"
 	case errors.Is(err, ErrUnknownRevision):
 		return "unknown_revision"
+	case errors.Is(err, ErrWakeFailed):
+		return "wake_failed"
 	default:
 		return "canceled"
 	}

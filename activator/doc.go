@@ -12,7 +12,10 @@
 // in-flight counts are reported as autoscaler samples every second. Run
 // follows the revision registry's snapshots (spec limits, ready backends,
 // optional active probe of new backends) without disturbing requests in
-// flight. Shutdown stops admission and drains held requests.
+// flight. Shutdown stops admission and drains held requests. A revision
+// whose platform reported a failed wake-up (revision.WakeFailure) and that
+// has no backend answers its held and new requests at once with
+// ErrWakeFailed until the platform's next attempt (wakefailure.go).
 //
 // The behaviour follows Knative Serving's activator (throttler, breaker,
 // pod trackers); see docs/activator.md for the differences and the

@@ -38,7 +38,7 @@ func newMetrics(a *Activator, perRevision bool) *metrics {
 		holdDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "activator", Name: "hold_duration_seconds",
 			Help: "How long requests were held waiting for a backend (the cold-start wait), in seconds, " +
-				"by outcome (acquired, hold_timeout, queue_full, held_limit, shutting_down, unknown_revision, canceled). " +
+				"by outcome (acquired, hold_timeout, queue_full, held_limit, shutting_down, unknown_revision, wake_failed, canceled). " +
 				"Requests served at once are not observed; held_limit counts requests refused at once (observed as 0 s) " +
 				"because the activator held its limit of requests (Envoy's open-file budget).",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},

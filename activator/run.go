@@ -188,12 +188,17 @@ func (a *Activator) update(ctx context.Context, rs *revState, rev *revision.Revi
 		rs.retired = setTrue(rs.retired, addr)
 		retired = append(retired, tr)
 	}
-	st := &tstate{limits: limitsOf(&rev.Spec), pods: pods, retired: retired}
+	st := &tstate{limits: limitsOf(&rev.Spec), failure: rev.WakeFailure, pods: pods, retired: retired}
 	old := rs.t.state.Load()
-	if old.limits == st.limits && slices.Equal(old.pods, st.pods) && slices.Equal(old.retired, st.retired) {
+	if old.limits == st.limits && old.failure == st.failure && slices.Equal(old.pods, st.pods) && slices.Equal(old.retired, st.retired) {
 		return
 	}
 	rs.t.setState(st)
+	if st.failure != old.failure && st.failure != nil {
+		rs.log().Info("wake-up failed: held and new requests are answered at once until the next attempt",
+			zap.String("reason", st.failure.Reason), zap.String("message", st.failure.Message),
+			zap.Int("pods", len(pods)), zap.Int64("held", rs.t.waiting.Load()))
+	}
 	if len(old.pods) != len(pods) || old.limits != st.limits {
 		rs.log().Info("throttler updated", zap.Int("pods", len(pods)), zap.Int("retired", len(retired)),
 			zap.Int("containerConcurrency", st.containerConcurrency), zap.Duration("holdTimeout", st.holdTimeout),

@@ -33,7 +33,10 @@ func limitsOf(s *revision.Spec) limits {
 // with one atomic load.
 type tstate struct {
 	limits
-	pods []*podTracker
+	// failure is the revision's wake failure (nil: none); it fails
+	// requests fast only while pods is empty (wakeError).
+	failure *revision.WakeFailure
+	pods    []*podTracker
 	// retired are trackers of backends that left but may still have
 	// requests in flight (WaitIdle watches them).
 	retired []*podTracker
@@ -70,6 +73,10 @@ type throttler struct {
 	// never waited on: a channel each cost ~10 MB at 100,000).
 	changedMu sync.Mutex
 	changed   chan struct{}
+	// failed is closed when a state that fails fast is installed (see
+	// failChan); nil until a held request asks for one. Guarded by
+	// changedMu.
+	failed chan struct{}
 }
 
 type waiter struct {
@@ -198,6 +205,9 @@ func (t *throttler) setState(st *tstate) {
 	t.mu.Lock()
 	t.dispatchLocked()
 	t.mu.Unlock()
+	if st.failure != nil && len(st.pods) == 0 {
+		t.signalFailed()
+	}
 	t.signalChanged()
 }
 

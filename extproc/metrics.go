@@ -17,7 +17,7 @@ func newMetrics() *metrics {
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "thaw", Subsystem: "extproc", Name: "responses_total",
 			Help: "Answers to request headers by outcome: routed (a backend was chosen), queue_full, held_limit (the held-request bound of Envoy's open-file limit), hold_timeout, " +
-				"shutting_down (503), unknown_revision (404), bad_request (400), canceled (Envoy or the client left first).",
+				"shutting_down, wake_failed (503), unknown_revision (404), bad_request (400), canceled (Envoy or the client left first).",
 		}, []string{"outcome"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "thaw", Subsystem: "extproc", Name: "streams",
@@ -26,7 +26,7 @@ func newMetrics() *metrics {
 		byOutcome: map[string]prometheus.Counter{},
 	}
 	for _, o := range []string{outcomeRouted, outcomeQueueFull, outcomeHeldLimit, outcomeHoldTimeout, outcomeShuttingDown,
-		outcomeUnknownRevision, outcomeBadRequest, outcomeCanceled} {
+		outcomeUnknownRevision, outcomeBadRequest, outcomeCanceled, outcomeWakeFailed} {
 		m.byOutcome[o] = m.responses.WithLabelValues(o)
 	}
 	return m

@@ -229,6 +229,8 @@ func (s *Server) refuse(stream extprocv3.ExternalProcessor_ProcessServer, key re
 		return s.answer(stream, s.answers.heldLimit, outcomeHeldLimit)
 	case errors.Is(err, activator.ErrShuttingDown):
 		return s.answer(stream, s.answers.shuttingDown, outcomeShuttingDown)
+	case errors.Is(err, activator.ErrWakeFailed):
+		return s.answerWakeFailed(stream, key, err)
 	case errors.Is(err, activator.ErrHoldTimeout), errors.Is(err, context.DeadlineExceeded):
 		s.log.Info("request held too long", zap.String("revision", key.String()), zap.Error(err))
 		return s.answer(stream, s.answers.holdTimeout, outcomeHoldTimeout)

@@ -65,7 +65,9 @@ type entry struct {
 	created uint64
 	// modeGeneration is the generation at which mode last changed.
 	modeGeneration uint64
-	cached         *Revision
+	// wakeFailure is set by SetWakeFailure (nil: none).
+	wakeFailure *WakeFailure
+	cached      *Revision
 }
 
 type published struct {
@@ -353,7 +355,8 @@ func (r *Registry) publishLocked() {
 			case e.spec != nil:
 				if e.cached == nil {
 					e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
-						DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration}
+						DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration,
+						WakeFailure: e.wakeFailure}
 				}
 				rev = e.cached
 			}

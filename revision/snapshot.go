@@ -24,6 +24,9 @@ type Revision struct {
 	// the revision has kept its initial proxy mode). A confirmation of
 	// Mode is current only if it was for a Generation >= ModeGeneration.
 	ModeGeneration uint64
+	// WakeFailure, when set, says waking this revision clearly failed (see
+	// Registry.SetWakeFailure); read-only.
+	WakeFailure *WakeFailure
 }
 
 // ReadyBackends returns the ready backends (a new slice).

@@ -182,7 +182,8 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		return fmt.Errorf("render envoy bootstrap: %w", err)
 	}
 	proc, err := app.StartOrAdoptEnvoy(app.EnvoyProcessOptions{Logger: logger.Named("envoy"), Binary: bin,
-		StateDir: stateDir, Bootstrap: bootstrap, AdminPort: f.envoyAdminPort, Concurrency: f.envoyWorkers})
+		StateDir: stateDir, Bootstrap: bootstrap, AdminPort: f.envoyAdminPort, Concurrency: f.envoyWorkers,
+		FreePorts: envoyPorts(f)})
 	if err != nil {
 		return err
 	}
@@ -213,17 +214,31 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		}
 		cancel()
 	}()
+	startErr, watchDone := make(chan error, 1), make(chan struct{})
 	go func() {
-		wctx, wcancel := context.WithTimeout(runCtx, 60*time.Second)
-		defer wcancel()
-		if err := a.XDS().WaitFirstAck(wctx); err != nil {
+		defer close(watchDone)
+		err := watchStart(runCtx, a.XDS(), proc, f)
+		switch {
+		case err == nil:
+			printWelcome(cmd, f, cfg, a)
+		case errors.Is(err, errNoFirstAck):
 			logger.Error("envoy did not acknowledge the first configuration", zap.Error(err))
-			return
+		case errors.Is(err, context.Canceled): // shutting down
+		default:
+			// A port taken or Envoy gone: nothing will ever be served.
+			startErr <- err
+			cancel()
 		}
-		printWelcome(cmd, f, cfg, a)
 	}()
 	runErr := <-done
+	cancel()
+	<-watchDone // its error, if any, is in startErr now
 	proc.Stop(10 * time.Second)
+	select {
+	case err := <-startErr:
+		return err
+	default:
+	}
 	if runErr != nil {
 		return runErr
 	}

@@ -210,8 +210,12 @@ func New(opts Options) (*App, error) {
 		eg.Register(a.grpc)
 	}
 
-	if a.grpcLn, err = net.Listen("tcp", opts.GRPCAddress); err != nil {
-		return nil, fmt.Errorf("grpc listener %s: %w", opts.GRPCAddress, err)
+	if a.grpcLn, err = listen(ListenPort{Address: opts.GRPCAddress, Flag: "--grpc-address"}); err != nil {
+		return nil, fmt.Errorf("grpc listener: %w", err)
+	}
+	if err := CheckPortsFree(ListenPort{Address: opts.AdminAddress, Flag: "--admin-address"}); err != nil {
+		a.grpcLn.Close()
+		return nil, fmt.Errorf("admin listener: %w", err)
 	}
 	if a.admin, err = NewAdminServer(opts.AdminAddress, a.metrics, a.Status, a.ready.Load, opts.Pprof); err != nil {
 		a.grpcLn.Close()

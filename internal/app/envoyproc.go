@@ -26,10 +26,13 @@ import (
 type EnvoyProcess struct {
 	Pid       int
 	AdminPort int
-	// LogPath is Envoy's log file (--log-path).
+	// LogPath is Envoy's log file (in the state dir).
 	LogPath string
 	adopted bool
 	done    chan struct{}
+	// exitErr is cmd.Wait's error, set before done is closed (nil for an
+	// adopted Envoy).
+	exitErr error
 	logger  *zap.Logger
 }
 
@@ -46,6 +49,10 @@ type EnvoyProcessOptions struct {
 	AdminPort int
 	// Concurrency is Envoy's worker thread count (0 = Envoy's default).
 	Concurrency int
+	// FreePorts are checked with CheckPortsFree before a new Envoy starts
+	// (not when one is adopted: it holds them): its listener and admin
+	// ports, so a taken one is named with its flag at once.
+	FreePorts []ListenPort
 }
 
 // StartOrAdoptEnvoy adopts the Envoy recorded in StateDir when it is still
@@ -63,6 +70,9 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 		go e.watchAdopted()
 		opts.Logger.Info("adopted running envoy", zap.Int("pid", pid), zap.Int("adminPort", opts.AdminPort))
 		return e, nil
+	}
+	if err := CheckPortsFree(opts.FreePorts...); err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(bootstrapPath, opts.Bootstrap, 0o600); err != nil {
 		return nil, fmt.Errorf("write envoy bootstrap: %w", err)
@@ -94,6 +104,7 @@ func StartOrAdoptEnvoy(opts EnvoyProcessOptions) (*EnvoyProcess, error) {
 	go func() {
 		err := cmd.Wait()
 		opts.Logger.Info("envoy exited", zap.Int("pid", e.Pid), zap.Error(err))
+		e.exitErr = err
 		close(e.done)
 	}()
 	opts.Logger.Info("started envoy", zap.Int("pid", e.Pid), zap.String("log", logPath), zap.String("bootstrap", bootstrapPath))

@@ -107,7 +107,7 @@ func (p *Platform) SetLeader(leading bool) {
 	if p.setLeading(leading) && leading && p.synced.Load() {
 		p.mu.Lock()
 		for _, st := range p.revs {
-			st.reportedInvalid, st.reportedConflict = "", ""
+			st.reportedInvalid, st.reportedConflict, st.reportedWake = "", "", ""
 			if st.crd != nil {
 				st.crd.status = "" // the previous leader may have written another
 			}

@@ -57,7 +57,9 @@ type revState struct {
 	// reportedInvalid / reportedConflict: the message last reported in an
 	// Event during this leadership term, to report each problem once.
 	reportedInvalid, reportedConflict string
-	conflict                          bool
+	// reportedWake is the wake failure last reported in an Event.
+	reportedWake string
+	conflict     bool
 	// source: annotations or a Revision; crd holds the Revision's state
 	// (nil for annotated workloads).
 	source revisionSource
@@ -212,6 +214,7 @@ func (p *Platform) publishBackends(key revision.Key, st *revState, spec revision
 	p.mu.Unlock()
 	p.opts.Registry.SetBackends(key, backends)
 	p.opts.Registry.Upsert(key, spec)
+	p.setWakeFailure(key, st, wakeFailureFor(pods, len(backends)))
 	return true
 }
 

@@ -80,6 +80,11 @@ func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 		switch {
 		case ready > 0:
 			set(v1alpha1.ConditionActive, true, v1alpha1.ReasonServing, fmt.Sprintf("%d ready pods", ready))
+		case in.rev.WakeFailure != nil:
+			// The reason is the kubelet's or scheduler's own word
+			// (ImagePullBackOff, CrashLoopBackOff, Unschedulable, ...).
+			set(v1alpha1.ConditionActive, false, in.rev.WakeFailure.Reason,
+				"waking failed: "+in.rev.WakeFailure.String()+"; requests are answered 503 until a pod starts again")
 		case in.rev.DesiredScale > 0 || (in.rev.DesiredScale < 0 && in.replicas > 0):
 			set(v1alpha1.ConditionActive, false, v1alpha1.ReasonWaking,
 				fmt.Sprintf("waiting for a ready pod (%d replicas wanted)", max(in.rev.DesiredScale, in.replicas)))

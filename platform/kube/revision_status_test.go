@@ -56,6 +56,20 @@ func TestRevisionStatus(t *testing.T) {
 			ready: cond{metav1.ConditionTrue, v1alpha1.ReasonRouted}, active: cond{metav1.ConditionFalse, v1alpha1.ReasonWaking},
 		},
 		{
+			name: "wake failed: image pull back-off, no ready pod",
+			in: statusInput{rev: &revision.Revision{Mode: revision.ModeProxy, DesiredScale: 1,
+				WakeFailure: &revision.WakeFailure{Reason: revision.WakeImagePullBackOff, Message: "pod p container app"}}, replicas: 1},
+			mode: "proxy", desired: ptrTo[int32](1),
+			ready: cond{metav1.ConditionTrue, v1alpha1.ReasonRouted}, active: cond{metav1.ConditionFalse, revision.WakeImagePullBackOff},
+		},
+		{
+			name: "wake failure of one pod while another serves",
+			in: statusInput{rev: &revision.Revision{Mode: revision.ModeServe, DesiredScale: 2, Backends: ready[:1],
+				WakeFailure: &revision.WakeFailure{Reason: revision.WakeCrashLoopBackOff}}, replicas: 2},
+			mode: "serve", desired: ptrTo[int32](2), actual: 1,
+			ready: cond{metav1.ConditionTrue, v1alpha1.ReasonRouted}, active: cond{metav1.ConditionTrue, v1alpha1.ReasonServing},
+		},
+		{
 			name:   "invalid configuration",
 			in:     statusInput{invalid: &revision.FieldError{Field: "spec.hosts", Allowed: "at least one host name"}},
 			mode:   "invalid",

@@ -17,8 +17,10 @@ import (
 //   - every object: name, namespace, UID, resourceVersion, creation and
 //     deletion timestamps;
 //   - Pod: labels, ownerReferences, the pod-deletion-cost annotation,
-//     container ports, status.podIP and the Ready condition (status and
-//     transition time only);
+//     container ports, status.podIP, the Ready condition (status and
+//     transition time only), a False PodScheduled condition (reason and
+//     message) and the containers' waiting state (reason and message), which
+//     say that a wake-up failed (wakefailure.go);
 //   - Deployment and StatefulSet carrying thaw.dev/hosts: thaw's and the
 //     autoscaling annotations, spec.replicas, spec.selector and the
 //     container ports of the pod template. Other workloads keep only their
@@ -98,6 +100,20 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 				LastTransitionTime: c.LastTransitionTime,
 			}}
 			break
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{
+				Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+			})
+			break
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Waiting != nil {
+			out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{Name: cs.Name,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: cs.State.Waiting.Reason, Message: cs.State.Waiting.Message}}})
 		}
 	}
 	return out

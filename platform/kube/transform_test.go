@@ -27,7 +27,8 @@ func TestTransformPod(t *testing.T) {
 	in.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	in.Spec.Containers = append(in.Spec.Containers, corev1.Container{Name: "noports", Image: "x"})
 	in.Status.Conditions = append(in.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
-	in.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true}}
+	in.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true},
+		{Name: "side", Image: "x", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "back-off"}}}}
 
 	out, err := transform(in)
 	if err != nil {
@@ -42,6 +43,8 @@ func TestTransformPod(t *testing.T) {
 		Status: corev1.PodStatus{
 			PodIP:      "127.8.0.5",
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "side",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "back-off"}}}},
 		},
 	}
 	if diff := cmp.Diff(want, out); diff != "" {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -178,7 +177,7 @@ func Parse(name, baseDir string, data []byte, defaults revision.Spec) (*Config, 
 // key written twice in one YAML map fails the whole file (the error names
 // its line): which of the two values was meant cannot be told.
 func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim revision.Limits) (*Config, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yamlToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

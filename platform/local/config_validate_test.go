@@ -73,15 +73,31 @@ func TestParseAcceptsPrefixedSettings(t *testing.T) {
 	}
 }
 
-// TestParseYAMLInfinity: YAML's own .inf and .nan cannot even be converted
-// to JSON; the file is refused with the value named.
+// TestParseYAMLInfinity: YAML's own .inf and .nan (which JSON cannot
+// hold) make only their revision invalid, with the revision, the field and
+// the value as written named; the other revisions of the file load.
 func TestParseYAMLInfinity(t *testing.T) {
-	for _, v := range []string{".inf", "-.inf", ".nan"} {
-		doc := "revisions:\n- name: a\n  hosts: [a.localhost]\n  command: [x]\n  autoscaling:\n    target: " + v + "\n"
-		_, err := Parse("f.yaml", t.TempDir(), []byte(doc), revision.DefaultSpec())
-		if err == nil || !strings.HasPrefix(err.Error(), "f.yaml: ") || !strings.Contains(err.Error(), "unsupported value") {
-			t.Errorf("target: %s: Parse error = %v, want the file refused", v, err)
-		}
+	for _, tt := range []struct{ field, value string }{
+		{"target-burst-capacity", ".inf"}, {"target", "-.Inf"}, {"max-scale-up-rate", ".NaN"}, {"target", "+.inf"},
+	} {
+		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
+			doc := "revisions:\n- name: a\n  hosts: [a.localhost]\n  command: [x]\n  autoscaling:\n    " + tt.field + ": " + tt.value +
+				"\n- name: b\n  hosts: [b.localhost]\n  command: [x]\n  autoscaling:\n    target: 1.5\n"
+			cfg, err := Parse("f.yaml", t.TempDir(), []byte(doc), revision.DefaultSpec())
+			if err != nil {
+				t.Fatalf("Parse: %v, want only revision a invalid", err)
+			}
+			if len(cfg.Revisions) != 1 || cfg.Revisions[0].Key.Name != "b" || cfg.Revisions[0].Spec.Target != 1.5 {
+				t.Fatalf("valid revisions = %+v, want b alone with target 1.5", cfg.Revisions)
+			}
+			err = cfg.Invalid[revision.Key{Namespace: "local", Name: "a"}]
+			if got := fields(err); !slices.Equal(got, []string{"autoscaling." + tt.field}) {
+				t.Errorf("fields = %q, want autoscaling.%s (%v)", got, tt.field, err)
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), "f.yaml: revision local/a: ") || !strings.Contains(err.Error(), `"`+tt.value+`"`) {
+				t.Errorf("error %v, want revision local/a and the value %q named", err, tt.value)
+			}
+		})
 	}
 }
 

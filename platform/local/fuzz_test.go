@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 		"revisions:\n- name: a\n  hosts: [a.localhost]\n  command: [x]\n  autoscaling: {autoscaling.knative.dev/tagret: 1, target: Inf}\n",
 		"revisions:\n- name: a\n  hosts: [a.localhost]\n  command: [x]\n  readiness: {path: /h, period: 1e300, failureThreshold: 99999999999999999999}\n  stopTimeout: .nan\n",
 		"revisions:\n- name: a\n  hosts: [a.localhost]\n  command: [x]\n  autoscaling: {hold-timeout: 2m}\n",
+		"revisions:\n- name: a\n  hosts: [a.localhost]\n  command: [x]\n  autoscaling: {target-burst-capacity: .inf, target: -.Inf}\n  env: {A: .NaN}\n",
 		"revisions: [{name: a, env: {PORT: 1}, hosts: [\"a:1\"], command: [x]}, 7, null]\n",
 		"revisions: {a: 1}", "[", "",
 	} {

@@ -73,10 +73,12 @@ func (in *instance) run(ctx context.Context, proc *process, ready bool) {
 			if proc, err = in.start(); err != nil {
 				in.log.Error("process did not start; retrying", zap.Error(err), zap.Duration("backoff", backoff))
 				in.fail(fmt.Sprintf("did not start: %v (retrying in %s)", err, backoff))
+				in.wakeFailed(fmt.Sprintf("did not start: %v", err), backoff)
 			}
 		}
 		if proc != nil {
-			if in.supervise(ctx, proc, ready) == stopped {
+			how, wasReady := in.supervise(ctx, proc, ready)
+			if how == stopped {
 				return
 			}
 			if p.opts.Clock.Since(proc.startedAt) >= backoffReset {
@@ -90,6 +92,9 @@ func (in *instance) run(ctx context.Context, proc *process, ready bool) {
 				msg += "; stderr: " + tail
 			}
 			in.fail(msg)
+			if !wasReady {
+				in.wakeFailed(proc.status()+" before it was ready", backoff)
+			}
 		}
 		proc, ready = nil, false
 		if !in.sleep(ctx, backoff) {
@@ -124,14 +129,16 @@ func (in *instance) start() (*process, error) {
 	p.mu.Lock()
 	in.proc, in.pid = proc, proc.pid
 	p.saveStateLocked()
+	p.clearWakeFailureLocked(in.rs) // the next attempt
 	p.mu.Unlock()
 	in.log.Info("process started", zap.Int("pid", proc.pid), zap.Int32("port", port))
 	return proc, nil
 }
 
 // supervise probes the process until it exits or is stopped, publishing
-// readiness changes. everReady says it already passed a probe (adopted).
-func (in *instance) supervise(ctx context.Context, proc *process, everReady bool) outcome {
+// readiness changes. everReady says it already passed a probe (adopted);
+// supervise returns whether it passed one by the end.
+func (in *instance) supervise(ctx context.Context, proc *process, everReady bool) (outcome, bool) {
 	p := in.p
 	probe := in.rs.cfg.Readiness
 	failures := 0
@@ -147,14 +154,14 @@ func (in *instance) supervise(ctx context.Context, proc *process, everReady bool
 		case <-proc.done:
 			in.setReady(false)
 			in.releasePort()
-			return exited
+			return exited, everReady
 		case <-in.stop:
 			in.stopProcess(ctx, proc, everReady)
-			return stopped
+			return stopped, everReady
 		case <-ctx.Done():
 			in.setReady(false)
 			in.stopProcess(ctx, proc, false)
-			return stopped
+			return stopped, everReady
 		case <-timer.C():
 		}
 		err := p.probe(ctx, probe, proc.port, !everReady)
@@ -217,6 +224,9 @@ func (in *instance) setReady(ready bool) {
 		return
 	}
 	in.ready = ready
+	if ready {
+		p.clearWakeFailureLocked(in.rs)
+	}
 	if rs := in.rs; ready && rs.lastErr != "" && (rs.errInstance == in.name ||
 		!slices.ContainsFunc(rs.instances, func(x *instance) bool { return x.name == rs.errInstance })) {
 		rs.lastErr, rs.errInstance = "", ""
@@ -259,5 +269,9 @@ func (in *instance) remove() {
 		}
 	}
 	in.ready = false
+	if len(rs.instances) == 0 {
+		// Scaled to zero: the next request wakes it again.
+		p.clearWakeFailureLocked(rs)
+	}
 	p.publishLocked(rs)
 }

@@ -170,6 +170,9 @@ type revState struct {
 	// exit status with the end of its stderr, or failing readiness probe.
 	// Cleared when that instance, or any once it is gone, becomes ready.
 	lastErr, errInstance string
+	// wakeFailed is true while the registry holds a wake failure set by
+	// this platform (see instance.wakeFailed).
+	wakeFailed bool
 	// scale is desired (high 32 bits) and ready instances (low 32 bits)
 	// for GetScale, which the decision loops call for every revision on
 	// every tick: they read it without the platform's lock. Written under

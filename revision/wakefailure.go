@@ -1,0 +1,77 @@
+package revision
+
+import "time"
+
+// Reasons of a WakeFailure: CamelCase words, the same in the activator's
+// answer (x-thaw-wake-failure header), logs, metrics and the Kubernetes
+// Revision condition. The Kubernetes ones are the kubelet's and scheduler's
+// own words.
+const (
+	// WakeProcessExited: a local process exited (or could not be started)
+	// before it was ready.
+	WakeProcessExited = "ProcessExited"
+	// WakeCrashLoopBackOff, WakeImagePullBackOff, WakeErrImagePull: a pod's
+	// container is waiting with that reason.
+	WakeCrashLoopBackOff = "CrashLoopBackOff"
+	WakeImagePullBackOff = "ImagePullBackOff"
+	WakeErrImagePull     = "ErrImagePull"
+	// WakeUnschedulable: the scheduler found no node for a pod.
+	WakeUnschedulable = "Unschedulable"
+	// WakeActivationTimeout: no backend became ready within the revision's
+	// activation timeout.
+	WakeActivationTimeout = "ActivationTimeout"
+)
+
+// WakeFailure says that waking a revision clearly failed: while a revision
+// with no ready backend carries one, the activator answers its held and new
+// requests at once (503 + Retry-After naming Reason) instead of holding
+// them for the hold timeout. The platform that saw the failure sets it and
+// clears it when its next attempt starts (a restarted process, a new pod)
+// or a backend becomes ready.
+type WakeFailure struct {
+	// Reason is one of the Wake* constants (a CamelCase word).
+	Reason string
+	// Message is the detail for people: exit status and the end of stderr,
+	// the kubelet's or scheduler's message. Single line.
+	Message string
+	// RetryAt is when the platform's next attempt is expected (a restart
+	// after back-off); zero when unknown.
+	RetryAt time.Time
+}
+
+// String returns "Reason: Message".
+func (f *WakeFailure) String() string {
+	if f.Message == "" {
+		return f.Reason
+	}
+	return f.Reason + ": " + f.Message
+}
+
+func wakeFailureEqual(a, b *WakeFailure) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Reason == b.Reason && a.Message == b.Message && a.RetryAt.Equal(b.RetryAt)
+}
+
+// SetWakeFailure records (f != nil) or clears (f == nil) why waking key
+// failed. Like the desired scale it does not bump the revision's
+// Generation (Envoy does not see it), and it never creates a revision: a
+// key the registry does not know is ignored. It publishes only when the
+// failure changed.
+func (r *Registry) SetWakeFailure(key Key, f *WakeFailure) {
+	if f != nil {
+		c := *f
+		f = &c
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key]
+	if e == nil || wakeFailureEqual(e.wakeFailure, f) {
+		return
+	}
+	e.wakeFailure = f
+	e.cached = nil
+	r.pending[key] = struct{}{}
+	r.changedLocked()
+}
