@@ -356,6 +356,7 @@ func (a *App) Ready() bool { return a.ready.Load() }
 func (a *App) Status() []RevisionStatus {
 	snap := a.opts.Registry.Snapshot()
 	rows := make([]RevisionStatus, 0, snap.Revisions.Len()+len(snap.Invalid))
+	now := time.Now()
 	for _, rev := range snap.Sorted() {
 		row := RevisionStatus{Revision: rev.Key.String(), Mode: rev.Mode.String(), Desired: rev.DesiredScale,
 			Ready: len(rev.ReadyBackends())}
@@ -364,6 +365,7 @@ func (a *App) Status() []RevisionStatus {
 			row.ExcessBurstCapacity = d.ExcessBurstCapacity
 		}
 		row.Held, row.InFlight = a.act.Stats(rev.Key)
+		row.Window = windowStatus(rev.Spec.Wake, now)
 		if re, ok := a.platform.(revisionErrorer); ok {
 			row.Error = re.RevisionError(rev.Key)
 		}

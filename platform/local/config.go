@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // DefaultNamespace is the namespace of a revision whose entry names none.
@@ -127,6 +128,9 @@ type revisionFile struct {
 	StopTimeout any            `json:"stopTimeout"`
 	Autoscaling map[string]any `json:"autoscaling"`
 	Traffic     *trafficFile   `json:"traffic"`
+	// Wake is the revision's wake policy (docs/configuration.md, "Wake
+	// policy").
+	Wake *wake.Config `json:"wake"`
 }
 
 // trafficFile is a revision's place in a traffic split (see
@@ -300,6 +304,7 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, 
 	if err != nil {
 		errs = append(errs, specErrors(err)...)
 	}
+	spec.Wake, errs = parseWake(rf.Wake, errs)
 	rc.Spec = spec
 
 	rc.Dir = baseDir
