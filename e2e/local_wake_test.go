@@ -168,3 +168,9 @@ coldStartHeader: true
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// withWake is a Revision spec with a wake policy (kube_revision_test.go's
+// admission cases).
+func withWake(w map[string]any) map[string]any {
+	return map[string]any{"scaleTargetRef": deployRef("x"), "wake": w}
+}

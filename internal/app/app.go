@@ -179,7 +179,8 @@ func New(opts Options) (*App, error) {
 	// request held by another replica's activator (which cannot poke this
 	// one) wakes a revision at zero within one stats flush (1 s).
 	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"),
-		Recorder: pokingRecorder{Recorder: a.collector, poker: poker}, Clock: clk, Registerer: a.metrics, Limits: sinkLimits})
+		Recorder: pokingRecorder{Recorder: a.collector, poker: poker, quiet: answersAtZero(opts.Registry),
+			single: opts.Elector == nil}, Clock: clk, Registerer: a.metrics, Limits: sinkLimits})
 
 	maxStreams := opts.Limits.MaxStreamsPerConnection
 	if maxStreams == 0 {
