@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // limits is the part of a revision's Spec the throttler enforces.
@@ -15,10 +16,12 @@ type limits struct {
 	containerConcurrency int
 	holdTimeout          time.Duration
 	queueDepth           int
+	// wake is the revision's wake policy (read by holders; wake.go).
+	wake *wake.Policy
 }
 
 func limitsOf(s *revision.Spec) limits {
-	l := limits{containerConcurrency: s.ContainerConcurrency, holdTimeout: s.HoldTimeout, queueDepth: s.QueueDepth}
+	l := limits{containerConcurrency: s.ContainerConcurrency, holdTimeout: s.HoldTimeout, queueDepth: s.QueueDepth, wake: s.Wake}
 	if l.holdTimeout <= 0 {
 		l.holdTimeout = revision.DefaultHoldTimeout
 	}

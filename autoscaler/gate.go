@@ -100,7 +100,8 @@ func (g *Gate) Decide(in GateInput) GateOutput {
 	if in.Poked || in.Current > 0 {
 		g.failed = false
 	}
-	lo, hi := spec.MinScale, spec.MaxScale
+	// An open warm window (wake policy schedule) raises the minimum.
+	lo, hi := max(spec.MinScale, spec.Wake.MinScaleAt(in.Now)), spec.MaxScale
 	if !g.initialized {
 		lo = max(lo, spec.InitialScale)
 	}
@@ -111,6 +112,11 @@ func (g *Gate) Decide(in GateInput) GateOutput {
 	rec := in.Current
 	if in.Result.ScaleValid {
 		rec = in.Result.DesiredPodCount
+	}
+	if in.Current == 0 && !in.Poked && spec.Wake.AnswersAtZero() {
+		// Envoy's stats count the requests a wake policy answered at zero
+		// (probes, crawlers): only a held request, which pokes, wakes it.
+		rec = 0
 	}
 	if in.Poked && in.Current == 0 {
 		rec = max(rec, 1)

@@ -62,6 +62,14 @@ func TestKubeRevisions(t *testing.T) {
 			{"port out of range", map[string]any{"scaleTargetRef": deployRef("x"), "port": 70000}, "spec.port"},
 			{"traffic percent above 100", map[string]any{"scaleTargetRef": deployRef("x"), "traffic": map[string]any{"percent": 101}}, "spec.traffic.percent"},
 			{"traffic tag not a DNS label", map[string]any{"scaleTargetRef": deployRef("x"), "traffic": map[string]any{"tag": "Bad_Tag"}}, "spec.traffic.tag"},
+			{"wake rule without a matcher (CEL)", withWake(map[string]any{"rules": []any{map[string]any{"name": "a"}}}),
+				"want at least one of path, method, userAgent, headers"},
+			{"wake rule name not a DNS label", withWake(map[string]any{"rules": []any{map[string]any{"name": "A_b", "path": "/"}}}),
+				"spec.wake.rules[0].name"},
+			{"warm window min-scale 0", withWake(map[string]any{"schedule": []any{map[string]any{"name": "w", "start": "@daily", "duration": "1h", "minScale": 0}}}),
+				"spec.wake.schedule[0].minScale"},
+			{"warm window too short (CEL duration)", withWake(map[string]any{"schedule": []any{map[string]any{"name": "w", "start": "@daily", "duration": "10s", "minScale": 1}}}),
+				"want a duration 1m..168h"},
 		} {
 			_, err := revs.Create(t.Context(), revisionObject(ns, "bad", tt.spec), metav1.CreateOptions{})
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want) {

@@ -17,7 +17,8 @@ func newMetrics() *metrics {
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "thaw", Subsystem: "extproc", Name: "responses_total",
 			Help: "Answers to request headers by outcome: routed (a backend was chosen), queue_full, held_limit (the held-request bound of Envoy's open-file limit), hold_timeout, " +
-				"shutting_down, wake_failed (503), unknown_revision (404), bad_request (400), canceled (Envoy or the client left first).",
+				"shutting_down, wake_failed (503), unknown_revision (404), bad_request (400), canceled (Envoy or the client left first), " +
+				"wake_rule and waiting_page (a wake policy answered a request for a revision at zero).",
 		}, []string{"outcome"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "thaw", Subsystem: "extproc", Name: "streams",
@@ -26,7 +27,7 @@ func newMetrics() *metrics {
 		byOutcome: map[string]prometheus.Counter{},
 	}
 	for _, o := range []string{outcomeRouted, outcomeQueueFull, outcomeHeldLimit, outcomeHoldTimeout, outcomeShuttingDown,
-		outcomeUnknownRevision, outcomeBadRequest, outcomeCanceled, outcomeWakeFailed} {
+		outcomeUnknownRevision, outcomeBadRequest, outcomeCanceled, outcomeWakeFailed, outcomeWakeRule, outcomeWaitingPage} {
 		m.byOutcome[o] = m.responses.WithLabelValues(o)
 	}
 	return m

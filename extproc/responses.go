@@ -129,7 +129,7 @@ func closing(r *extprocv3.ProcessingResponse) *extprocv3.ProcessingResponse {
 // answers holds the fixed replies, built and validated once.
 type answers struct {
 	queueFull, heldLimit, holdTimeout, shuttingDown, unknownRevision, badRequest *extprocv3.ProcessingResponse
-	holdOn                                                                       *extprocv3.ProcessingResponse
+	asleep, holdOn                                                               *extprocv3.ProcessingResponse
 }
 
 func newAnswers(retryAfter, holdBudget time.Duration) (*answers, error) {
@@ -141,8 +141,9 @@ func newAnswers(retryAfter, holdBudget time.Duration) (*answers, error) {
 		shuttingDown:    immediate(typev3.StatusCode_ServiceUnavailable, outcomeShuttingDown, "activator is shutting down\n", retryAfter),
 		unknownRevision: immediate(typev3.StatusCode_NotFound, outcomeUnknownRevision, "unknown revision\n", 0),
 		badRequest:      immediate(typev3.StatusCode_BadRequest, outcomeBadRequest, "missing or invalid "+RevisionHeader+" header\n", 0),
+		asleep:          immediate(typev3.StatusCode_ServiceUnavailable, outcomeWakeRule, "revision is asleep; this request does not wake it\n", retryAfter),
 	}
-	for _, r := range []*extprocv3.ProcessingResponse{a.queueFull, a.heldLimit, a.holdTimeout, a.shuttingDown, a.unknownRevision, a.badRequest, a.holdOn} {
+	for _, r := range []*extprocv3.ProcessingResponse{a.queueFull, a.heldLimit, a.holdTimeout, a.shuttingDown, a.unknownRevision, a.badRequest, a.asleep, a.holdOn} {
 		if err := r.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("extproc: invalid local reply: %w", err)
 		}

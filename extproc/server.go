@@ -69,6 +69,7 @@ type Server struct {
 	answers *answers
 	routes  routeCache
 	metrics *metrics
+	wake    *wakeMetrics
 	margin  time.Duration
 
 	limits       Limits
@@ -104,7 +105,7 @@ func NewServer(opts ServerOptions) *Server {
 		panic(err)
 	}
 	s := &Server{
-		opts: opts, log: opts.Logger.Named("extproc"), answers: ans, metrics: newMetrics(),
+		opts: opts, log: opts.Logger.Named("extproc"), answers: ans, metrics: newMetrics(), wake: newWakeMetrics(),
 		stop:    make(chan struct{}),
 		streams: streamCount{zero: make(chan struct{})},
 		// Answer a little before Envoy's own deadline so the client gets a
@@ -114,7 +115,8 @@ func NewServer(opts ServerOptions) *Server {
 		routes: newRouteCache(maxCachedRoutes),
 	}
 	if opts.Registerer != nil {
-		if err := errors.Join(s.metrics.register(opts.Registerer), s.limitMetrics.register(opts.Registerer)); err != nil {
+		if err := errors.Join(s.metrics.register(opts.Registerer), s.limitMetrics.register(opts.Registerer),
+			s.wake.register(opts.Registerer)); err != nil {
 			panic(fmt.Sprintf("extproc: register metrics: %v", err))
 		}
 	}
@@ -171,7 +173,10 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 		return s.answer(stream, s.answers.badRequest, outcomeBadRequest)
 	}
 
-	h := holder{stream: stream, resp: s.answers.holdOn}
+	if resp, outcome := s.wakeAnswer(key, rh.RequestHeaders); resp != nil {
+		return s.answer(stream, resp, outcome)
+	}
+	h := holder{stream: stream, resp: s.answers.holdOn, clock: s.opts.Activator}
 	pod, release, err := s.opts.Activator.AcquireWith(stream.Context(), key, activator.AcquireOptions{
 		OnHold: h.hold, MaxHold: s.opts.HoldBudget - s.margin,
 	})
@@ -183,7 +188,11 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 		s.metrics.answered(outcomeCanceled)
 		return nil
 	}
-	if err := stream.Send(s.routes.to(pod.Address, !pod.Tracked)); err != nil {
+	route := s.routes.to(pod.Address, !pod.Tracked)
+	if !h.start.IsZero() {
+		route = s.coldStart(key, pod, h.since())
+	}
+	if err := stream.Send(route); err != nil {
 		s.metrics.answered(outcomeCanceled)
 		return nil
 	}
@@ -206,14 +215,22 @@ func revisionFromStream(stream grpc.ServerStream) (string, int) {
 	return vals[0], len(vals)
 }
 
-// holder sends override_message_timeout when a request starts waiting.
+// holder sends override_message_timeout when a request starts waiting,
+// and notes when (for the cold-start header).
 type holder struct {
 	stream extprocv3.ExternalProcessor_ProcessServer
 	resp   *extprocv3.ProcessingResponse
+	clock  interface{ Now() time.Time }
+	start  time.Time
 	err    error
 }
 
-func (h *holder) hold() { h.err = h.stream.Send(h.resp) }
+func (h *holder) hold() {
+	h.start = h.clock.Now()
+	h.err = h.stream.Send(h.resp)
+}
+
+func (h *holder) since() time.Duration { return h.clock.Now().Sub(h.start) }
 
 // refuse answers an Acquire error.
 func (s *Server) refuse(stream extprocv3.ExternalProcessor_ProcessServer, key revision.Key, err error) error {

@@ -2,6 +2,8 @@ package revision
 
 import (
 	"time"
+
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // Metric is the load signal a revision scales on.
@@ -143,6 +145,11 @@ type Spec struct {
 	// (lower case letters, digits and '-', at most 63 characters); "" = no
 	// tag host.
 	Tag string
+	// Wake is the revision's wake policy (nil, the default: none): rules
+	// for requests that must not wake it at zero, the waiting page, the
+	// cold-start header and warm windows (see package wake). Immutable
+	// once published.
+	Wake *wake.Policy
 }
 
 // DefaultSpec returns a Spec with every autoscaling setting at its default

@@ -111,9 +111,7 @@ func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) {
 		MetadataOptions: &extprocv3.MetadataOptions{
 			ReceivingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{MetadataNamespace}},
 		},
-		ForwardRules: &extprocv3.HeaderForwardingRules{AllowedHeaders: &matcherv3.ListStringMatcher{
-			Patterns: []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: RevisionHeader}}},
-		}},
+		ForwardRules:         activatorForwardRules(),
 		AllowModeOverride:    true,
 		AllowedOverrideModes: []*extprocv3.ProcessingMode{ActivatorShortMode()},
 	})
@@ -142,6 +140,29 @@ func activatorMode(responseTrailers extprocv3.ProcessingMode_HeaderSendMode) *ex
 // it has the answer. It is the only override ExtProcFilter allows.
 func ActivatorShortMode() *extprocv3.ProcessingMode {
 	return activatorMode(extprocv3.ProcessingMode_SKIP)
+}
+
+// wakeHeaders are the request headers a wake policy may look at (package
+// wake: path, method, User-Agent, and the navigation test), sent to the
+// activator besides RevisionHeader. Header matchers of wake rules may also
+// name any other "x-" header; Envoy's own (x-envoy-*, x-request-id) are
+// left out. Only activator-path requests pay for them.
+var wakeHeaders = []string{":method", ":path", "user-agent", "accept", "upgrade", "content-type"}
+
+// activatorForwardRules lists the headers Envoy sends to the activator.
+func activatorForwardRules() *extprocv3.HeaderForwardingRules {
+	allowed := []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: RevisionHeader}}}
+	for _, h := range wakeHeaders {
+		allowed = append(allowed, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: h}})
+	}
+	allowed = append(allowed, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x-"}})
+	return &extprocv3.HeaderForwardingRules{
+		AllowedHeaders: &matcherv3.ListStringMatcher{Patterns: allowed},
+		DisallowedHeaders: &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{
+			{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x-envoy-"}},
+			{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x-request-id"}},
+		}},
+	}
 }
 
 // ActivatorListener returns the internal listener thaw_activator that

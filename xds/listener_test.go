@@ -35,8 +35,13 @@ func TestExtProcFilterAllowsTheActivatorsOverride(t *testing.T) {
 	if got := ep.GetProcessingMode().GetResponseTrailerMode(); got != extprocv3.ProcessingMode_SEND {
 		t.Errorf("response_trailer_mode %v, want SEND (the completion signal)", got)
 	}
+	// The revision, and what wake policies look at (wake.MatchableHeader);
+	// never Envoy's own headers.
 	pats := ep.GetForwardRules().GetAllowedHeaders().GetPatterns()
-	if len(pats) != 1 || pats[0].GetExact() != RevisionHeader {
-		t.Errorf("forward_rules allowed_headers %v, want exactly %s", pats, RevisionHeader)
+	if len(pats) == 0 || pats[0].GetExact() != RevisionHeader || len(pats) != 2+len(wakeHeaders) {
+		t.Errorf("forward_rules allowed_headers %v, want %s, the wake headers and x-", pats, RevisionHeader)
+	}
+	if dis := ep.GetForwardRules().GetDisallowedHeaders().GetPatterns(); len(dis) == 0 || dis[0].GetPrefix() != "x-envoy-" {
+		t.Errorf("forward_rules disallowed_headers %v, want x-envoy- first", dis)
 	}
 }

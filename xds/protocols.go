@@ -45,6 +45,9 @@ var accessLogFields = map[string]any{
 	"bytes_received":        "%BYTES_RECEIVED%",
 	"bytes_sent":            "%BYTES_SENT%",
 	"downstream_remote":     "%DOWNSTREAM_REMOTE_ADDRESS%",
+	// cold_start_ms: how long the activator held the request (revisions
+	// whose wake policy sets coldStartHeader), from its response header.
+	"cold_start_ms": "%RESP(X-THAW-COLD-START)%",
 }
 
 // AccessLog returns listener thaw_http's access log: one JSON object per

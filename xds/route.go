@@ -185,8 +185,26 @@ func ActivatorRouteConfiguration(_ *Config) *routev3.RouteConfiguration {
 					Timeout:          durationpb.New(0),
 					IdleTimeout:      durationpb.New(0),
 				}},
+				ResponseHeadersToAdd: []*corev3.HeaderValueOption{coldStartHeader()},
 			}},
 		}},
+	}
+}
+
+// ColdStartHeader is the response header giving how long the activator
+// held a request, in milliseconds (wake policy coldStartHeader).
+const ColdStartHeader = "x-thaw-cold-start"
+
+// coldStartHeader copies the activator's cold_start_ms dynamic metadata
+// (written only for held requests of revisions that ask for it) into
+// ColdStartHeader. Absent metadata formats to an empty value, and Envoy
+// adds no header with an empty value (keep_empty_value false): warm and
+// unheld requests get no header. It is on the activator listener only,
+// never on the warm path.
+func coldStartHeader() *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: ColdStartHeader, Value: "%DYNAMIC_METADATA(" + MetadataNamespace + ":cold_start_ms)%"},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 	}
 }
 

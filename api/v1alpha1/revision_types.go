@@ -90,6 +90,11 @@ type RevisionSpec struct {
 	//
 	// +optional
 	Traffic *Traffic `json:"traffic,omitempty"`
+
+	// Wake is the revision's wake policy (off when unset).
+	//
+	// +optional
+	Wake *WakePolicy `json:"wake,omitempty"`
 }
 
 // ScaleTargetRef points at an object with a /scale subresource in the

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"k8s.io/utils/clock"
 
 	"github.com/thaw-dev/thaw/activator"
 	"github.com/thaw-dev/thaw/envoy"
@@ -40,6 +41,7 @@ type localFlags struct {
 	envoyWorkers   int
 	envoyFiles     int
 	accessLog      string
+	reload         time.Duration
 	dev            bool
 	limits         app.Limits
 	eg             egFlags
@@ -84,6 +86,8 @@ the processes and Envoy, and exits 0.`,
 	fl.IntVar(&f.envoyFiles, "envoy-open-files", 0, "Envoy's open-file limit (RLIMIT_NOFILE; default: the hard limit, `ulimit -Hn`); "+
 		"it bounds the activator's connections to backends and the requests it holds (docs/reliability.md)")
 	fl.StringVar(&f.accessLog, "access-log", "", "Envoy JSON access log file for listener thaw_http (default: off; with --dev, access.log in the state dir)")
+	fl.DurationVar(&f.reload, "reload-interval", local.DefaultWatchInterval,
+		"how often the revisions file is checked for changes, applied without a restart (0: never)")
 	f.eg.add(fl)
 	addLimitFlags(fl, &f.limits)
 	_ = cmd.MarkFlagRequired("file")
@@ -144,10 +148,16 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 				act.SetMaxHeld(files.MaxHeld)
 				promReg = metrics
 			}
-			return local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
+			plat := local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
 				Drainer: drainer{act}, StateDir: stateDir,
 				Router: router{reg: reg, xds: func() *xds.Server { return a.XDS() }},
-				Load:   newEnvoyLoad(f.envoyAdminPort)}), nil
+				Load:   newEnvoyLoad(f.envoyAdminPort)})
+			if f.reload > 0 {
+				go plat.Watch(ctx, f.file, f.reload, clock.RealClock{}, func() (*local.Config, error) {
+					return local.LoadWithin(f.file, defaults, revision.Limits{HoldBudget: f.holdBudget})
+				})
+			}
+			return plat, nil
 		},
 		GRPCAddress:     f.grpcAddress,
 		AdminAddress:    f.adminAddress,

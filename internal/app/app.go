@@ -179,7 +179,8 @@ func New(opts Options) (*App, error) {
 	// request held by another replica's activator (which cannot poke this
 	// one) wakes a revision at zero within one stats flush (1 s).
 	a.sink = statsink.New(statsink.Options{Logger: a.log.Named("statsink"),
-		Recorder: pokingRecorder{Recorder: a.collector, poker: poker}, Clock: clk, Registerer: a.metrics, Limits: sinkLimits})
+		Recorder: pokingRecorder{Recorder: a.collector, poker: poker, quiet: answersAtZero(opts.Registry),
+			single: opts.Elector == nil}, Clock: clk, Registerer: a.metrics, Limits: sinkLimits})
 
 	maxStreams := opts.Limits.MaxStreamsPerConnection
 	if maxStreams == 0 {
@@ -360,6 +361,7 @@ func (a *App) Ready() bool { return a.ready.Load() }
 func (a *App) Status() []RevisionStatus {
 	snap := a.opts.Registry.Snapshot()
 	rows := make([]RevisionStatus, 0, snap.Revisions.Len()+len(snap.Invalid))
+	now := time.Now()
 	for _, rev := range snap.Sorted() {
 		row := RevisionStatus{Revision: rev.Key.String(), Mode: rev.Mode.String(), Desired: rev.DesiredScale,
 			Ready: len(rev.ReadyBackends())}
@@ -368,6 +370,7 @@ func (a *App) Status() []RevisionStatus {
 			row.ExcessBurstCapacity = d.ExcessBurstCapacity
 		}
 		row.Held, row.InFlight = a.act.Stats(rev.Key)
+		row.Window = windowStatus(rev.Spec.Wake, now)
 		if re, ok := a.platform.(revisionErrorer); ok {
 			row.Error = re.RevisionError(rev.Key)
 		}

@@ -6,6 +6,9 @@ import (
 	"io"
 	"sort"
 	"text/tabwriter"
+	"time"
+
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // RevisionStatus is one row of `thaw status`: the admin endpoint /status
@@ -34,6 +37,9 @@ type RevisionStatus struct {
 	// InFlight is the number of requests the activator routed that have not
 	// finished.
 	InFlight int `json:"inFlight"`
+	// Window is the open warm window of the revision's wake policy:
+	// "name: min-scale N until RFC 3339 time" ("" when none is open).
+	Window string `json:"window,omitempty"`
 	// Error explains why a revision is invalid or its last scale failed.
 	Error string `json:"error,omitempty"`
 }
@@ -42,14 +48,18 @@ type RevisionStatus struct {
 func WriteStatusTable(w io.Writer, rows []RevisionStatus) error {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Revision < rows[j].Revision })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REVISION\tMODE\tDESIRED/READY\tCONCURRENCY\tRPS\tPANIC\tHELD\tIN-FLIGHT\tERROR")
+	fmt.Fprintln(tw, "REVISION\tMODE\tDESIRED/READY\tCONCURRENCY\tRPS\tPANIC\tHELD\tIN-FLIGHT\tWINDOW\tERROR")
 	for _, r := range rows {
 		desired := fmt.Sprint(r.Desired)
 		if r.Desired < 0 {
 			desired = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s/%d\t%.1f\t%.1f\t%v\t%d\t%d\t%s\n", r.Revision, r.Mode, desired, r.Ready,
-			r.StableConcurrency, r.RPS, r.InPanic, r.Held, r.InFlight, r.Error)
+		window := r.Window
+		if window == "" {
+			window = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s/%d\t%.1f\t%.1f\t%v\t%d\t%d\t%s\t%s\n", r.Revision, r.Mode, desired, r.Ready,
+			r.StableConcurrency, r.RPS, r.InPanic, r.Held, r.InFlight, window, r.Error)
 	}
 	return tw.Flush()
 }
@@ -61,4 +71,14 @@ func DecodeStatus(r io.Reader) ([]RevisionStatus, error) {
 		return nil, fmt.Errorf("decode status: %w", err)
 	}
 	return rows, nil
+}
+
+// windowStatus describes the open warm window of a wake policy at now
+// ("" when none is open).
+func windowStatus(p *wake.Policy, now time.Time) string {
+	w, ok := p.Active(now)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s: min-scale %d until %s", w.Name, w.MinScale, w.Until.Format(time.RFC3339))
 }

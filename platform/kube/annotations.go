@@ -75,6 +75,9 @@ func parseSpec(defaults revision.Spec, lim revision.Limits, annotations map[stri
 	if err != nil {
 		errs = append(errs, renameHosts(err))
 	}
+	if spec.Wake, err = wakeFromAnnotation(annotations); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return spec, errors.Join(errs...)
 	}

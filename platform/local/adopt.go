@@ -45,7 +45,7 @@ func (p *Platform) adopt(ctx context.Context) []adoptedInstance {
 	for _, e := range entries {
 		log := p.log.With(zap.String("revision", e.Revision), zap.String("instance", e.Instance))
 		key, kerr := revision.ParseKey(e.Revision)
-		rs := p.revs[key]
+		rs := p.revMap()[key]
 		if rs != nil && kerr == nil {
 			rs.seq = max(rs.seq, e.Seq)
 		}
@@ -97,7 +97,7 @@ func (p *Platform) adopt(ctx context.Context) []adoptedInstance {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := p.probe(ctx, a.rs.cfg.Readiness, a.e.Port, false)
+			err := p.probe(ctx, a.rs.cfg.Load().Readiness, a.e.Port, false)
 			a.ready = err == nil
 			if err != nil {
 				a.rs.log().Warn("adopted process failed its first probe; not a backend until it passes",
@@ -191,17 +191,17 @@ func (p *Platform) saveStateLocked() {
 		return
 	}
 	var out []stateInstance
-	for _, rs := range p.revs {
+	for _, rs := range p.revMap() {
 		for _, in := range rs.instances {
 			if in.proc == nil {
 				continue
 			}
 			out = append(out, stateInstance{
-				Revision: rs.cfg.Key.String(), Instance: in.name, Seq: in.seq,
+				Revision: rs.cfg.Load().Key.String(), Instance: in.name, Seq: in.seq,
 				Pid: in.proc.pid, Pgid: in.proc.pid, Port: in.proc.port,
 				Fingerprint: rs.fingerprint, Argv: in.proc.argv, StartedAt: in.proc.startedAt,
 				StartTicks: in.proc.startTicks, BootID: p.boot,
-				StopTimeoutMS: rs.cfg.StopTimeout.Milliseconds(),
+				StopTimeoutMS: rs.cfg.Load().StopTimeout.Milliseconds(),
 			})
 		}
 	}
@@ -231,5 +231,5 @@ func (p *Platform) removeOutputExcept(keep map[string]bool) {
 
 // fileBase names the instance's output files.
 func (in *instance) fileBase() string {
-	return fmt.Sprintf("%s_%s", in.rs.cfg.Key.Namespace, in.name)
+	return fmt.Sprintf("%s_%s", in.rs.cfg.Load().Key.Namespace, in.name)
 }

@@ -83,5 +83,5 @@ func BenchmarkScaleFromZero(b *testing.B) {
 func instances(p *Platform, key revision.Key) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.revs[key].instances)
+	return len(p.revMap()[key].instances)
 }

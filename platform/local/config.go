@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // DefaultNamespace is the namespace of a revision whose entry names none.
@@ -126,6 +127,9 @@ type revisionFile struct {
 	StopTimeout any            `json:"stopTimeout"`
 	Autoscaling map[string]any `json:"autoscaling"`
 	Traffic     *trafficFile   `json:"traffic"`
+	// Wake is the revision's wake policy (docs/configuration.md, "Wake
+	// policy").
+	Wake *wake.Config `json:"wake"`
 }
 
 // trafficFile is a revision's place in a traffic split (see
@@ -299,6 +303,7 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, 
 	if err != nil {
 		errs = append(errs, specErrors(err)...)
 	}
+	spec.Wake, errs = parseWake(rf.Wake, errs)
 	rc.Spec = spec
 
 	rc.Dir = baseDir

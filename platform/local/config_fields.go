@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // scalar converts a YAML scalar (string, number or boolean, as decoded with
@@ -116,4 +117,19 @@ func parseTraffic(tf *trafficFile, bad func(field, value, allowed string)) (*int
 	}
 	bad(revision.FieldTrafficPercent, fmt.Sprint(tf.Percent), "an integer 0..100")
 	return nil, tf.Tag
+}
+
+// parseWake compiles a revision's wake policy; its problems are reported
+// as *revision.FieldError values under "wake.".
+func parseWake(c *wake.Config, errs []error) (*wake.Policy, []error) {
+	p, werrs := wake.Compile(c)
+	for _, err := range werrs {
+		var fe *wake.FieldError
+		if errors.As(err, &fe) {
+			errs = append(errs, &revision.FieldError{Field: "wake." + fe.Field, Value: fe.Value, Allowed: fe.Allowed})
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	return p, errs
 }

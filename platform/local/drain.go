@@ -27,7 +27,7 @@ func (in *instance) drainTimeout() time.Duration {
 	if d := in.p.opts.DrainTimeout; d > 0 {
 		return d
 	}
-	spec := in.rs.cfg.Spec
+	spec := in.rs.cfg.Load().Spec
 	if spec.RequestTimeout > 0 {
 		return spec.RequestTimeout + spec.HoldTimeout
 	}
@@ -82,7 +82,7 @@ func (in *instance) drain(ctx context.Context, proc *process) {
 	}
 	b := revision.Backend{Address: loopback, Port: proc.port, Ready: true}
 	if p.opts.Router != nil {
-		if err := p.opts.Router.WaitUnrouted(dctx, in.rs.cfg.Key, b); err != nil {
+		if err := p.opts.Router.WaitUnrouted(dctx, in.rs.cfg.Load().Key, b); err != nil {
 			ended("routing", err)
 			return
 		}
@@ -91,7 +91,7 @@ func (in *instance) drain(ctx context.Context, proc *process) {
 		return
 	}
 	if p.opts.Drainer != nil {
-		if err := p.opts.Drainer.WaitIdle(dctx, in.rs.cfg.Key, b); err != nil {
+		if err := p.opts.Drainer.WaitIdle(dctx, in.rs.cfg.Load().Key, b); err != nil {
 			ended("activator requests", err)
 			return
 		}
@@ -172,7 +172,7 @@ func (in *instance) busyConns(ctx context.Context, port int32) (int, error) {
 		return n, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, loadTimeout)
-	loads, err := in.p.opts.Load.Load(lctx, in.rs.cfg.Key)
+	loads, err := in.p.opts.Load.Load(lctx, in.rs.cfg.Load().Key)
 	cancel()
 	if err != nil {
 		in.log.Debug("Envoy's connections to the backend unknown; counting all", zap.Error(err))

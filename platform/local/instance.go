@@ -34,7 +34,7 @@ type instance struct {
 }
 
 func newInstance(p *Platform, rs *revState, seq int) *instance {
-	name := fmt.Sprintf("%s-%d", rs.cfg.Key.Name, seq)
+	name := fmt.Sprintf("%s-%d", rs.cfg.Load().Key.Name, seq)
 	return &instance{p: p, rs: rs, seq: seq, name: name, stop: make(chan struct{}),
 		log: rs.log().With(zap.String("instance", name))}
 }
@@ -120,7 +120,7 @@ func (in *instance) start() (*process, error) {
 	if p.store != nil {
 		out = &outputFiles{store: p.store, base: in.fileBase()}
 	}
-	proc, err := startProcess(*in.rs.cfg, in.name, port, out, in.log)
+	proc, err := startProcess(*in.rs.cfg.Load(), in.name, port, out, in.log)
 	if err != nil {
 		in.releasePort()
 		return nil, err
@@ -140,7 +140,7 @@ func (in *instance) start() (*process, error) {
 // supervise returns whether it passed one by the end.
 func (in *instance) supervise(ctx context.Context, proc *process, everReady bool) (outcome, bool) {
 	p := in.p
-	probe := in.rs.cfg.Readiness
+	probe := in.rs.cfg.Load().Readiness
 	failures := 0
 	startup := min(probe.Period, p.opts.StartupProbeInterval)
 	next := startup
@@ -197,7 +197,7 @@ func (in *instance) stopProcess(ctx context.Context, proc *process, drain bool) 
 	if drain && ctx.Err() == nil {
 		in.drain(ctx, proc)
 	}
-	in.p.terminate(proc, in.rs.cfg.StopTimeout, in.log)
+	in.p.terminate(proc, in.rs.cfg.Load().StopTimeout, in.log)
 	in.releasePort()
 }
 

@@ -138,8 +138,10 @@ type Platform struct {
 	probeConns  *probeConns
 	probeClient *http.Client
 
-	mu      sync.Mutex
-	revs    map[revision.Key]*revState
+	mu sync.Mutex
+	// revs is swapped whole under mu (a reload adds and removes
+	// revisions); GetScale reads it without the lock.
+	revs    atomic.Pointer[map[revision.Key]*revState]
 	ports   map[int32]bool // ports handed to live instances
 	runCtx  context.Context
 	started bool
@@ -150,6 +152,10 @@ type Platform struct {
 	store *stateStore
 	boot  string
 	stale map[*process]stateInstance
+	// current is the configuration applied last; reloadErr why the file's
+	// latest version was not (fully) applied (reload.go). Under mu.
+	current   *Config
+	reloadErr reloadErrors
 }
 
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
@@ -158,8 +164,13 @@ var _ autoscaler.ScaleHandles = (*Platform)(nil)
 type revState struct {
 	// cfg is the revision's entry in Options.Config (shared, never
 	// modified: a copy per revision cost ~0.4 KiB each at 100,000).
-	cfg         *RevisionConfig
-	fingerprint string // configFingerprint(cfg)
+	// A reload of the file swaps it (reload.go); instances read it
+	// without the platform's lock.
+	cfg         atomic.Pointer[RevisionConfig]
+	fingerprint string // configFingerprint(cfg), under the lock
+	// removed is set (under the lock) when a reload dropped the revision:
+	// its instances stop and no longer publish backends.
+	removed bool
 	// base is the platform's logger; log() adds the revision (built on
 	// demand: a logger per revision up front costs memory at 10,000).
 	base      *zap.Logger
@@ -212,19 +223,31 @@ func New(opts Options) *Platform {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
-	p := &Platform{opts: opts, log: opts.Logger, revs: map[revision.Key]*revState{}, ports: map[int32]bool{},
+	p := &Platform{opts: opts, log: opts.Logger, ports: map[int32]bool{},
 		stale: map[*process]stateInstance{}, probeConns: newProbeConns(opts.Clock)}
 	p.probeClient = newProbeClient(p.probeConns)
+	revs := map[revision.Key]*revState{}
 	for i := range opts.Config.Revisions {
 		rc := &opts.Config.Revisions[i]
-		p.revs[rc.Key] = &revState{cfg: rc, fingerprint: configFingerprint(*rc), base: opts.Logger}
+		revs[rc.Key] = newRevState(rc, opts.Logger)
 	}
+	p.revs.Store(&revs)
+	p.current = opts.Config
 	return p
 }
 
+func newRevState(rc *RevisionConfig, base *zap.Logger) *revState {
+	rs := &revState{fingerprint: configFingerprint(*rc), base: base}
+	rs.cfg.Store(rc)
+	return rs
+}
+
+// revMap returns the current revisions (never modified: copied on change).
+func (p *Platform) revMap() map[revision.Key]*revState { return *p.revs.Load() }
+
 // log returns the platform's logger with the revision's key.
 func (rs *revState) log() *zap.Logger {
-	return rs.base.With(zap.String("revision", rs.cfg.Key.String()))
+	return rs.base.With(zap.String("revision", rs.cfg.Load().Key.String()))
 }
 
 // Run publishes every revision of the Config to the registry (valid ones
@@ -276,7 +299,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	p.runCtx = ctx
 	p.installAdoptedLocked(adopted)
 	reg.SetSynced()
-	for _, rs := range p.revs {
+	for _, rs := range p.revMap() {
 		p.reconcileLocked(rs, nil)
 	}
 	p.saveStateLocked()
@@ -303,7 +326,7 @@ func (p *Platform) Run(ctx context.Context) error {
 // It takes no lock (the decision loops call it for every revision every
 // tick): the counts are published by storeScaleLocked.
 func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready int32, err error) {
-	rs := p.revs[key] // written only by New
+	rs := p.revMap()[key]
 	if rs == nil {
 		return 0, 0, fmt.Errorf("local platform: revision %s: %w", key, autoscaler.ErrNotFound)
 	}
@@ -313,9 +336,10 @@ func (p *Platform) GetScale(_ context.Context, key revision.Key) (current, ready
 // ScaleHandle implements autoscaler.ScaleHandles: the revision's counts
 // without the lookup GetScale makes (the revisions are fixed by the Config,
 // so a handle stays valid while the platform lives). ok is false for a
-// revision not in the Config.
+// revision not in the Config. A revision a reload removed keeps its
+// handle at 0 desired and ready; one it changed keeps its handle.
 func (p *Platform) ScaleHandle(key revision.Key) (autoscaler.ScaleReader, bool) {
-	rs := p.revs[key] // written only by New
+	rs := p.revMap()[key]
 	if rs == nil {
 		return nil, false
 	}
@@ -336,10 +360,10 @@ func (rs *revState) Scale() (current, ready int32, err error) {
 func (p *Platform) RevisionError(key revision.Key) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if rs := p.revs[key]; rs != nil && rs.lastErr != "" {
-		return rs.errInstance + ": " + rs.lastErr
+	if rs := p.revMap()[key]; rs != nil && rs.lastErr != "" {
+		return joinErr(rs.errInstance+": "+rs.lastErr, p.reloadErr.of(key))
 	}
-	return ""
+	return p.reloadErr.of(key)
 }
 
 // SetScale sets how many processes key should run (>= 0) and starts or
@@ -356,7 +380,7 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 	load := p.loadForScaleDown(ctx, key, replicas)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rs := p.revs[key]
+	rs := p.revMap()[key]
 	if rs == nil {
 		return fmt.Errorf("local platform: revision %s: %w", key, autoscaler.ErrNotFound)
 	}
@@ -412,13 +436,16 @@ func (p *Platform) reconcileLocked(rs *revState, load map[int32]int) {
 // instances.
 func (p *Platform) publishLocked(rs *revState) {
 	rs.storeScaleLocked()
+	if rs.removed {
+		return // a reload dropped it: the registry no longer lists it
+	}
 	var bs []revision.Backend
 	for _, in := range rs.instances {
 		if in.ready && !in.stopping {
 			bs = append(bs, in.backend())
 		}
 	}
-	p.opts.Registry.SetBackends(rs.cfg.Key, bs)
+	p.opts.Registry.SetBackends(rs.cfg.Load().Key, bs)
 }
 
 // allocPortLocked returns a free loopback port no live instance holds.

@@ -54,7 +54,7 @@ func hostPort(port int32) string { return net.JoinHostPort(loopback, strconv.Ito
 // zero, the most frequent scale-down, does not ask.
 func (p *Platform) loadForScaleDown(ctx context.Context, key revision.Key, replicas int32) map[int32]int {
 	p.mu.Lock()
-	rs := p.revs[key]
+	rs := p.revMap()[key]
 	var ports []int32
 	active := 0
 	if rs != nil {

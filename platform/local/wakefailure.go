@@ -32,7 +32,7 @@ func (in *instance) wakeFailed(msg string, backoff time.Duration) {
 			zap.String("reason", f.Reason), zap.String("message", f.Message), zap.Duration("backoff", backoff))
 	}
 	rs.wakeFailed = true
-	p.opts.Registry.SetWakeFailure(rs.cfg.Key, f)
+	p.opts.Registry.SetWakeFailure(rs.cfg.Load().Key, f)
 }
 
 // clearWakeFailureLocked clears the revision's wake failure, if any.
@@ -41,5 +41,5 @@ func (p *Platform) clearWakeFailureLocked(rs *revState) {
 		return
 	}
 	rs.wakeFailed = false
-	p.opts.Registry.SetWakeFailure(rs.cfg.Key, nil)
+	p.opts.Registry.SetWakeFailure(rs.cfg.Load().Key, nil)
 }

@@ -119,8 +119,10 @@ func FromRevision(defaults revision.Spec, lim revision.Limits, r *v1alpha1.Revis
 		}
 	}
 	spec, err := revision.ParseSettingsWithin(base, settings, lim)
+	pol, werr := wakeFromRevision(r.Spec.Wake)
+	spec.Wake = pol
 	if err == nil {
-		return spec, nil
+		return spec, werr
 	}
 	var out []error
 	for _, e := range unjoin(err) {
@@ -132,7 +134,7 @@ func FromRevision(defaults revision.Spec, lim revision.Limits, r *v1alpha1.Revis
 		}
 		out = append(out, e)
 	}
-	return spec, errors.Join(out...)
+	return spec, errors.Join(append(out, werr)...)
 }
 
 // unjoin returns the errors inside an errors.Join result, or err itself.
