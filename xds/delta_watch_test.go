@@ -1,0 +1,152 @@
+package xds
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// TestDeltaCacheNeverWritesReturnedResources: the returned-resources map
+// go-control-plane hands the cache is the same, entry for entry, after
+// every call; changes reach the stream as a new map in the response.
+func TestDeltaCacheNeverWritesReturnedResources(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	v := setCLAs(t, c, revision.ModeProxy, "a", "b")
+	initial := maps.Clone(v)
+	s := &edsStream{t: t, c: c, ch: make(chan cachev3.DeltaResponse, 4),
+		sub: stream.NewDeltaSubscription([]string{"a", "b"}, nil, initial, true)}
+	check := func(step string, before map[string]string, lib map[string]string) {
+		t.Helper()
+		if !maps.Equal(before, lib) {
+			t.Fatalf("%s: the subscription's returned resources changed: %v, were %v", step, lib, before)
+		}
+	}
+	before := maps.Clone(s.sub.ReturnedResources())
+	lib := s.sub.ReturnedResources()
+	if r := s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType,
+		ResourceNamesSubscribe: []string{"a", "b"}, InitialResourceVersions: initial}); r != nil {
+		t.Fatalf("reconnect with current versions sent %v", gotNames(r))
+	}
+	check("parked watch", before, lib)
+	setCLAs(t, c, revision.ModeServe, "a")
+	check("update answering the watch", before, lib)
+	r := s.take()
+	if r == nil || !slices.Equal(gotNames(r), []string{"a"}) {
+		t.Fatalf("flip of a sent %v, want a", r)
+	}
+	check("response taken", before, lib)
+	before, lib = maps.Clone(s.sub.ReturnedResources()), s.sub.ReturnedResources()
+	setCLAs(t, c, revision.ModeServe, "b")
+	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), []string{"b"}) {
+		t.Fatalf("ACK after a change sent %v, want b", r)
+	}
+	check("immediate answer", before, lib)
+}
+
+// TestDeltaCacheLostResponseIsResent: a response that never reached the
+// stream (its watch cancelled first) leaves the subscription's returned
+// resources as they were; the next watch compares against those and sends
+// the change again.
+func TestDeltaCacheLostResponseIsResent(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
+	if r := s.ack(); r != nil {
+		t.Fatalf("ACK answered with %v", gotNames(r))
+	}
+	setCLAs(t, c, revision.ModeServe, "b")
+	<-s.ch // lost: the stream never records its returned resources
+	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), []string{"b"}) {
+		t.Fatalf("after a lost response the ACK sent %v, want b again", r)
+	}
+	if r := s.ack(); r != nil {
+		t.Fatalf("second ACK sent %v", gotNames(r))
+	}
+}
+
+// TestDeltaCacheForgetsClosedStreams: a stream whose last watch was
+// cancelled (it closed) is forgotten at the next update; a stream that
+// comes back after that is answered from a full comparison.
+func TestDeltaCacheForgetsClosedStreams(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
+	s.ack()
+	if len(c.subs) != 1 {
+		t.Fatalf("%d stream states, want 1", len(c.subs))
+	}
+	s.cancel()
+	setCLAs(t, c, revision.ModeServe, "a")
+	if len(c.subs) != 0 || len(c.idle) != 0 {
+		t.Fatalf("after the stream closed and an update: %d states, %d idle, want none", len(c.subs), len(c.idle))
+	}
+	s.cancel = nil
+	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), []string{"a"}) {
+		t.Fatalf("a forgotten stream's ACK sent %v, want a", r)
+	}
+}
+
+// TestDeltaCacheSendsAfterUnlocking: while an update's response waits on
+// a full watch channel, the cache still answers other calls.
+func TestDeltaCacheSendsAfterUnlocking(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a")
+	s, _ := newEDSStream(t, c, []string{"a"}, nil)
+	s.ack()
+	for len(s.ch) < cap(s.ch) { // fill the buffer: the next send waits
+		s.ch <- nil
+	}
+	ch := newChange(resourcev3.EndpointType)
+	cla, err := ServeLoadAssignment("a", []revision.Backend{ready("10.0.0.1", 80)}, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.add("a", cla); err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan error, 1)
+	go func() { updated <- c.update(ch.upd, ch.enc, ch.ver, nil) }()
+	// The update has answered the watch once the cache holds a's new
+	// version and no parked watch: the cache answering these calls while
+	// the update waits to send shows the send is outside the lock.
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for i := 0; i < 100000; i++ {
+			if c.versionsOf([]string{"a"})["a"] == ch.ver["a"] && parkedWatches(c) == 0 {
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cache did not answer while a send waited (lock held while sending?)")
+	}
+	for range cap(s.ch) {
+		if r := <-s.ch; r != nil {
+			t.Fatal("the update's response came before the filler")
+		}
+	}
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
+	if r := s.take(); r == nil || !slices.Equal(gotNames(r), []string{"a"}) {
+		t.Fatalf("the update sent %v, want a", r)
+	}
+}
+
+func parkedWatches(c *deltaCache) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.watches)
+}
