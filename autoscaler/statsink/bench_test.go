@@ -166,7 +166,7 @@ func BenchmarkIngestGRPC(b *testing.B) {
 	clk := clocktesting.NewFakeClock(t0)
 	rec := &collectorRecorder{c: autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})}
 	sink := New(Options{Recorder: rec, Clock: clk})
-	gs := grpc.NewServer(ServerOptions(nil)...)
+	gs := grpc.NewServer(hostOptions()...)
 	sink.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

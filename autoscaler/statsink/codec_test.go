@@ -85,7 +85,7 @@ func TestCodecLeavesOtherMessages(t *testing.T) {
 // codec) on the shared server, another service still answers through a
 // real connection.
 func TestServerOptionsKeepOtherServices(t *testing.T) {
-	gs := grpc.NewServer(ServerOptions(nil)...)
+	gs := grpc.NewServer(hostOptions()...)
 	healthpb.RegisterHealthServer(gs, health.NewServer())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
