@@ -25,11 +25,11 @@ const changeLogSize = 1 << 16
 // revisions cost ~9 ms of CPU per flip per Envoy, and as much per
 // revision added or removed for the wildcard cluster and virtual host
 // subscriptions. This cache keeps a log of changed names
-// and remembers, per delta stream (subState), how far the returned
-// resources it last handed that stream have seen: a flip costs O(changed).
-// It only reads go-control-plane's maps: a response with changes carries
-// a new returned-resources map (the old one cloned, then changed), and
-// watch channels are sent on after the cache's lock is released.
+// and, per delta stream, its own record of the versions the stream was
+// sent and how far that record has seen (subState): a flip costs
+// O(changed). It never writes into go-control-plane's maps (see subState
+// for how the subscription's returned-resources map is used), and it
+// sends on watch channels after its lock is released.
 // New subscriptions, subscription changes and reconnects (Envoy's
 // initial_resource_versions) take the full comparison. State-of-the-world
 // watches are served by an inner LinearCache holding the same resources,
@@ -56,15 +56,24 @@ type deltaCache struct {
 	oldest  uint64
 	watchID uint64
 	watches map[uint64]*deltaWatch
-	// subs is the sequence state of each delta stream, by its response
-	// channel (go-control-plane makes one per stream; this cache serves
-	// one type, so one subscription per channel). idle holds the streams
-	// whose last watch was cancelled and not yet re-created: update
-	// forgets them (a closed stream never comes back; a live one that
-	// does falls back to the full comparison).
+	// subs is the state of each delta stream, by its response channel
+	// (go-control-plane makes one per stream; this cache serves one type,
+	// so one subscription per channel). idle holds, with the sequence
+	// number of the time, the streams whose last watch was cancelled and
+	// not re-created since: go-control-plane cancels before it re-creates
+	// a watch on a request (microseconds later, on the same goroutine) and
+	// when a stream ends. An update forgets the streams idle for
+	// idleUpdates updates (closed ones, which never come back).
 	subs map[chan cachev3.DeltaResponse]*subState
-	idle map[chan cachev3.DeltaResponse]bool
+	idle map[chan cachev3.DeltaResponse]uint64
 }
+
+// idleUpdates is how many updates a stream stays known after its last
+// watch was cancelled. A live stream re-creates its watch between the
+// cancel and the next take of the cache's lock; one forgotten anyway is
+// reset (CreateDeltaWatch) and its Envoy reconnects with the versions it
+// holds.
+const idleUpdates = 8
 
 type deltaEntry struct {
 	name string
@@ -93,7 +102,7 @@ func newDeltaCache(typeURL string, logSize int) *deltaCache {
 		oldest:  1,
 		watches: map[uint64]*deltaWatch{},
 		subs:    map[chan cachev3.DeltaResponse]*subState{},
-		idle:    map[chan cachev3.DeltaResponse]bool{},
+		idle:    map[chan cachev3.DeltaResponse]uint64{},
 	}
 }
 
@@ -130,11 +139,13 @@ func (c *deltaCache) apply(upd map[string]types.Resource, encoded map[string][]b
 			return nil, err
 		}
 	}
-	for ch := range c.idle {
-		delete(c.subs, ch)
-		delete(c.idle, ch)
-	}
 	c.seq++
+	for ch, since := range c.idle {
+		if c.seq-since >= idleUpdates {
+			delete(c.subs, ch)
+			delete(c.idle, ch)
+		}
+	}
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {
 		c.res[name] = &deltaEntry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
@@ -253,13 +264,13 @@ func (c *deltaCache) changedSince(seq uint64) (map[string]bool, bool) {
 
 // respond builds a response for w covering the names in candidates (nil:
 // every subscribed or known name), or returns nil when the client is up to
-// date. It records the new state in w's subState; the subscription's
-// returned-resources map is read, never written: a response with changes
-// carries a new one. Call under c.mu.
+// date (then w's subState is up to date with c.seq). It compares with the
+// stream's own record (subState.known), which the response updates once
+// sent (deltaWatch.send). Call under c.mu.
 func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaResponse {
 	wildcard := w.sub.IsWildcard()
 	subscribed := w.sub.SubscribedResources()
-	known := w.sub.ReturnedResources()
+	known := w.state.known
 	wants := func(name string) bool {
 		if wildcard {
 			return true
@@ -303,24 +314,11 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 	// waits for it to finish initialising.
 	firstWildcard := wildcard && w.req.GetResponseNonce() == ""
 	if len(upd) == 0 && len(removed) == 0 && !firstWildcard {
-		w.state.seen(c.seq, known)
+		w.state.seq = c.seq
 		return nil
 	}
-	next := known
-	if len(upd) > 0 || len(removed) > 0 {
-		next = maps.Clone(known)
-		if next == nil {
-			next = make(map[string]string, len(upd))
-		}
-		for _, e := range upd {
-			next[e.name] = e.version
-		}
-		for _, name := range removed {
-			delete(next, name)
-		}
-	}
-	w.state.seen(c.seq, next)
-	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed, known: next, version: strconv.FormatUint(c.seq, 10)}
+	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed,
+		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{}}
 }
 
 // allMessages returns every current resource as a message (a new map;
@@ -388,7 +386,10 @@ func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Sub
 	if sub.ReturnedResources() == nil {
 		return nil, errors.New("delta cache: subscription without returned-resources map")
 	}
-	w, resp := c.watch(req, sub, ch)
+	w, resp, err := c.watch(req, sub, ch)
+	if err != nil {
+		return nil, err
+	}
 	if resp != nil {
 		w.send(resp)
 	}
@@ -396,29 +397,29 @@ func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Sub
 }
 
 // watch creates w and its immediate response, or parks w. It takes c.mu.
-func (c *deltaCache) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*deltaWatch, *deltaResponse) {
+// It fails, ending the stream, when the stream's state was lost: the
+// Envoy reconnects and says which versions it holds.
+func (c *deltaCache) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*deltaWatch, *deltaResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.subs[ch]
-	if st == nil {
-		st = &subState{}
-		c.subs[ch] = st
+	st, err := c.stream(req, sub, ch)
+	if err != nil {
+		return nil, nil, err
 	}
-	delete(c.idle, ch)
 	w := &deltaWatch{c: c, req: req, sub: sub, ch: ch, state: st}
 	var candidates map[string]bool
 	subChanged := len(req.GetResourceNamesSubscribe()) > 0 || len(req.GetResourceNamesUnsubscribe()) > 0 ||
 		req.GetResponseNonce() == ""
-	if seq, ok := st.upTo(sub.ReturnedResources()); ok && !subChanged {
-		candidates, _ = c.changedSince(seq) // nil (full comparison) when too old
+	if !subChanged && st.seq > 0 {
+		candidates, _ = c.changedSince(st.seq) // nil (full comparison) when too old
 	}
 	if resp := c.respond(w, candidates); resp != nil {
-		return w, resp
+		return w, resp, nil
 	}
 	c.watchID++
 	w.id = c.watchID
 	c.watches[w.id] = w
-	return w, nil
+	return w, nil, nil
 }
 
 // Fetch is not supported (REST).

@@ -2,6 +2,8 @@ package xds
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"reflect"
 	"sync"
 
@@ -11,30 +13,76 @@ import (
 )
 
 // subState is the deltaCache's own record of one delta stream's
-// subscription: the returned-resources map it last handed the stream
-// (held for its identity only, never written) and the cache sequence
-// number that map is up to date with.
+// subscription: the version of each resource the stream was sent (known),
+// and the cache sequence number known is up to date with (seq; 0 before
+// the first answer).
+//
+// go-control-plane keeps a returned-resources map per subscription: it
+// sets it from each response (GetReturnedResources), writes into it when
+// a request unsubscribes names, and hands it to the next watch. The cache
+// only reads it: at a stream's first request it is Envoy's
+// initial_resource_versions, copied into known once; each response hands
+// go-control-plane a new empty map (handed), so what it writes there
+// later is exactly its record of the names unsubscribed since, which the
+// cache applies to known (unsubscribed).
 type subState struct {
-	seq      uint64
-	returned map[string]string
+	seq    uint64
+	known  map[string]string
+	handed map[string]string
 }
 
-// seen records that returned is up to date with seq. Call under the
-// cache's lock.
-func (s *subState) seen(seq uint64, returned map[string]string) {
-	s.seq, s.returned = seq, returned
-}
-
-// upTo returns the sequence number the subscription's returned resources
-// are up to date with, or ok false when they are not the map this state
-// describes (a new stream, a response cancelled before it was sent, or a
-// go-control-plane that copies the map): the caller then compares every
-// name.
-func (s *subState) upTo(returned map[string]string) (seq uint64, ok bool) {
-	if s.returned == nil || reflect.ValueOf(s.returned).UnsafePointer() != reflect.ValueOf(returned).UnsafePointer() {
-		return 0, false
+// stream returns ch's state, creating it at the stream's first request.
+// It fails when a later request finds no state (forgotten while idle) or a
+// returned-resources map the cache did not hand out. Call under c.mu.
+func (c *deltaCache) stream(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*subState, error) {
+	returned := sub.ReturnedResources()
+	st := c.subs[ch]
+	delete(c.idle, ch)
+	if st == nil {
+		if req.GetResponseNonce() != "" {
+			return nil, errors.New("delta cache " + c.typeURL + ": no state for this stream (forgotten while idle); reconnect")
+		}
+		st = &subState{known: maps.Clone(returned)}
+		c.subs[ch] = st
+		return st, nil
 	}
-	return s.seq, true
+	if st.handed != nil && !sameMap(returned, st.handed) {
+		delete(c.subs, ch)
+		return nil, errors.New("delta cache " + c.typeURL + ": the subscription's returned resources are not the map the cache handed out; reconnect")
+	}
+	st.unsubscribed(req.GetResourceNamesUnsubscribe(), returned)
+	return st, nil
+}
+
+// unsubscribed applies to known what go-control-plane recorded for the
+// names a request unsubscribed: no entry (forget the version) or an empty
+// version (a wildcard stream unsubscribing a name it had also asked for by
+// name: the name is sent again, or reported removed).
+func (s *subState) unsubscribed(names []string, returned map[string]string) {
+	for _, name := range names {
+		if v, ok := returned[name]; ok {
+			s.known[name] = v
+		} else {
+			delete(s.known, name)
+		}
+	}
+}
+
+// sent records in known a response the stream was sent. Call under the
+// cache's lock.
+func (s *subState) sent(r *deltaResponse) {
+	for _, e := range r.resources {
+		s.known[e.name] = e.version
+	}
+	for _, name := range r.removed {
+		delete(s.known, name)
+	}
+	s.seq, s.handed = r.seq, r.returned
+}
+
+// sameMap reports whether a and b are the same map (not equal contents).
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // deltaWatch is one delta watch: parked in the cache's watches (id set)
@@ -54,15 +102,22 @@ type deltaWatch struct {
 }
 
 // send delivers resp on the watch's channel unless the watch was
-// cancelled. It is called without the cache's lock held: the channel's
-// buffer (go-control-plane's, one slot per type) never makes it wait, and
-// if it did, the cache would still serve every other stream.
+// cancelled, then records it in the stream's state (a response never sent
+// leaves the state as it was). It is called without the cache's lock
+// held: the channel's buffer (go-control-plane's, one slot per type) never
+// makes it wait, and if it did, the cache would still serve every other
+// stream. The stream's next watch waits for the record: go-control-plane
+// cancels this watch first.
 func (w *deltaWatch) send(resp *deltaResponse) {
 	w.sendMu.Lock()
 	defer w.sendMu.Unlock()
-	if !w.cancelled {
-		w.ch <- resp
+	if w.cancelled {
+		return
 	}
+	w.ch <- resp
+	w.c.mu.Lock()
+	w.state.sent(resp)
+	w.c.mu.Unlock()
 }
 
 // cancel forgets the watch (go-control-plane calls it before re-creating
@@ -79,7 +134,7 @@ func (w *deltaWatch) cancel() {
 		delete(c.watches, w.id)
 	}
 	if c.subs[w.ch] == w.state {
-		c.idle[w.ch] = true
+		c.idle[w.ch] = c.seq
 	}
 }
 
@@ -89,8 +144,11 @@ type deltaResponse struct {
 	req       *cachev3.DeltaRequest
 	resources []*deltaEntry
 	removed   []string
-	known     map[string]string
+	seq       uint64
 	version   string
+	// returned is handed to go-control-plane as the subscription's
+	// returned resources: empty (see subState).
+	returned map[string]string
 
 	once  sync.Once
 	built *discoveryv3.DeltaDiscoveryResponse
@@ -117,8 +175,8 @@ func (r *deltaResponse) GetSystemVersion() (string, error) { return r.version, n
 
 func (r *deltaResponse) GetResponseVersion() string { return r.version }
 
-func (r *deltaResponse) GetNextVersionMap() map[string]string { return r.known }
+func (r *deltaResponse) GetNextVersionMap() map[string]string { return r.returned }
 
-func (r *deltaResponse) GetReturnedResources() map[string]string { return r.known }
+func (r *deltaResponse) GetReturnedResources() map[string]string { return r.returned }
 
 func (r *deltaResponse) GetContext() context.Context { return context.Background() }

@@ -51,46 +51,84 @@ func TestDeltaCacheNeverWritesReturnedResources(t *testing.T) {
 	check("immediate answer", before, lib)
 }
 
-// TestDeltaCacheLostResponseIsResent: a response that never reached the
-// stream (its watch cancelled first) leaves the subscription's returned
-// resources as they were; the next watch compares against those and sends
-// the change again.
-func TestDeltaCacheLostResponseIsResent(t *testing.T) {
+// TestDeltaCacheCancelledResponseIsResent: a response whose watch was
+// cancelled between the update that answered it and its send is never
+// sent, and the stream's record stays as it was: the next watch sends the
+// change.
+func TestDeltaCacheCancelledResponseIsResent(t *testing.T) {
 	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
 	if r := s.ack(); r != nil {
 		t.Fatalf("ACK answered with %v", gotNames(r))
 	}
-	setCLAs(t, c, revision.ModeServe, "b")
-	<-s.ch // lost: the stream never records its returned resources
+	ch := newChange(resourcev3.EndpointType)
+	cla, err := ServeLoadAssignment("b", []revision.Backend{ready("10.0.0.1", 80)}, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.add("b", cla); err != nil {
+		t.Fatal(err)
+	}
+	fired, err := c.apply(ch.upd, ch.enc, ch.ver, nil) // update without its sends
+	if err != nil || len(fired) != 1 {
+		t.Fatalf("update answered %d watches (%v), want 1", len(fired), err)
+	}
+	s.cancel() // a request (or the stream's end) cancels the watch first
+	fired[0].w.send(fired[0].resp)
+	if r := s.take(); r != nil {
+		t.Fatalf("a cancelled watch was sent %v", gotNames(r))
+	}
+	s.cancel = nil
 	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), []string{"b"}) {
-		t.Fatalf("after a lost response the ACK sent %v, want b again", r)
+		t.Fatalf("the next watch sent %v, want b", r)
 	}
 	if r := s.ack(); r != nil {
 		t.Fatalf("second ACK sent %v", gotNames(r))
 	}
 }
 
+// TestDeltaCacheUnsubscribeForgetsVersion: names a stream unsubscribes
+// leave the stream's record, so subscribing again sends them again.
+func TestDeltaCacheUnsubscribeForgetsVersion(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
+	s.ack()
+	s.sub.UpdateResourceSubscriptions(nil, []string{"b"})
+	if r := s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n",
+		ResourceNamesUnsubscribe: []string{"b"}}); r != nil {
+		t.Fatalf("unsubscribing b sent %v", gotNames(r))
+	}
+	s.sub.UpdateResourceSubscriptions([]string{"b"}, nil)
+	if r := s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n",
+		ResourceNamesSubscribe: []string{"b"}}); r == nil || !slices.Equal(gotNames(r), []string{"b"}) {
+		t.Fatalf("subscribing b again sent %v, want b", r)
+	}
+}
+
 // TestDeltaCacheForgetsClosedStreams: a stream whose last watch was
-// cancelled (it closed) is forgotten at the next update; a stream that
-// comes back after that is answered from a full comparison.
+// cancelled (it closed) is forgotten after idleUpdates updates; a request
+// on it after that ends the stream (its Envoy reconnects and says what it
+// holds) instead of being answered from a guess.
 func TestDeltaCacheForgetsClosedStreams(t *testing.T) {
 	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
 	s.ack()
-	if len(c.subs) != 1 {
-		t.Fatalf("%d stream states, want 1", len(c.subs))
-	}
 	s.cancel()
-	setCLAs(t, c, revision.ModeServe, "a")
-	if len(c.subs) != 0 || len(c.idle) != 0 {
-		t.Fatalf("after the stream closed and an update: %d states, %d idle, want none", len(c.subs), len(c.idle))
+	for i := range idleUpdates {
+		if len(c.subs) != 1 {
+			t.Fatalf("stream forgotten after %d updates, want %d", i, idleUpdates)
+		}
+		setCLAs(t, c, revision.Mode(i%2), "a")
 	}
-	s.cancel = nil
-	if r := s.ack(); r == nil || !slices.Equal(gotNames(r), []string{"a"}) {
-		t.Fatalf("a forgotten stream's ACK sent %v, want a", r)
+	if len(c.subs) != 0 || len(c.idle) != 0 {
+		t.Fatalf("after the stream closed and %d updates: %d states, %d idle, want none", idleUpdates, len(c.subs), len(c.idle))
+	}
+	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n"}
+	if _, err := c.CreateDeltaWatch(req, s.sub, s.ch); err == nil {
+		t.Fatal("a request on a forgotten stream was answered")
 	}
 }
 
