@@ -65,7 +65,7 @@ func runBurst(e *env, n int, name string) (*results.Burst, error) {
 	}, burstRev.name); err != nil {
 		return nil, err
 	}
-	mem, err := startMemory(th.process.cmd.Process.Pid)
+	mem, err := startMemory(th.process.Pid())
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func runKnobs(e *env, outDir string) error {
 		return err
 	}
 	defer e.stopLogged(ev.process)
-	return compareSides(e, "knobs", outDir, func(side string) string { return ev.url("knob_" + side) }, names, 0, ev.cmd.Process.Pid)
+	return compareSides(e, "knobs", outDir, func(side string) string { return ev.url("knob_" + side) }, names, 0, ev.Pid())
 }
 
 // Parts of thaw's serve-mode configuration, in the shapes xds sends.
