@@ -24,11 +24,14 @@ import (
 // initial_resource_versions, copied into known once; each response hands
 // go-control-plane a new empty map (handed), so what it writes there
 // later is exactly its record of the names unsubscribed since, which the
-// cache applies to known (unsubscribed).
+// cache applies to known (unsubscribed). A request may find the map
+// before handed (prev): go-control-plane takes a response sent after it
+// drained its channel only after that request's watch.
 type subState struct {
 	seq    uint64
 	known  map[string]string
 	handed map[string]string
+	prev   map[string]string
 }
 
 // stream returns ch's state, creating it at the stream's first request.
@@ -42,11 +45,11 @@ func (c *deltaCache) stream(req *cachev3.DeltaRequest, sub cachev3.Subscription,
 		if req.GetResponseNonce() != "" {
 			return nil, errors.New("delta cache " + c.typeURL + ": no state for this stream (forgotten while idle); reconnect")
 		}
-		st = &subState{known: maps.Clone(returned)}
+		st = &subState{known: maps.Clone(returned), handed: returned}
 		c.subs[ch] = st
 		return st, nil
 	}
-	if st.handed != nil && !sameMap(returned, st.handed) {
+	if !sameMap(returned, st.handed) && (st.prev == nil || !sameMap(returned, st.prev)) {
 		delete(c.subs, ch)
 		return nil, errors.New("delta cache " + c.typeURL + ": the subscription's returned resources are not the map the cache handed out; reconnect")
 	}
@@ -77,7 +80,7 @@ func (s *subState) sent(r *deltaResponse) {
 	for _, name := range r.removed {
 		delete(s.known, name)
 	}
-	s.seq, s.handed = r.seq, r.returned
+	s.seq, s.prev, s.handed = r.seq, s.handed, r.returned
 }
 
 // sameMap reports whether a and b are the same map (not equal contents).

@@ -88,6 +88,36 @@ func TestDeltaCacheCancelledResponseIsResent(t *testing.T) {
 	}
 }
 
+// TestDeltaCacheResponseQueuedBeforeRequest: go-control-plane drains its
+// channel before it handles a request; a response an update sends after
+// that reaches the stream only after the request's new watch, which then
+// sees the map from before that response. The watch is served (the
+// response will be delivered), without sending the change twice.
+func TestDeltaCacheResponseQueuedBeforeRequest(t *testing.T) {
+	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	setCLAs(t, c, revision.ModeProxy, "a", "b")
+	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
+	if r := s.ack(); r != nil {
+		t.Fatalf("ACK answered with %v", gotNames(r))
+	}
+	setCLAs(t, c, revision.ModeServe, "b") // answers the parked watch: queued
+	s.cancel()
+	cancel, err := c.CreateDeltaWatch(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n"}, s.sub, s.ch)
+	if err != nil {
+		t.Fatalf("a request before the queued response was taken: %v", err)
+	}
+	s.cancel = cancel
+	if r := s.take(); r == nil || !slices.Equal(gotNames(r), []string{"b"}) {
+		t.Fatalf("queued response %v, want b", r)
+	}
+	if r := s.take(); r != nil {
+		t.Fatalf("the request's watch sent %v, want it parked", gotNames(r))
+	}
+	if r := s.ack(); r != nil {
+		t.Fatalf("ACK sent %v", gotNames(r))
+	}
+}
+
 // TestDeltaCacheUnsubscribeForgetsVersion: names a stream unsubscribes
 // leave the stream's record, so subscribing again sends them again.
 func TestDeltaCacheUnsubscribeForgetsVersion(t *testing.T) {
