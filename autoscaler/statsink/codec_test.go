@@ -81,7 +81,7 @@ func TestCodecLeavesOtherMessages(t *testing.T) {
 	}
 }
 
-// TestServerOptionsKeepOtherServices: with ServerOptions (the forced
+// TestServerOptionsKeepOtherServices: with the sink's options (hostOptions, the forced
 // codec) on the shared server, another service still answers through a
 // real connection.
 func TestServerOptionsKeepOtherServices(t *testing.T) {
