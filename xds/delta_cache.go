@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -59,21 +60,33 @@ type deltaCache struct {
 	// subs is the state of each delta stream, by its response channel
 	// (go-control-plane makes one per stream; this cache serves one type,
 	// so one subscription per channel). idle holds, with the sequence
-	// number of the time, the streams whose last watch was cancelled and
-	// not re-created since: go-control-plane cancels before it re-creates
-	// a watch on a request (microseconds later, on the same goroutine) and
-	// when a stream ends. An update forgets the streams idle for
-	// idleUpdates updates (closed ones, which never come back).
+	// number and time of the cancel, the streams whose last watch was
+	// cancelled and not re-created since: go-control-plane cancels before
+	// it re-creates a watch on a request (microseconds later, on the same
+	// goroutine) and when a stream ends. An update forgets the streams idle
+	// for idleUpdates updates and idleFor (closed ones, which never come
+	// back).
 	subs map[chan cachev3.DeltaResponse]*subState
-	idle map[chan cachev3.DeltaResponse]uint64
+	idle map[chan cachev3.DeltaResponse]idleSince
+	// now is the clock of idle (time.Now; tests set another).
+	now func() time.Time
 }
 
-// idleUpdates is how many updates a stream stays known after its last
-// watch was cancelled. A live stream re-creates its watch between the
-// cancel and the next take of the cache's lock; one forgotten anyway is
-// reset (CreateDeltaWatch) and its Envoy reconnects with the versions it
-// holds.
-const idleUpdates = 8
+type idleSince struct {
+	seq uint64
+	at  time.Time
+}
+
+// idleUpdates and idleFor bound how long a stream stays known after its
+// last watch was cancelled: both must have passed. A live stream
+// re-creates its watch as soon as it takes the cache's lock; one forgotten
+// anyway is reset (CreateDeltaWatch) and its Envoy reconnects with the
+// versions it holds. A closed stream's state (its record, up to one entry
+// per resource) is kept that long.
+const (
+	idleUpdates = 8
+	idleFor     = 30 * time.Second
+)
 
 type deltaEntry struct {
 	name string
@@ -102,7 +115,8 @@ func newDeltaCache(typeURL string, logSize int) *deltaCache {
 		oldest:  1,
 		watches: map[uint64]*deltaWatch{},
 		subs:    map[chan cachev3.DeltaResponse]*subState{},
-		idle:    map[chan cachev3.DeltaResponse]uint64{},
+		idle:    map[chan cachev3.DeltaResponse]idleSince{},
+		now:     time.Now,
 	}
 }
 
@@ -140,11 +154,8 @@ func (c *deltaCache) apply(upd map[string]types.Resource, encoded map[string][]b
 		}
 	}
 	c.seq++
-	for ch, since := range c.idle {
-		if c.seq-since >= idleUpdates {
-			delete(c.subs, ch)
-			delete(c.idle, ch)
-		}
+	if len(c.idle) > 0 {
+		c.forgetIdle()
 	}
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {

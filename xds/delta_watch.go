@@ -83,6 +83,18 @@ func (s *subState) sent(r *deltaResponse) {
 	s.seq, s.prev, s.handed = r.seq, s.handed, r.returned
 }
 
+// forgetIdle forgets the streams idle for idleUpdates updates and idleFor.
+// Call under c.mu.
+func (c *deltaCache) forgetIdle() {
+	now := c.now()
+	for ch, since := range c.idle {
+		if c.seq-since.seq >= idleUpdates && now.Sub(since.at) >= idleFor {
+			delete(c.subs, ch)
+			delete(c.idle, ch)
+		}
+	}
+}
+
 // sameMap reports whether a and b are the same map (not equal contents).
 func sameMap(a, b map[string]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
@@ -137,7 +149,7 @@ func (w *deltaWatch) cancel() {
 		delete(c.watches, w.id)
 	}
 	if c.subs[w.ch] == w.state {
-		c.idle[w.ch] = c.seq
+		c.idle[w.ch] = idleSince{seq: c.seq, at: c.now()}
 	}
 }
 

@@ -138,23 +138,30 @@ func TestDeltaCacheUnsubscribeForgetsVersion(t *testing.T) {
 }
 
 // TestDeltaCacheForgetsClosedStreams: a stream whose last watch was
-// cancelled (it closed) is forgotten after idleUpdates updates; a request
-// on it after that ends the stream (its Envoy reconnects and says what it
-// holds) instead of being answered from a guess.
+// cancelled (it closed) is forgotten after idleUpdates updates and idleFor;
+// a request on it after that ends the stream (its Envoy reconnects and
+// says what it holds) instead of being answered from a guess.
 func TestDeltaCacheForgetsClosedStreams(t *testing.T) {
 	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
 	s.ack()
 	s.cancel()
 	for i := range idleUpdates {
-		if len(c.subs) != 1 {
-			t.Fatalf("stream forgotten after %d updates, want %d", i, idleUpdates)
-		}
 		setCLAs(t, c, revision.Mode(i%2), "a")
 	}
+	if len(c.subs) != 1 {
+		t.Fatalf("stream forgotten after %d updates within %s", idleUpdates, idleFor)
+	}
+	now = now.Add(idleFor)
+	if len(c.subs) != 1 {
+		t.Fatal("stream forgotten without an update")
+	}
+	setCLAs(t, c, revision.ModeServe, "b")
 	if len(c.subs) != 0 || len(c.idle) != 0 {
-		t.Fatalf("after the stream closed and %d updates: %d states, %d idle, want none", idleUpdates, len(c.subs), len(c.idle))
+		t.Fatalf("after the stream closed, %s and %d updates: %d states, %d idle, want none", idleFor, idleUpdates+1, len(c.subs), len(c.idle))
 	}
 	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n"}
 	if _, err := c.CreateDeltaWatch(req, s.sub, s.ch); err == nil {
