@@ -11,7 +11,7 @@ export THAW_CACHE ENVOY_BIN KUBE_BIN_DIR
 GOTEST_FLAGS ?= -race -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build module tools tools-envoy tools-kube tools-envoy-gateway tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-micro lint run clean generate verify-generate image
+.PHONY: all build module tools tools-envoy tools-kube tools-envoy-gateway tools-peers test test-unit test-fuzz test-e2e test-peers bench bench-peers bench-bin bench-micro lint run clean generate verify-generate image
 
 all: build
 
@@ -81,8 +81,11 @@ generate:
 verify-generate:
 	bash hack/verify-generate.sh
 
+## test-unit: both Go modules: the product (./...) and bench/ (its own
+## go.mod, so the product's go.mod lists only what thaw runs).
 test-unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
+	$(GO) -C bench test $(GOTEST_FLAGS) ./...
 
 ## test-fuzz: every fuzz target (package:Target) fuzzed for FUZZ_TIME, so
 ## none rots; test-unit already runs their seed corpora. A crash found is
@@ -119,14 +122,24 @@ bench: tools-envoy tools-kube tools-peers tools-envoy-gateway build
 bench-peers: tools-envoy tools-kube tools-peers build
 	bash hack/bench-peers.sh
 
+## bench-bin: bench/'s commands (a Go module of its own, bench/go.mod) as
+## bin/bench-scenarios and bin/bench-report; run them from the repository
+## root, e.g. `bin/bench-scenarios -only paths`.
+bench-bin:
+	$(GO) -C bench build -o $(CURDIR)/bin/bench-scenarios ./scenarios
+	$(GO) -C bench build -o $(CURDIR)/bin/bench-report ./report
+
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
+	$(GO) -C bench test -run '^$$' -bench . -benchtime=1x -benchmem ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) -C bench vet ./...
 	$(GO) vet -tags e2e ./e2e/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd bench && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags e2e ./e2e/...
 
 ## run: the main job on the embedded default.

@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ type loopShard struct {
 	decisions atomic.Uint64
 
 	// Owned by the loop goroutine.
-	heap []*revState
+	due dueHeap
 }
 
 func (m *Multiscaler) startShards(ctx context.Context) {
@@ -74,21 +75,21 @@ func (sh *loopShard) run(ctx context.Context) {
 	for {
 		sh.drain(ctx, period)
 		now := clk.Now()
-		for len(sh.heap) > 0 && !sh.heap[0].due.After(now) {
-			st := sh.heap[0]
+		for len(sh.due) > 0 && !sh.due[0].due.After(now) {
+			st := sh.due[0]
 			if st.halted() {
-				sh.pop()
+				heap.Pop(&sh.due)
 				continue
 			}
 			sh.m.step(ctx, st, false)
 			st.due = nextDue(st.due, now, period)
-			sh.down(0)
+			heap.Fix(&sh.due, 0)
 			if ctx.Err() != nil {
 				return
 			}
 		}
-		if len(sh.heap) > 0 {
-			timer.Reset(sh.heap[0].due.Sub(clk.Now()))
+		if len(sh.due) > 0 {
+			timer.Reset(sh.due[0].due.Sub(clk.Now()))
 		} else {
 			timer.Stop()
 		}
@@ -116,7 +117,7 @@ func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 		start := sh.m.opts.Clock.Now()
 		sh.m.step(ctx, st, false)
 		st.due = start.Add(period)
-		sh.push(st)
+		heap.Push(&sh.due, st)
 	}
 	for i, st := range poked {
 		poked[i] = nil
@@ -139,51 +140,25 @@ func nextDue(due, now time.Time, period time.Duration) time.Time {
 	return due
 }
 
-// The heap: sh.heap[0] is the revision due first.
+// dueHeap orders a loop's revisions by their next tick (container/heap):
+// element 0 is the revision due first.
+type dueHeap []*revState
 
-func (sh *loopShard) push(st *revState) {
-	sh.heap = append(sh.heap, st)
-	sh.up(len(sh.heap) - 1)
-}
+var _ heap.Interface = (*dueHeap)(nil)
 
-func (sh *loopShard) pop() {
-	n := len(sh.heap) - 1
-	sh.heap[0] = sh.heap[n]
-	sh.heap[n] = nil
-	sh.heap = sh.heap[:n]
-	if n > 0 {
-		sh.down(0)
-	}
-}
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 
-func (sh *loopShard) up(i int) {
-	h := sh.heap
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h[i].due.Before(h[p].due) {
-			return
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
+// Push appends x, a *revState (heap.Push's half).
+func (h *dueHeap) Push(x any) { *h = append(*h, x.(*revState)) }
 
-func (sh *loopShard) down(i int) {
-	h := sh.heap
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		c := l
-		if r := l + 1; r < n && h[r].due.Before(h[l].due) {
-			c = r
-		}
-		if !h[c].due.Before(h[i].due) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
+// Pop removes and returns the last element (heap.Pop's half).
+func (h *dueHeap) Pop() any {
+	old := *h
+	n := len(old) - 1
+	st := old[n]
+	old[n] = nil
+	*h = old[:n]
+	return st
 }

@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"runtime"
@@ -251,21 +252,11 @@ func (m *Multiscaler) Decisions() []Decision {
 	m.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Decision) int {
 		if a.Key.Namespace != b.Key.Namespace {
-			return compareStrings(a.Key.Namespace, b.Key.Namespace)
+			return cmp.Compare(a.Key.Namespace, b.Key.Namespace)
 		}
-		return compareStrings(a.Key.Name, b.Key.Name)
+		return cmp.Compare(a.Key.Name, b.Key.Name)
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sync makes the decided revisions match snap: new ones go to a loop,

@@ -21,6 +21,7 @@ import (
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/autoscaler/statsink"
 	"github.com/thaw-dev/thaw/e2e/harness"
+	"github.com/thaw-dev/thaw/internal/app"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -122,7 +123,7 @@ func TestStatsinkWithEnvoy(t *testing.T) {
 	rec := &statsinkSamples{key: key}
 	reg := prometheus.NewRegistry()
 	sink := statsink.New(statsink.Options{Logger: zaptest.NewLogger(t), Recorder: rec, Registerer: reg})
-	gs := grpc.NewServer(statsink.ServerOptions(nil)...)
+	gs := grpc.NewServer(app.SharedGRPCServerOptions()...)
 	sink.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

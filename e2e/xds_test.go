@@ -616,8 +616,8 @@ func (env *xdsEnv) flip(ctx context.Context, tb testing.TB, key revision.Key, mo
 	}
 }
 
-// histQuantile estimates a quantile of a histogram the way Prometheus'
-// histogram_quantile does: linear interpolation inside the bucket.
+// histQuantile estimates a quantile of a histogram in reg
+// (harness.HistogramQuantile: PromQL's histogram_quantile).
 func histQuantile(tb testing.TB, reg *prometheus.Registry, name string, q float64) float64 {
 	tb.Helper()
 	fams, err := reg.Gather()
@@ -629,19 +629,12 @@ func histQuantile(tb testing.TB, reg *prometheus.Registry, name string, q float6
 			continue
 		}
 		h := f.GetMetric()[0].GetHistogram()
-		rank := q * float64(h.GetSampleCount())
-		lower, below := 0.0, 0.0
+		var bounds, cum []float64
 		for _, bk := range h.GetBucket() {
-			count := float64(bk.GetCumulativeCount())
-			if count >= rank {
-				if count == below {
-					return bk.GetUpperBound()
-				}
-				return lower + (bk.GetUpperBound()-lower)*(rank-below)/(count-below)
-			}
-			lower, below = bk.GetUpperBound(), count
+			bounds, cum = append(bounds, bk.GetUpperBound()), append(cum, float64(bk.GetCumulativeCount()))
 		}
-		return lower
+		v, _ := harness.HistogramQuantile(bounds, cum, float64(h.GetSampleCount()), q)
+		return v
 	}
 	tb.Fatalf("histogram %s not found", name)
 	return 0

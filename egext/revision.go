@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/platform/revisionspec"
@@ -59,13 +60,14 @@ func isRevision(b []byte) bool {
 	return o.Kind == Kind && groupOf(o.APIVersion) == Group
 }
 
+// groupOf returns the API group of apiVersion ("thaw.dev/v1alpha1" ->
+// "thaw.dev"), "" for the core group.
 func groupOf(apiVersion string) string {
-	for i := 0; i < len(apiVersion); i++ {
-		if apiVersion[i] == '/' {
-			return apiVersion[:i]
-		}
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return "" // a core-group apiVersion ("v1")
 	}
-	return ""
+	return group
 }
 
 // ParseRevision reads a Revision from an unstructured object's JSON (EG's

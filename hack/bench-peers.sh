@@ -18,15 +18,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export ENVOY_BIN=${ENVOY_BIN:-$root/.tools/bin/envoy}
 out=${BENCH_OUT:-bench/out}
+# bench/ is a Go module of its own: build its commands into bin/ and run
+# them from the repository root, where their defaults point.
+go -C bench build -o "$root/bin/bench-scenarios" ./scenarios
+go -C bench build -o "$root/bin/bench-report" ./report
 smoke=0
 if [ "${1:-}" = --smoke ]; then smoke=1; fi
 
-args=(go run ./bench/scenarios -only peers -out "$out/peers.json")
+args=(bin/bench-scenarios -only peers -out "$out/peers.json")
 if [ "${BENCH_QUICK:-0}" = 1 ]; then args+=(-quick); fi
 if [ "$smoke" = 1 ]; then
 	out=$(mktemp -d)
 	trap 'rm -rf "$out"' EXIT
-	args=(go run ./bench/scenarios -only peers -smoke -out "$out/peers.json")
+	args=(bin/bench-scenarios -only peers -smoke -out "$out/peers.json")
 fi
 mkdir -p "$out"
 echo "== peers: ${args[*]}" >&2
@@ -37,7 +41,7 @@ if [ "$smoke" = 1 ]; then
 	exit "$rc"
 fi
 if [ -f "$out/peers.json" ]; then
-	go run ./bench/report -dir "$out" -o docs/BENCHMARKS.md -peers-only
+	bin/bench-report -dir "$out" -o docs/BENCHMARKS.md -peers-only
 fi
 if [ "$rc" -ne 0 ]; then
 	echo "bench-peers: failed (docs/BENCHMARKS.md names what failed; logs above)" >&2

@@ -37,6 +37,11 @@ if [ -n "${BENCH_MAX_LOAD:-}" ]; then
 	done
 fi
 
+# bench/ is a Go module of its own (bench/go.mod): its commands are built
+# into bin/ and run from the repository root, where their defaults point.
+go -C bench build -o "$root/bin/bench-scenarios" ./scenarios
+go -C bench build -o "$root/bin/bench-report" ./report
+
 rm -rf "$out"
 mkdir -p "$out" docs
 cp /proc/loadavg "$out/load-start"
@@ -78,26 +83,26 @@ run micro-extproc "${micro[@]}" -benchtime "$(bt 1s)" ./extproc/
 run micro-local "${micro[@]}" -benchtime "$(bt 20x)" ./platform/local/
 run xds-envoy-10k go test -tags e2e -run '^$' -bench XDSEnvoy10k -benchtime "$(bt 200x)" ./e2e/
 
-scen=(go run ./bench/scenarios -out "$out/scenarios.json" -png docs/burst.png)
+scen=(bin/bench-scenarios -out "$out/scenarios.json" -png docs/burst.png)
 if [ "$quick" = 1 ]; then scen+=(-quick); fi
 run scenarios "${scen[@]}"
 
 # 100,000 revisions, a step of its own (its own time bound and figures
 # file): ~4 minutes and ~8 GB of memory.
 if [ "${BENCH_SCALE100K:-1}" = 1 ]; then
-	large=(go run ./bench/scenarios -only scale100k -timeout 20m -out "$out/scale100k.json" -png "")
+	large=(bin/bench-scenarios -only scale100k -timeout 20m -out "$out/scale100k.json" -png "")
 	if [ "$quick" = 1 ]; then large+=(-quick); fi
 	run scale100k "${large[@]}"
 fi
 
 # The peers (KEDA HTTP add-on interceptor, Knative queue-proxy) in a
 # network namespace of their own; a peer that fails is named in the report.
-peers=(go run ./bench/scenarios -only peers -out "$out/peers.json")
+peers=(bin/bench-scenarios -only peers -out "$out/peers.json")
 if [ "$quick" = 1 ]; then peers+=(-quick); fi
 run peers "${peers[@]}"
 
 cp /proc/loadavg "$out/load-end"
-go run ./bench/report -dir "$out" -o docs/BENCHMARKS.md
+bin/bench-report -dir "$out" -o docs/BENCHMARKS.md
 if [ "${#failed[@]}" -gt 0 ]; then
 	echo "bench: failed: ${failed[*]} (see docs/BENCHMARKS.md and $out/)" >&2
 	exit 1

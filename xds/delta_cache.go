@@ -6,17 +6,11 @@ import (
 	"maps"
 	"strconv"
 	"sync"
+	"time"
 
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 )
-
-// seqKey is a reserved entry in the returned-resources map of each delta
-// subscription: the cache sequence number the map is up to date with.
-// No resource can have this name (resource names are printable).
-const seqKey = "\x00thaw-seq"
 
 // changeLogSize bounds the change log; a subscription older than the log
 // falls back to a full comparison.
@@ -32,8 +26,11 @@ const changeLogSize = 1 << 16
 // revisions cost ~9 ms of CPU per flip per Envoy, and as much per
 // revision added or removed for the wildcard cluster and virtual host
 // subscriptions. This cache keeps a log of changed names
-// and remembers, inside each delta subscription's returned-resources map
-// (seqKey), how far that subscription has seen: a flip costs O(changed).
+// and, per delta stream, its own record of the versions the stream was
+// sent and how far that record has seen (subState): a flip costs
+// O(changed). It never writes into go-control-plane's maps (see subState
+// for how the subscription's returned-resources map is used), and it
+// sends on watch channels after its lock is released.
 // New subscriptions, subscription changes and reconnects (Envoy's
 // initial_resource_versions) take the full comparison. State-of-the-world
 // watches are served by an inner LinearCache holding the same resources,
@@ -60,7 +57,36 @@ type deltaCache struct {
 	oldest  uint64
 	watchID uint64
 	watches map[uint64]*deltaWatch
+	// subs is the state of each delta stream, by its response channel
+	// (go-control-plane makes one per stream; this cache serves one type,
+	// so one subscription per channel). idle holds, with the sequence
+	// number and time of the cancel, the streams whose last watch was
+	// cancelled and not re-created since: go-control-plane cancels before
+	// it re-creates a watch on a request (microseconds later, on the same
+	// goroutine) and when a stream ends. An update forgets the streams idle
+	// for idleUpdates updates and idleFor (closed ones, which never come
+	// back).
+	subs map[chan cachev3.DeltaResponse]*subState
+	idle map[chan cachev3.DeltaResponse]idleSince
+	// now is the clock of idle (time.Now; tests set another).
+	now func() time.Time
 }
+
+type idleSince struct {
+	seq uint64
+	at  time.Time
+}
+
+// idleUpdates and idleFor bound how long a stream stays known after its
+// last watch was cancelled: both must have passed. A live stream
+// re-creates its watch as soon as it takes the cache's lock; one forgotten
+// anyway is reset (CreateDeltaWatch) and its Envoy reconnects with the
+// versions it holds. A closed stream's state (its record, up to one entry
+// per resource) is kept that long.
+const (
+	idleUpdates = 8
+	idleFor     = 30 * time.Second
+)
 
 type deltaEntry struct {
 	name string
@@ -77,13 +103,6 @@ type logEntry struct {
 	name string
 }
 
-type deltaWatch struct {
-	req   *cachev3.DeltaRequest
-	sub   cachev3.Subscription
-	known map[string]string
-	ch    chan cachev3.DeltaResponse
-}
-
 var _ cachev3.Cache = (*deltaCache)(nil)
 
 // newDeltaCache returns an empty cache of typeURL resources whose change
@@ -95,25 +114,49 @@ func newDeltaCache(typeURL string, logSize int) *deltaCache {
 		logSize: logSize,
 		oldest:  1,
 		watches: map[uint64]*deltaWatch{},
+		subs:    map[chan cachev3.DeltaResponse]*subState{},
+		idle:    map[chan cachev3.DeltaResponse]idleSince{},
+		now:     time.Now,
 	}
 }
 
 // update sets and deletes resources; versions are the caller's hashes of
 // the deterministic encodings in encoded. A nil resource in upd is kept as
 // its encoding only.
+// Responses to parked watches are sent after the lock is released.
 func (c *deltaCache) update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
+	fired, err := c.apply(upd, encoded, versions, del)
+	for _, f := range fired {
+		f.w.send(f.resp)
+	}
+	return err
+}
+
+// firedWatch is a parked watch answered by an update, to send once the
+// cache's lock is released.
+type firedWatch struct {
+	w    *deltaWatch
+	resp *deltaResponse
+}
+
+// apply is update under c.mu: it changes the resources and returns the
+// parked watches answered.
+func (c *deltaCache) apply(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) ([]firedWatch, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sotw != nil {
 		msgs, err := c.messages(upd, encoded)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := c.sotw.UpdateResources(msgs, del); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	c.seq++
+	if len(c.idle) > 0 {
+		c.forgetIdle()
+	}
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {
 		c.res[name] = &deltaEntry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
@@ -125,13 +168,14 @@ func (c *deltaCache) update(upd map[string]types.Resource, encoded map[string][]
 		c.record(name)
 		changed[name] = true
 	}
+	var fired []firedWatch
 	for id, w := range c.watches {
 		if resp := c.respond(w, changed); resp != nil {
 			delete(c.watches, id)
-			w.ch <- resp
+			fired = append(fired, firedWatch{w: w, resp: resp})
 		}
 	}
-	return nil
+	return fired, nil
 }
 
 // record appends a change to the ring buffer, dropping the oldest entry
@@ -231,10 +275,13 @@ func (c *deltaCache) changedSince(seq uint64) (map[string]bool, bool) {
 
 // respond builds a response for w covering the names in candidates (nil:
 // every subscribed or known name), or returns nil when the client is up to
-// date. It records the new state in w.known. Call under c.mu.
+// date (then w's subState is up to date with c.seq). It compares with the
+// stream's own record (subState.known), which the response updates once
+// sent (deltaWatch.send). Call under c.mu.
 func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaResponse {
 	wildcard := w.sub.IsWildcard()
 	subscribed := w.sub.SubscribedResources()
+	known := w.state.known
 	wants := func(name string) bool {
 		if wildcard {
 			return true
@@ -245,15 +292,12 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 	var upd []*deltaEntry
 	var removed []string
 	check := func(name string) {
-		if name == seqKey {
-			return
-		}
 		e, exists := c.res[name]
-		have, known := w.known[name]
+		have, isKnown := known[name]
 		switch {
-		case exists && wants(name) && (!known || have != e.version):
+		case exists && wants(name) && (!isKnown || have != e.version):
 			upd = append(upd, e)
-		case !exists && known:
+		case !exists && isKnown:
 			removed = append(removed, name)
 		}
 	}
@@ -267,7 +311,7 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 				check(name)
 			}
 		}
-		for name := range w.known {
+		for name := range known {
 			if _, exists := c.res[name]; !exists {
 				check(name)
 			}
@@ -281,20 +325,11 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 	// waits for it to finish initialising.
 	firstWildcard := wildcard && w.req.GetResponseNonce() == ""
 	if len(upd) == 0 && len(removed) == 0 && !firstWildcard {
-		w.known[seqKey] = strconv.FormatUint(c.seq, 10)
+		w.state.seq = c.seq
 		return nil
 	}
-	// The server hands this same map back as the subscription's returned
-	// resources; updating it in place avoids copying 10,000 entries per
-	// response. Safe: the server only touches it between watches.
-	for _, e := range upd {
-		w.known[e.name] = e.version
-	}
-	for _, name := range removed {
-		delete(w.known, name)
-	}
-	w.known[seqKey] = strconv.FormatUint(c.seq, 10)
-	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed, known: w.known, version: strconv.FormatUint(c.seq, 10)}
+	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed,
+		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{}}
 }
 
 // allMessages returns every current resource as a message (a new map;
@@ -352,81 +387,53 @@ func (c *deltaCache) messages(upd map[string]types.Resource, encoded map[string]
 }
 
 // CreateDeltaWatch answers at once when the client lacks something, else
-// parks the watch until update changes a name it follows.
+// parks the watch until update changes a name it follows. The answer is
+// sent on ch after the cache's lock is released; the cancel function
+// returned is never nil (it also marks the stream idle, see subs).
 func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
 	if req.GetTypeUrl() != c.typeURL {
 		return nil, errors.New("delta cache " + c.typeURL + ": wrong type " + req.GetTypeUrl())
 	}
-	known := sub.ReturnedResources()
-	if known == nil {
+	if sub.ReturnedResources() == nil {
 		return nil, errors.New("delta cache: subscription without returned-resources map")
 	}
+	w, resp, err := c.watch(req, sub, ch)
+	if err != nil {
+		return nil, err
+	}
+	if resp != nil {
+		w.send(resp)
+	}
+	return w.cancel, nil
+}
+
+// watch creates w and its immediate response, or parks w. It takes c.mu.
+// It fails, ending the stream, when the stream's state was lost: the
+// Envoy reconnects and says which versions it holds.
+func (c *deltaCache) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*deltaWatch, *deltaResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := &deltaWatch{req: req, sub: sub, known: known, ch: ch}
+	st, err := c.stream(req, sub, ch)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &deltaWatch{c: c, req: req, sub: sub, ch: ch, state: st}
 	var candidates map[string]bool
 	subChanged := len(req.GetResourceNamesSubscribe()) > 0 || len(req.GetResourceNamesUnsubscribe()) > 0 ||
 		req.GetResponseNonce() == ""
-	if s, ok := known[seqKey]; ok && !subChanged {
-		if seq, err := strconv.ParseUint(s, 10, 64); err == nil {
-			candidates, _ = c.changedSince(seq) // nil (full comparison) when too old
-		}
+	if !subChanged && st.seq > 0 {
+		candidates, _ = c.changedSince(st.seq) // nil (full comparison) when too old
 	}
 	if resp := c.respond(w, candidates); resp != nil {
-		ch <- resp
-		return nil, nil
+		return w, resp, nil
 	}
 	c.watchID++
-	id := c.watchID
-	c.watches[id] = w
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.watches, id)
-	}, nil
+	w.id = c.watchID
+	c.watches[w.id] = w
+	return w, nil, nil
 }
 
 // Fetch is not supported (REST).
 func (c *deltaCache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
 	return nil, errors.New("delta cache: fetch is not supported")
 }
-
-// deltaResponse is a delta xDS response of one type.
-type deltaResponse struct {
-	typeURL   string
-	req       *cachev3.DeltaRequest
-	resources []*deltaEntry
-	removed   []string
-	known     map[string]string
-	version   string
-
-	once  sync.Once
-	built *discoveryv3.DeltaDiscoveryResponse
-}
-
-var _ cachev3.DeltaResponse = (*deltaResponse)(nil)
-
-func (r *deltaResponse) GetDeltaDiscoveryResponse() (*discoveryv3.DeltaDiscoveryResponse, error) {
-	r.once.Do(func() {
-		res := make([]*discoveryv3.Resource, len(r.resources))
-		for i, e := range r.resources {
-			res[i] = &discoveryv3.Resource{Name: e.name, Version: e.version,
-				Resource: &anypb.Any{TypeUrl: r.typeURL, Value: e.bytes}}
-		}
-		r.built = &discoveryv3.DeltaDiscoveryResponse{Resources: res, RemovedResources: r.removed,
-			TypeUrl: r.typeURL, SystemVersionInfo: r.version}
-	})
-	return r.built, nil
-}
-
-func (r *deltaResponse) GetDeltaRequest() *discoveryv3.DeltaDiscoveryRequest { return r.req }
-
-func (r *deltaResponse) GetSystemVersion() (string, error) { return r.version, nil }
-
-func (r *deltaResponse) GetResponseVersion() string { return r.version }
-
-func (r *deltaResponse) GetNextVersionMap() map[string]string { return r.known }
-
-func (r *deltaResponse) GetReturnedResources() map[string]string { return r.known }
-
-func (r *deltaResponse) GetContext() context.Context { return context.Background() }

@@ -18,11 +18,12 @@ import (
 // edsStream plays the delta server for one subscription: it creates
 // watches like go-control-plane's server does and keeps the returned map.
 type edsStream struct {
-	t     *testing.T
-	c     *deltaCache
-	sub   stream.Subscription
-	ch    chan cachev3.DeltaResponse
-	nonce int
+	t      *testing.T
+	c      *deltaCache
+	sub    stream.Subscription
+	ch     chan cachev3.DeltaResponse
+	cancel func()
+	nonce  int
 }
 
 func newEDSStream(t *testing.T, c *deltaCache, names []string, initial map[string]string) (*edsStream, *discoveryv3.DeltaDiscoveryResponse) {
@@ -36,9 +37,14 @@ func newEDSStream(t *testing.T, c *deltaCache, names []string, initial map[strin
 // when the watch was parked.
 func (s *edsStream) request(req *discoveryv3.DeltaDiscoveryRequest) *discoveryv3.DeltaDiscoveryResponse {
 	s.t.Helper()
-	if _, err := s.c.CreateDeltaWatch(req, s.sub, s.ch); err != nil {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	cancel, err := s.c.CreateDeltaWatch(req, s.sub, s.ch)
+	if err != nil {
 		s.t.Fatal(err)
 	}
+	s.cancel = cancel
 	return s.take()
 }
 

@@ -150,7 +150,7 @@ func (r *collectorRecorder) RecordBatch(b *autoscaler.Batch) {
 
 // BenchmarkIngestGRPC sends the same flushes through a real gRPC stream on
 // 127.0.0.1 into the real autoscaler Collector, as thaw wires them: a gRPC
-// server with the sink's ServerOptions (its codec reads messages in place in
+// server with the options internal/app sets for the sink (hostOptions: its codec reads messages in place in
 // the frame buffers, which come from the non-zeroing pool), the production
 // decoder, and samples recorded as one autoscaler.Batch per message through
 // Collector.RecordBatch, as thaw's recorder forwards them. Not included:
@@ -166,7 +166,7 @@ func BenchmarkIngestGRPC(b *testing.B) {
 	clk := clocktesting.NewFakeClock(t0)
 	rec := &collectorRecorder{c: autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})}
 	sink := New(Options{Recorder: rec, Clock: clk})
-	gs := grpc.NewServer(ServerOptions(nil)...)
+	gs := grpc.NewServer(hostOptions()...)
 	sink.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

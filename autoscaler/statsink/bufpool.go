@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// framePool is the shared gRPC server's buffer pool (ServerOptions): the
+// framePool is the shared gRPC server's buffer pool (NewBufferPool): the
 // buffers gRPC reads HTTP/2 frames into. It is gRPC's default tiering
 // (powers of two) without zeroing buffers on Get. gRPC's own pools zero
 // every buffer they hand out, so that code reading a buffer before writing
@@ -23,6 +23,11 @@ type framePool struct {
 const maxPoolShift = 20
 
 var _ mem.BufferPool = (*framePool)(nil)
+
+// NewBufferPool returns the buffer pool the server hosting the sink should
+// use (experimental.BufferPool): gRPC's power-of-two tiers, buffers not
+// zeroed (see framePool). It serves every stream on that server.
+func NewBufferPool() mem.BufferPool { return &framePool{} }
 
 // Get returns a buffer of length n, not zeroed.
 func (p *framePool) Get(n int) *[]byte {

@@ -6,11 +6,12 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// codec is the server's gRPC codec (ServerOptions forces it): it hands a
-// StreamMetrics message to the sink as gRPC received it, a reference to its
-// HTTP/2 frame buffers (rawMessage.hold), and every other message (xDS,
-// ext_proc, health: everything else on the shared server) to the next
-// codec, gRPC's own proto codec unless ServerOptions was given another.
+// codec is the server's gRPC codec (NewCodec; the server hosting the sink
+// forces it with grpc.ForceServerCodecV2): it hands a StreamMetrics message
+// to the sink as gRPC received it, a reference to its HTTP/2 frame buffers
+// (rawMessage.hold), and every other message (xDS, ext_proc, health:
+// everything else on the shared server) to the next codec, gRPC's own
+// proto codec unless NewCodec was given another.
 //
 // Why: gRPC's proto codec first gathers a multi-frame message into one
 // buffer from its pool, which it zeroes on every Get (megabytes per Envoy
@@ -23,6 +24,13 @@ type codec struct {
 }
 
 var _ encoding.CodecV2 = codec{}
+
+// NewCodec returns the gRPC codec the server hosting the sink needs
+// (grpc.ForceServerCodecV2): StreamMetrics messages are read in place,
+// every other message goes to next (nil: gRPC's proto codec). A server has
+// one codec: other services that need their own layer (xds) are passed as
+// next.
+func NewCodec(next encoding.CodecV2) encoding.CodecV2 { return newCodec(next) }
 
 // newCodec returns the codec with next for other messages (nil: gRPC's
 // proto codec).

@@ -81,11 +81,11 @@ func TestCodecLeavesOtherMessages(t *testing.T) {
 	}
 }
 
-// TestServerOptionsKeepOtherServices: with ServerOptions (the forced
+// TestServerOptionsKeepOtherServices: with the sink's options (hostOptions, the forced
 // codec) on the shared server, another service still answers through a
 // real connection.
 func TestServerOptionsKeepOtherServices(t *testing.T) {
-	gs := grpc.NewServer(ServerOptions(nil)...)
+	gs := grpc.NewServer(hostOptions()...)
 	healthpb.RegisterHealthServer(gs, health.NewServer())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

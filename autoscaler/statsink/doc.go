@@ -40,7 +40,8 @@
 //     per node; the stream stays up except for a missing identifier and
 //     messages above the gRPC receive limit (MaxRecvMsgSize).
 //
-// Cost (the production path is ServerOptions on the shared gRPC server):
+// Cost (the production path: internal/app sets NewCodec, NewBufferPool,
+// ServerReadBufferSize and MaxRecvMsgSize on the shared gRPC server):
 //
 //   - gRPC: the sink's codec (codec.go) keeps a reference to the received
 //     HTTP/2 frame buffers and the sink reads the message in place

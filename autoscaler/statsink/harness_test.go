@@ -84,7 +84,7 @@ func startSinkWith(t *testing.T, lim Limits, serverOpts ...grpc.ServerOption) *s
 	env := &sinkEnv{rec: &fakeRecorder{}, clock: clocktesting.NewFakeClock(t0)}
 	env.sink = New(Options{Recorder: env.rec, Clock: env.clock, NodeExpiry: 10 * time.Second, Limits: lim})
 	if len(serverOpts) == 0 {
-		serverOpts = ServerOptions(nil)
+		serverOpts = hostOptions()
 	}
 	gs := grpc.NewServer(serverOpts...)
 	env.sink.Register(gs)

@@ -80,7 +80,7 @@ func TestMutualTLSNodeKey(t *testing.T) {
 	}
 	serverCreds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair(set.Server)},
 		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12})
-	env := startSink(t, append(ServerOptions(nil), grpc.Creds(serverCreds))...)
+	env := startSink(t, append(hostOptions(), grpc.Creds(serverCreds))...)
 	conn, err := grpc.NewClient(env.conn.Target(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{pair(set.Envoy)}, RootCAs: pool, MinVersion: tls.VersionTLS12})))
 	if err != nil {

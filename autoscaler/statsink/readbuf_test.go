@@ -12,11 +12,11 @@ func TestReadBufferSize(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		want = ReadBufferSize
 	}
-	if got := readBufferSize(); got != want {
-		t.Errorf("readBufferSize() = %d on %s, want %d", got, runtime.GOOS, want)
+	if got := ServerReadBufferSize(); got != want {
+		t.Errorf("ServerReadBufferSize() = %d on %s, want %d", got, runtime.GOOS, want)
 	}
 	t.Setenv("GRPC_GO_EXPERIMENTAL_HTTP_FRAMER_READ_BUFFER_POOLING", "False")
-	if got := readBufferSize(); got != grpcDefaultReadBufferSize {
-		t.Errorf("readBufferSize() = %d with gRPC's read buffer pooling off, want %d", got, grpcDefaultReadBufferSize)
+	if got := ServerReadBufferSize(); got != grpcDefaultReadBufferSize {
+		t.Errorf("ServerReadBufferSize() = %d with gRPC's read buffer pooling off, want %d", got, grpcDefaultReadBufferSize)
 	}
 }

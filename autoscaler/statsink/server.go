@@ -12,8 +12,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
@@ -22,7 +20,8 @@ import (
 )
 
 // MaxRecvMsgSize is the gRPC receive limit, in bytes, the server that hosts
-// the sink should set (grpc.MaxRecvMsgSize; ServerOptions returns it). Envoy
+// the sink must set (grpc.MaxRecvMsgSize; internal/app sets it on thaw's
+// shared server). Envoy
 // sends a whole flush in one message unless batch_size is set: about 60 bytes
 // per stat, so 10,000 revision clusters with the stats_matcher of
 // envoy/stats-sink.yaml (3 stats thaw reads plus a few for operators) make
@@ -34,18 +33,6 @@ const MaxRecvMsgSize = 64 << 20
 // DefaultNodeExpiry is how long a node's state is kept after its last stream
 // ended when Options.NodeExpiry is zero.
 const DefaultNodeExpiry = 10 * time.Second
-
-// ServerOptions returns the grpc.ServerOptions the sink needs on the shared
-// server: grpc.MaxRecvMsgSize(MaxRecvMsgSize), the read buffer size
-// (readbuf.go), the server's buffer pool
-// (bufpool.go), and the server's codec (codec.go), which hands
-// StreamMetrics messages to the sink in place and every other message to
-// next (nil: gRPC's proto codec). A server has one codec: other packages
-// that need one on the shared server (xds) are passed as next.
-func ServerOptions(next encoding.CodecV2) []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ReadBufferSize(readBufferSize()),
-		grpc.ForceServerCodecV2(newCodec(next)), experimental.BufferPool(&framePool{})}
-}
 
 // Options configures New.
 type Options struct {

@@ -26,7 +26,7 @@ func scale100kRows(sl *results.ScaleLarge, micro []results.GoBench) []row {
 	}
 	if sl == nil {
 		return []row{{What: "whole thaw binary at 100k revisions (scenario scale100k)",
-			Measured: "not run (`make bench` without `BENCH_SCALE100K=0`, or `go run ./bench/scenarios -only scale100k`)", Result: missing}, addRow}
+			Measured: "not run (`make bench` without `BENCH_SCALE100K=0`, or `bin/bench-scenarios -only scale100k`, built by hack/bench.sh)", Result: missing}, addRow}
 	}
 	judge := func(r string) string {
 		if sl.Revisions < large100k {

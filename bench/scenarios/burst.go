@@ -94,7 +94,7 @@ func runBurst(e *env, n int, burstRev rev, name string) (*results.Burst, error) 
 	}, burstRev.name); err != nil {
 		return nil, err
 	}
-	mem, err := startMemory(th.process.cmd.Process.Pid)
+	mem, err := startMemory(th.process.Pid())
 	if err != nil {
 		return nil, err
 	}

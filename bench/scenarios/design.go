@@ -68,7 +68,7 @@ func runDesign(e *env, outDir string) error {
 	}
 	defer e.stopLogged(ev.process)
 	base := ev.url("design_http")
-	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "ilk", "rt", "floor"}, th.cmd.Process.Pid, ev.cmd.Process.Pid)
+	return compareSides(e, "design", outDir, func(string) string { return base }, []string{"direct", "hdr", "il", "ilk", "rt", "floor"}, th.Pid(), ev.Pid())
 }
 
 // designBootstrap is the static Envoy of runDesign; the ext_proc filter is

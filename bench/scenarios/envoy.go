@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // envoyProc is a plain Envoy started by startEnvoy. Envoy chose every port
@@ -22,65 +22,40 @@ type envoyProc struct {
 	ports map[string]int
 }
 
-// startEnvoy writes bootstrap (whose admin and listeners use port 0) to
-// dir/<file>.yaml, runs Envoy with e's worker count, and returns once
-// admin /ready answers, with the ports Envoy bound read from admin
-// /listeners; within 30 s.
+// startEnvoy runs Envoy with bootstrap (whose listeners use port 0) and e's
+// worker count through the e2e harness (harness.LaunchEnvoy: files
+// dir/<file>.*, admin on a port Envoy chose), and returns once admin
+// /ready answers, with the ports Envoy bound read from admin /listeners;
+// within 30 s.
 func startEnvoy(e *env, dir, name, file, bootstrap string) (*envoyProc, error) {
-	cfg := filepath.Join(dir, file+".yaml")
-	if err := writeFile(cfg, bootstrap); err != nil {
-		return nil, err
-	}
-	adminFile := filepath.Join(dir, file+".admin")
-	_ = os.Remove(adminFile)
-	p, err := startProcess(name, filepath.Join(dir, file+".log"), e.envoyBin,
-		"-c", cfg, "--admin-address-path", adminFile, "--disable-hot-restart", "--log-level", "warn",
-		"--concurrency", strconv.Itoa(e.envoyWorkers))
-	if err != nil {
-		return nil, err
-	}
-	ev := &envoyProc{process: p}
-	fail := func(err error) (*envoyProc, error) {
-		_ = p.stop(5 * time.Second)
-		return nil, fmt.Errorf("%s: %w\n%s", name, err, p.logTail(20))
-	}
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
-	addr, err := waitFile(ctx, p, adminFile)
+	he, err := harness.LaunchEnvoy(ctx, dir, harness.EnvoyOptions{Bootstrap: bootstrap, Binary: e.envoyBin, Name: file,
+		LogLevel: "warn", Concurrency: e.envoyWorkers})
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	ev.adminURL = "http://" + addr
-	if err := waitHTTP(ctx, p, ev.adminURL+"/ready", 30*time.Second); err != nil {
-		return fail(err)
-	}
+	ev := &envoyProc{process: &process{Process: he.Process(), name: name}, adminURL: he.AdminURL}
 	if ev.ports, err = listenerPorts(ctx, ev.adminURL); err != nil {
-		return fail(err)
+		_ = ev.stop(5 * time.Second)
+		return nil, fmt.Errorf("%s: %w\n%s", name, err, tailFile(he.LogPath, 20))
 	}
 	return ev, nil
+}
+
+// tailFile returns the last n lines of a file ("" when unreadable).
+func tailFile(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // url returns "http://127.0.0.1:<port>" of the named listener.
 func (ev *envoyProc) url(listener string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", ev.ports[listener])
-}
-
-// waitFile polls (every 20 ms) until path holds a line, p exits or ctx
-// ends, and returns the line.
-func waitFile(ctx context.Context, p *process, path string) (string, error) {
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
-			return strings.TrimSpace(string(b)), nil
-		}
-		if done, err := p.exited(); done {
-			return "", fmt.Errorf("exited before writing %s: %v", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("nothing in %s: %w", path, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // listenerPorts reads admin /listeners?format=json: listener name → bound

@@ -50,7 +50,7 @@ func runFailover(e *env) (*results.Failover, error) {
 	// After the kill, the first thaw's Envoy and backends belong to the
 	// restarted thaw, which stops them; whatever is left of the first
 	// process group (a failed restart) is killed here.
-	firstPgid := first.cmd.Process.Pid
+	firstPgid := first.Pid()
 	defer func() { _ = syscall.Kill(-firstPgid, syscall.SIGKILL) }()
 	if err := first.waitStatus(e.ctx, 60*time.Second, "proxy mode with 2 ready backends", func(r revStatus) bool {
 		return r.Mode == "proxy" && r.Ready >= 2
@@ -85,8 +85,8 @@ func runFailover(e *env) (*results.Failover, error) {
 		e.logf("failover: %v", err)
 	}
 	killed := time.Now()
-	_ = first.cmd.Process.Kill() // thaw alone: its Envoy and backends go on
-	<-first.done
+	_ = first.Kill() // thaw alone: its Envoy and backends go on
+	<-first.Exited()
 	if at, err := waitDirect(e.ctx, first.envoyAdminURL, "rev_local_"+failoverRev.name, directBefore, 10*time.Second); err == nil {
 		f.DirectAfterMs = results.Millis(at.Sub(killed))
 	} else {
@@ -139,7 +139,7 @@ func runFailover(e *env) (*results.Failover, error) {
 // configuration and state directory, so it adopts old's Envoy and
 // backends) and waits until it is ready.
 func restartThaw(ctx context.Context, old *thaw, logPath string) (*thaw, error) {
-	p, err := startProcess("thaw", logPath, old.cmd.Path, old.cmd.Args[1:]...)
+	p, err := startProcess("thaw", logPath, old.Path(), old.Args()...)
 	if err != nil {
 		return nil, err
 	}

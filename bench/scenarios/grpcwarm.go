@@ -139,7 +139,7 @@ func (s *grpcSide) backendPort(ctx context.Context) (int, error) {
 // w.ThroughputRounds rounds of w.RoundSeconds, the sides back to back,
 // order alternating.
 func grpcClosedLoop(e *env, w *results.GRPCWarm, th *thaw, se *staticEnvoy, static, serve *grpcSide) error {
-	thawEnvoy, err := childNamed(th.cmd.Process.Pid, "envoy")
+	thawEnvoy, err := childNamed(th.Pid(), "envoy")
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func grpcClosedLoop(e *env, w *results.GRPCWarm, th *thaw, se *staticEnvoy, stat
 		cpu  time.Duration
 		n    float64
 		errs int
-	}{{g: static, s: &w.Static, pid: se.cmd.Process.Pid}, {g: serve, s: &w.Serve, pid: thawEnvoy}}
+	}{{g: static, s: &w.Static, pid: se.Pid()}, {g: serve, s: &w.Serve, pid: thawEnvoy}}
 	round := time.Duration(w.RoundSeconds * float64(time.Second))
 	for r := range w.ThroughputRounds {
 		for i := range sides {

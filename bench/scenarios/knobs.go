@@ -64,7 +64,7 @@ func runKnobs(e *env, outDir string) error {
 		return err
 	}
 	defer e.stopLogged(th.process)
-	thawEnvoy, err := childNamed(th.cmd.Process.Pid, "envoy")
+	thawEnvoy, err := childNamed(th.Pid(), "envoy")
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func runKnobs(e *env, outDir string) error {
 			return err
 		}
 		defer e.stopLogged(p.process)
-		urls[s], pids[s] = p.url("knob_"+s), p.cmd.Process.Pid
+		urls[s], pids[s] = p.url("knob_"+s), p.Pid()
 	}
 	at := func(s string) (string, int) { return urls[s], pids[s] }
 	_, err = pairedCPU(e, "knobs", outDir, "static", sides, at, e.size(8, 1), 2000)

@@ -120,7 +120,7 @@ func runPaths(e *env) (*results.Paths, error) {
 	// rotating; serve's figures go to both of its entries.
 	// CPU per request: thaw's process and the Envoy serving the side, from
 	// /proc, summed over the closed-loop rounds.
-	thawEnvoy, err := childNamed(th.cmd.Process.Pid, "envoy")
+	thawEnvoy, err := childNamed(th.Pid(), "envoy")
 	if err != nil {
 		return nil, err
 	}
@@ -130,14 +130,14 @@ func runPaths(e *env) (*results.Paths, error) {
 		out   []*results.Side
 		cpu   [2]time.Duration
 		n     float64
-	}{{t: static, envoy: se.cmd.Process.Pid, out: []*results.Side{&p.Static}},
+	}{{t: static, envoy: se.Pid(), out: []*results.Side{&p.Static}},
 		{t: serve, envoy: thawEnvoy, out: []*results.Side{&p.Serve, &p.ServeWithProxy}},
 		{t: proxy, envoy: thawEnvoy, out: []*results.Side{&p.Proxy}}}
 	tdur := time.Duration(p.ThroughputSeconds * float64(time.Second))
 	for r := range p.ThroughputRounds {
 		for i := range sides {
 			sd := &sides[(i+r)%len(sides)]
-			m := startCPU(th.cmd.Process.Pid, sd.envoy)
+			m := startCPU(th.Pid(), sd.envoy)
 			rps, errs := closedLoop(sd.t, p.Concurrency, tdur)
 			used := m.stop()
 			sd.cpu[0] += used[0]

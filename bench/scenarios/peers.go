@@ -85,7 +85,7 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	if err != nil {
 		return res, err
 	}
-	thawEnvoy, err := childNamed(th.cmd.Process.Pid, "envoy")
+	thawEnvoy, err := childNamed(th.Pid(), "envoy")
 	if err != nil {
 		return res, err
 	}
@@ -157,7 +157,7 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	res.Peers[1].Config = frontBootstrap(routes)
 
 	const maxConns = 256
-	envoyPid, thawPid := namedPid{"Envoy", front.cmd.Process.Pid}, namedPid{"thaw", th.cmd.Process.Pid}
+	envoyPid, thawPid := namedPid{"Envoy", front.Pid()}, namedPid{"thaw", th.Pid()}
 	thawEnvoyPid := namedPid{"Envoy", thawEnvoy}
 	frontURL := front.url("peers_http")
 	sides := []*peerSide{
@@ -179,13 +179,13 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 			t: newTarget("direct", fmt.Sprintf("http://127.0.0.1:%d", ws.Port), "direct.bench", maxConns)},
 	}
 	if qpProc != nil {
-		qpPid := namedPid{"queue-proxy", qpProc.cmd.Process.Pid}
+		qpPid := namedPid{"queue-proxy", qpProc.Pid()}
 		sides[3].procs, sides[5].procs = []namedPid{envoyPid, qpPid}, []namedPid{qpPid}
 	} else {
 		sides[3].failed, sides[5].failed = "queue-proxy did not start: "+qp.Error, "queue-proxy did not start: "+qp.Error
 	}
 	if kedaProc != nil {
-		kPid := namedPid{"interceptor", kedaProc.cmd.Process.Pid}
+		kPid := namedPid{"interceptor", kedaProc.Pid()}
 		sides[4].procs, sides[6].procs = []namedPid{envoyPid, kPid}, []namedPid{kPid}
 	} else {
 		sides[4].failed, sides[6].failed = "interceptor did not start: "+keda.Error, "interceptor did not start: "+keda.Error

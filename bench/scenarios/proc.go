@@ -6,26 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
-// pickPort returns a free TCP port on 127.0.0.1.
-func pickPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// pickPort returns a free TCP port on 127.0.0.1, chosen as e2e chooses
+// them (harness.PickFreePort: below the kernel's ephemeral range).
+func pickPort() (int, error) { return harness.PickFreePort() }
 
 func pickPorts(n int) ([]int, error) {
 	ports := make([]int, n)
@@ -39,13 +32,12 @@ func pickPorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// process is a child started in its own process group, logging to a file.
+// process is a child started through the e2e harness
+// (harness.LaunchProcess: its own process group, killed if the bench
+// dies, output in a log file).
 type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
+	*harness.Process
+	name string
 }
 
 func startProcess(name, logPath string, bin string, args ...string) (*process, error) {
@@ -53,64 +45,36 @@ func startProcess(name, logPath string, bin string, args ...string) (*process, e
 }
 
 // startProcessEnv is startProcess with env added to the scenario's own
-// environment.
+// environment. The log goes to logPath.
 func startProcessEnv(name, logPath string, env []string, bin string, args ...string) (*process, error) {
-	logf, err := os.Create(logPath)
+	p, err := harness.LaunchProcess(harness.ProcessConfig{Name: strings.TrimSuffix(filepath.Base(logPath), ".log"),
+		Path: bin, Args: args, Env: env, LogDir: filepath.Dir(logPath)})
 	if err != nil {
-		return nil, err
-	}
-	p := &process{name: name, logPath: logPath, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
-	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	go func() { p.err = p.cmd.Wait(); logf.Close(); close(p.done) }()
-	return p, nil
+	return &process{Process: p, name: name}, nil
 }
 
 // stop sends SIGTERM to the process, waits up to grace, then kills its
 // process group (which only holds what this process started).
 func (p *process) stop(grace time.Duration) error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
+	if err := p.StopGroup(grace); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, grace)
-	}
+	return nil
 }
 
 // exited reports the exit error once the process has ended.
 func (p *process) exited() (bool, error) {
 	select {
-	case <-p.done:
-		return true, p.err
+	case <-p.Exited():
+		return true, p.ExitErr()
 	default:
 		return false, nil
 	}
 }
 
-func (p *process) logTail(n int) string {
-	b, _ := os.ReadFile(p.logPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *process) logTail(n int) string { return p.LogTail(n) }
 
 // thaw is a running `thaw local` (which runs its own Envoy and backends).
 type thaw struct {
@@ -190,7 +154,7 @@ func (th *thaw) lostPort() bool {
 	if th == nil {
 		return false
 	}
-	b, _ := os.ReadFile(th.logPath)
+	b, _ := os.ReadFile(th.LogPath())
 	s := string(b)
 	return strings.Contains(s, "address already in use") || strings.Contains(s, "Address already in use")
 }

@@ -41,7 +41,7 @@ func runScale(e *env, n int) (*results.Scale, error) {
 		return nil, e.ctx.Err()
 	case <-time.After(time.Duration(res.SettleSeconds * float64(time.Second))):
 	}
-	pid := th.cmd.Process.Pid
+	pid := th.Pid()
 	if res.ThawRSSMiB, err = procStatusMiB(pid, "VmRSS"); err != nil {
 		return nil, err
 	}

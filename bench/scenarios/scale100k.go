@@ -80,7 +80,7 @@ func runScale100k(e *env, n int) (*results.ScaleLarge, error) {
 
 // measureLarge measures a ready scale100k thaw into res.
 func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *results.ScaleLarge) error {
-	pid := th.cmd.Process.Pid
+	pid := th.Pid()
 	epid, err := envoyPid(dir)
 	if err != nil {
 		return err

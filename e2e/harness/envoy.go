@@ -7,12 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,14 +25,23 @@ func RepoRoot() string {
 // (.tools/bin/envoy). It fails the test when neither exists.
 func EnvoyBinary(t testing.TB) string {
 	t.Helper()
+	bin, err := FindEnvoyBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// FindEnvoyBinary is EnvoyBinary for callers without a test.
+func FindEnvoyBinary() (string, error) {
 	bin := os.Getenv("ENVOY_BIN")
 	if bin == "" {
 		bin = filepath.Join(RepoRoot(), ".tools", "bin", "envoy")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("envoy binary %s not found (%v): run `make tools` or set ENVOY_BIN", bin, err)
+		return "", fmt.Errorf("envoy binary %s not found (%v): run `make tools` or set ENVOY_BIN", bin, err)
 	}
-	return bin
+	return bin, nil
 }
 
 // PickPort returns a free TCP port on 127.0.0.1 (FreePort's older name,
@@ -57,17 +64,23 @@ type EnvoyOptions struct {
 	Concurrency int
 	// SkipWaitReady returns right after start instead of waiting for /ready.
 	SkipWaitReady bool
+	// Binary is the Envoy executable; empty means FindEnvoyBinary.
+	Binary string
+	// Name prefixes the files LaunchEnvoy writes in its directory
+	// (<Name>.yaml, <Name>.log, ...), so several Envoys can share one;
+	// empty means the names StartEnvoy has always used (bootstrap.yaml,
+	// envoy.log, ...).
+	Name string
 }
 
-// Envoy is a running Envoy process started by StartEnvoy.
+// Envoy is a running Envoy process started by StartEnvoy or LaunchEnvoy.
 type Envoy struct {
 	AdminPort int
 	// AdminURL is "http://127.0.0.1:<admin port>".
 	AdminURL string
 	LogPath  string
-	cmd      *exec.Cmd
-	done     chan struct{}
-	t        testing.TB
+	proc     *Process
+	stdout   string // Envoy's stdout and stderr
 }
 
 // StartEnvoy starts Envoy with opts.Bootstrap, waits (up to 30 s) until its
@@ -75,21 +88,55 @@ type Envoy struct {
 // When the test fails, the tail of Envoy's log is printed.
 func StartEnvoy(t testing.TB, opts EnvoyOptions) *Envoy {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "bootstrap.yaml")
-	if err := os.WriteFile(cfg, []byte(opts.Bootstrap), 0o600); err != nil {
+	if opts.Binary == "" {
+		opts.Binary = EnvoyBinary(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := LaunchEnvoy(ctx, t.TempDir(), opts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		e.Stop()
+		if t.Failed() {
+			t.Logf("envoy log tail (%s):\n%s\n%s", e.LogPath, tail(e.LogPath, 60), tail(e.stdout, 20))
+		}
+	})
+	return e
+}
+
+// LaunchEnvoy is StartEnvoy for callers without a test (bench/): it writes
+// its files into dir, waits for the admin address and (unless
+// SkipWaitReady) /ready until ctx ends, and returns an error with the tail
+// of Envoy's log when Envoy does not come up. The caller stops it.
+func LaunchEnvoy(ctx context.Context, dir string, opts EnvoyOptions) (*Envoy, error) {
 	if opts.LogLevel == "" {
 		opts.LogLevel = "info"
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 2
 	}
-	e := &Envoy{LogPath: filepath.Join(dir, "envoy.log"), done: make(chan struct{}), t: t}
+	if opts.Binary == "" {
+		bin, err := FindEnvoyBinary()
+		if err != nil {
+			return nil, err
+		}
+		opts.Binary = bin
+	}
+	files := struct{ bootstrap, log, stdout, admin string }{"bootstrap.yaml", "envoy.log", "envoy.stdout", "admin-address"}
+	if n := opts.Name; n != "" {
+		files.bootstrap, files.log, files.stdout, files.admin = n+".yaml", n+".log", n+".stdout", n+".admin"
+	}
+	cfg := filepath.Join(dir, files.bootstrap)
+	if err := os.WriteFile(cfg, []byte(opts.Bootstrap), 0o600); err != nil {
+		return nil, err
+	}
+	e := &Envoy{LogPath: filepath.Join(dir, files.log)}
 	// Envoy binds admin to a port of its own choosing and writes the
 	// address to a file: no free-port race with other loopback traffic.
-	adminFile := filepath.Join(dir, "admin-address")
+	adminFile := filepath.Join(dir, files.admin)
+	_ = os.Remove(adminFile)
 	args := []string{"-c", cfg,
 		"--config-yaml", `{"admin":{"address":{"socket_address":{"address":"127.0.0.1","port_value":0}}}}`,
 		"--admin-address-path", adminFile,
@@ -98,36 +145,28 @@ func StartEnvoy(t testing.TB, opts EnvoyOptions) *Envoy {
 	if opts.ComponentLogLevel != "" {
 		args = append(args, "--component-log-level", opts.ComponentLogLevel)
 	}
-	e.cmd = exec.Command(EnvoyBinary(t), args...)
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := os.Create(filepath.Join(dir, "envoy.stdout"))
+	// The process's own log file holds Envoy's stdout and stderr.
+	name := strings.TrimSuffix(files.stdout, ".stdout") + "-stdout"
+	p, err := LaunchProcess(ProcessConfig{Name: name, Path: opts.Binary, Args: args, LogDir: dir})
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("start envoy: %w", err)
 	}
-	e.cmd.Stdout, e.cmd.Stderr = out, out
-	if err := e.cmd.Start(); err != nil {
-		t.Fatalf("start envoy: %v", err)
-	}
-	go func() { _ = e.cmd.Wait(); out.Close(); close(e.done) }()
-	t.Cleanup(func() {
+	e.proc, e.stdout = p, p.LogPath()
+	fail := func(what string, err error) (*Envoy, error) {
 		e.Stop()
-		if t.Failed() {
-			t.Logf("envoy log tail (%s):\n%s\n%s", e.LogPath, tail(e.LogPath, 60), tail(out.Name(), 20))
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	port, err := ReadAdminAddress(ctx, adminFile, e.done)
+		return nil, fmt.Errorf("%s: %w\n%s\n%s", what, err, tail(e.LogPath, 40), tail(e.stdout, 20))
+	}
+	port, err := ReadAdminAddress(ctx, adminFile, p.Exited())
 	if err != nil {
-		t.Fatalf("envoy admin address: %v\n%s\n%s", err, tail(e.LogPath, 40), tail(out.Name(), 20))
+		return fail("envoy admin address", err)
 	}
 	e.AdminPort, e.AdminURL = port, fmt.Sprintf("http://127.0.0.1:%d", port)
 	if !opts.SkipWaitReady {
 		if err := e.WaitReady(ctx); err != nil {
-			t.Fatalf("envoy not ready: %v\n%s\n%s", err, tail(e.LogPath, 40), tail(out.Name(), 20))
+			return fail("envoy not ready", err)
 		}
 	}
-	return e
+	return e, nil
 }
 
 // ReadAdminAddress waits (every 20 ms) until Envoy has written its admin
@@ -156,10 +195,13 @@ func ReadAdminAddress(ctx context.Context, path string, exited <-chan struct{}) 
 }
 
 // Pid returns the Envoy process id.
-func (e *Envoy) Pid() int { return e.cmd.Process.Pid }
+func (e *Envoy) Pid() int { return e.proc.Pid() }
+
+// Process returns the Envoy process (its stdout and stderr log, exit).
+func (e *Envoy) Process() *Process { return e.proc }
 
 // Exited returns a channel closed when the process has exited.
-func (e *Envoy) Exited() <-chan struct{} { return e.done }
+func (e *Envoy) Exited() <-chan struct{} { return e.proc.Exited() }
 
 // WaitReady polls admin /ready until it answers 200 LIVE, the process exits,
 // or ctx ends.
@@ -173,8 +215,8 @@ func (e *Envoy) WaitReady(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-e.done:
-			return fmt.Errorf("envoy exited: %v", e.cmd.ProcessState)
+		case <-e.proc.Exited():
+			return fmt.Errorf("envoy exited: %v", e.proc.ExitErr())
 		case <-tick.C:
 		}
 	}
@@ -238,18 +280,7 @@ func (e *Envoy) Stat(ctx context.Context, name string) (int64, error) {
 // Stop sends SIGTERM and, after 5 s, SIGKILL; it returns when Envoy exited.
 // Safe to call more than once.
 func (e *Envoy) Stop() {
-	select {
-	case <-e.done:
-		return
-	default:
-	}
-	_ = e.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-e.done:
-	case <-time.After(5 * time.Second):
-		_ = e.cmd.Process.Kill()
-		<-e.done
-	}
+	_ = e.proc.Stop(5 * time.Second)
 }
 
 // Log returns Envoy's whole log so far.

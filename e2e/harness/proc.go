@@ -72,6 +72,16 @@ func StartProcess(t testing.TB, cfg ProcessConfig) *Process {
 	return p
 }
 
+// LaunchProcess starts cfg.Path for a caller without a test (bench/): the
+// caller stops it (Stop or StopGroup). cfg.LogDir is required. It returns
+// an error when the log cannot be opened or the process cannot start.
+func LaunchProcess(cfg ProcessConfig) (*Process, error) {
+	if cfg.LogDir == "" {
+		return nil, errors.New("harness: LaunchProcess needs ProcessConfig.LogDir")
+	}
+	return startProcess(cfg, nil)
+}
+
 func startProcess(cfg ProcessConfig, tempDir func() string) (*Process, error) {
 	if cfg.Name == "" {
 		cfg.Name = filepath.Base(cfg.Path)
@@ -108,6 +118,13 @@ func startProcess(cfg ProcessConfig, tempDir func() string) (*Process, error) {
 // Name returns the label given in ProcessConfig.Name.
 func (p *Process) Name() string { return p.name }
 
+// Path returns the executable the process runs (to start it again).
+func (p *Process) Path() string { return p.cmd.Path }
+
+// Args returns the arguments the process was started with, without the
+// program name.
+func (p *Process) Args() []string { return p.cmd.Args[1:] }
+
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
@@ -125,11 +142,20 @@ func (p *Process) ExitErr() error { return p.waitErr }
 // exit, then sends SIGKILL and waits for the exit. Later calls return the
 // first call's result. An exit caused by the signal is not an error.
 func (p *Process) Stop(grace time.Duration) error {
-	p.stopOnce.Do(func() { p.stopErr = p.stop(grace) })
+	p.stopOnce.Do(func() { p.stopErr = p.stop(grace, false) })
 	return p.stopErr
 }
 
-func (p *Process) stop(grace time.Duration) error {
+// StopGroup is Stop, except that after grace it sends SIGKILL to the
+// process's whole group (the process started it in a group of its own),
+// so what it started is stopped with it (`thaw local` and its Envoy and
+// backends).
+func (p *Process) StopGroup(grace time.Duration) error {
+	p.stopOnce.Do(func() { p.stopErr = p.stop(grace, true) })
+	return p.stopErr
+}
+
+func (p *Process) stop(grace time.Duration, group bool) error {
 	select {
 	case <-p.done:
 		return nil // exited by itself; Exited and ExitErr tell how
@@ -145,11 +171,24 @@ func (p *Process) stop(grace time.Duration) error {
 		return nil
 	case <-timer.C:
 	}
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if group {
+		if err := syscall.Kill(-p.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("sigkill group %d: %w", p.Pid(), err)
+		}
+	} else if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("sigkill pid %d: %w", p.Pid(), err)
 	}
 	<-p.done
 	return fmt.Errorf("%s (pid %d) ignored SIGTERM for %v and was killed", p.name, p.Pid(), grace)
+}
+
+// Kill sends SIGKILL to the process alone (not its group) without waiting;
+// Exited tells when it is gone.
+func (p *Process) Kill() error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("sigkill pid %d: %w", p.Pid(), err)
+	}
+	return nil
 }
 
 // LogTail returns the last n lines of the process's log file.

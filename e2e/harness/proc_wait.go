@@ -33,6 +33,9 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
+// PickFreePort is FreePort for callers without a test (bench/).
+func PickFreePort() (int, error) { return freeLoopbackPort() }
+
 // freeLoopbackPort is FreePort for callers without a test. It picks from
 // below the kernel's ephemeral range (ports it never hands to client
 // sockets or ":0" listeners), so a port chosen here and bound later by

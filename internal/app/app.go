@@ -186,15 +186,13 @@ func New(opts Options) (*App, error) {
 	if maxStreams == 0 {
 		maxStreams = extproc.DefaultMaxStreamsPerConnection
 	}
-	// One codec for the shared server: the stats sink reads StreamMetrics in
-	// place, xDS sends large responses in unpooled buffers, everything
-	// else is gRPC's proto codec.
-	gopts := append(statsink.ServerOptions(xds.NewResponseCodec(nil)),
+	// Server-wide options (codec, buffers, limits): grpcopts.go says what
+	// each service gets.
+	gopts := append(SharedGRPCServerOptions(),
 		grpc.MaxConcurrentStreams(maxStreams),
 		chainTaps(a.ext.TapHandle(), a.xds.TapHandle()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
-	gopts = append(gopts, extproc.GRPCServerOptions()...)
 	gopts = append(gopts, opts.GRPCServerOptions...)
 	a.grpc = grpc.NewServer(gopts...)
 	a.health = health.NewServer()
