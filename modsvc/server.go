@@ -32,7 +32,7 @@ type Server struct {
 	// Confirmer, when set, holds each backend back from a node's module
 	// until that node ACKed endpoints listing it (nil: sent at once).
 	Confirmer Confirmer
-	Logger *zap.Logger
+	Logger    *zap.Logger
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
 }
