@@ -29,13 +29,21 @@ func TestLocalModuleActivator(t *testing.T) {
 	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--activator=module", "--activator-module", so},
 		Config: localConfig(t,
 			revisionYAML{Name: "mod", Host: "mod.test", StartupDelay: 200 * time.Millisecond, Latency: 100 * time.Millisecond,
-				Autoscaling: fast(map[string]string{"container-concurrency": "2", "max-scale": "3", "target": "2"})},
+				Autoscaling: fast(map[string]string{"container-concurrency": "2", "max-scale": "3", "target": "2", "initial-scale": "0"})},
 			revisionYAML{Name: "tiny", Host: "tiny.test", StartupDelay: 3 * time.Second,
-				Autoscaling: fast(map[string]string{"container-concurrency": "1", "max-scale": "1", "queue-depth": "2", "hold-timeout": "20s"})},
+				Autoscaling: fast(map[string]string{"container-concurrency": "1", "max-scale": "1", "queue-depth": "2", "hold-timeout": "20s", "initial-scale": "0"})},
+			revisionYAML{Name: "s1", Host: "split.test", Traffic: "{percent: 100}",
+				Autoscaling: fast(map[string]string{"container-concurrency": "1", "initial-scale": "0"})},
+			revisionYAML{Name: "s2", Host: "split.test", Traffic: "{percent: 0, tag: next}",
+				Autoscaling: fast(map[string]string{"container-concurrency": "1", "initial-scale": "0"})},
 		)})
 	c := client(60 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
+
+	for _, rev := range []string{"local/mod", "local/tiny", "local/s1"} {
+		waitStatus(t, th, rev, 10*time.Second, "no backend (at zero)", func(r map[string]any) bool { return num(r, "ready") == 0 })
+	}
 
 	t.Run("held at zero and served", func(t *testing.T) {
 		start := time.Now()
@@ -108,6 +116,32 @@ func TestLocalModuleActivator(t *testing.T) {
 		// queue depth 2 at zero: 2 held then served, 4 refused at once.
 		if ok != 2 || full != n-2 {
 			t.Fatalf("%d served, %d refused; want 2 served (queue depth) and %d refused", ok, full, n-2)
+		}
+	})
+
+	// A split route names each weighted cluster's revision: a request to
+	// a split host at zero is held by the module (without the per-cluster
+	// configuration it would reach an empty cluster: 503).
+	t.Run("split host held at zero and served", func(t *testing.T) {
+		code, body, _, err := get(ctx, c, th, "split.test", "/")
+		if err != nil || code != 200 || !strings.Contains(body, "hello from s1") {
+			t.Fatalf("split host from zero: %d %v %q", code, err, body)
+		}
+	})
+
+	t.Run("module path: Envoy loaded it, ext_proc unused", func(t *testing.T) {
+		if n := extprocAnswers(t, th); n != 0 {
+			t.Errorf("thaw's ext_proc answered %v requests; with the module it must see none", n)
+		}
+		for i := 0; ; i++ {
+			logb, _ := os.ReadFile(filepath.Join(th.StateDir, "envoy.log"))
+			if strings.Contains(string(logb), "Dynamic module ABI version v0.2.0 matched") {
+				break
+			}
+			if i == 100 {
+				t.Fatal("thaw's Envoy never logged a matching dynamic-module ABI version (v0.2.0)")
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 }
