@@ -51,7 +51,18 @@ func TestLocalModuleActivator(t *testing.T) {
 		if err != nil || code != 200 || !strings.Contains(body, "hello from mod") {
 			t.Fatalf("first request from zero: %d %v %q", code, err, body)
 		}
-		t.Logf("first request from zero served in %v", time.Since(start))
+		end := time.Now()
+		st, err := fetchWorkloadStats(ctx, c, th, "mod.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listening := time.Unix(0, st.Listening)
+		if listening.Before(start) || listening.After(end) {
+			t.Fatalf("backend started listening at %v, outside the request [%v, %v]: not held for a cold start", listening, start, end)
+		}
+		// The workload itself takes 100 ms (Latency) per request.
+		t.Logf("first request from zero served in %v; cold-start overhead (response after the backend listened, less its 100 ms latency) %v",
+			end.Sub(start), end.Sub(listening)-100*time.Millisecond)
 	})
 
 	t.Run("burst of 600 within container concurrency", func(t *testing.T) {
