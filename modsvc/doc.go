@@ -13,6 +13,10 @@
 // upstream_rq_active on the revision cluster the module routes to, so they
 // are not added again), and pokes wake the autoscaler at once.
 //
+// With a Confirmer (xds.Server in thaw), a backend reaches a node's
+// module only once that node ACKed the endpoints listing it: the module
+// pins requests with a strict override host (see Confirmer).
+//
 // How a backend's capacity is split among N Envoys follows Knative's
 // activators, which split each pod's container concurrency among
 // themselves: see Slots.

@@ -1,7 +1,6 @@
 package modsvc
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,7 +29,10 @@ type Server struct {
 	// Envoys returns how many Envoys share every backend and this one's
 	// index (nil: one Envoy, index 0).
 	Envoys func(node string) (n, index int)
-	Logger *zap.Logger
+	// Confirmer, when set, holds each backend back from a node's module
+	// until that node ACKed endpoints listing it (nil: sent at once).
+	Confirmer Confirmer
+	Logger    *zap.Logger
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
 }
@@ -55,7 +57,9 @@ func (s *Server) logger() *zap.Logger {
 }
 
 // serveState writes a full update now and after every registry change
-// until the client goes away.
+// until the client goes away. With a Confirmer, a backend reaches the
+// node's module only once that node ACKed endpoints listing it (see
+// Confirmer); updates withheld for that are sent when the ACK arrives.
 func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	node := r.URL.Query().Get("node")
 	fl, ok := w.(http.Flusher)
@@ -64,25 +68,40 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("content-type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
+	st := &stream{node: node, confirmer: s.Confirmer}
 	var last uint64
-	first := true
+	first, withheld := true, 0
 	for {
 		ch := s.Registry.Changed()
+		var acks <-chan struct{}
+		if s.Confirmer != nil {
+			acks = s.Confirmer.Changed()
+		}
 		snap := s.Registry.Snapshot()
-		if first || snap.Version != last {
+		if first || snap.Version != last || withheld > 0 {
 			n, idx := 1, 0
 			if s.Envoys != nil {
 				n, idx = s.Envoys(node)
 			}
-			if err := enc.Encode(Update(snap, n, idx)); err != nil {
+			b, changed, held, err := st.next(snap, n, idx)
+			if err != nil {
+				s.logger().Error("activator module state", zap.Error(err))
 				return
 			}
-			fl.Flush()
-			last, first = snap.Version, false
+			if first || changed {
+				if _, err := w.Write(b); err != nil {
+					return
+				}
+				fl.Flush()
+			}
+			last, first, withheld = snap.Version, false, held
+		}
+		if withheld == 0 {
+			acks = nil // nothing waits for an ACK
 		}
 		select {
 		case <-ch:
+		case <-acks:
 		case <-r.Context().Done():
 			return
 		}

@@ -36,7 +36,18 @@ func Slots(cc, envoys, index, backend int) int32 {
 // Envoy number index of envoys. Pure: revisions sorted by key, backends in
 // the registry's order.
 func Update(snap *revision.Snapshot, envoys, index int) *state.Update {
-	u := &state.Update{Full: true}
+	u, _ := updateWith(snap, envoys, index, nil)
+	return u
+}
+
+// updateWith is Update with each revision's backends restricted to those
+// allowed(revision) lists (a nil set: all of them; allowed nil: all of
+// every revision). withheld counts the ready backends left out. A
+// backend's slots do not depend on which others are left out (its
+// position in the ready list decides the remainder), so the shares of
+// one backend never sum above its container concurrency.
+func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revision.Revision) map[string]bool) (u *state.Update, withheld int) {
+	u = &state.Update{Full: true}
 	for _, r := range snap.Sorted() {
 		ru := state.RevisionUpdate{
 			Key:           r.Key.String(),
@@ -49,13 +60,31 @@ func Update(snap *revision.Snapshot, envoys, index int) *state.Update {
 		if ru.HoldTimeoutMs < 1 {
 			ru.HoldTimeoutMs = revision.DefaultHoldTimeout.Milliseconds()
 		}
+		var allow map[string]bool
+		if allowed != nil {
+			allow = allowed(r)
+		}
 		for i, b := range r.ReadyBackends() {
+			addr := net.JoinHostPort(b.Address, strconv.Itoa(int(backendPort(b, r))))
+			if allow != nil && !allow[addr] {
+				withheld++
+				continue
+			}
 			ru.Backends = append(ru.Backends, state.BackendUpdate{
-				Addr:  net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))),
+				Addr:  addr,
 				Slots: Slots(r.Spec.ContainerConcurrency, envoys, index, i),
 			})
 		}
 		u.Revisions = append(u.Revisions, ru)
 	}
-	return u
+	return u, withheld
+}
+
+// backendPort is a backend's port: its own, else the revision's (the
+// port Envoy's ClusterLoadAssignment uses for it, xds.ServeLoadAssignment).
+func backendPort(b revision.Backend, r *revision.Revision) int32 {
+	if b.Port == 0 {
+		return r.Spec.Port
+	}
+	return b.Port
 }

@@ -123,6 +123,10 @@ type Config struct {
 	// 404 catch-all and every other virtual host over VHDS, one resource
 	// each (VHDSRouteConfiguration).
 	InlineRoutes bool
+	// Module, when set, puts the activator module (module/activator) on
+	// listener thaw_http instead of ext_proc: see ModuleConfig and
+	// ModuleFilter. nil (the default) keeps the ext_proc activator.
+	Module *ModuleConfig
 }
 
 // DefaultConfig returns the documented defaults.
@@ -171,6 +175,11 @@ func (c *Config) Validate() error {
 	}
 	if c.StageTimeout < 0 {
 		bad("StageTimeout %s: want >= 0", c.StageTimeout)
+	}
+	if c.Module != nil {
+		if err := c.Module.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -69,6 +69,13 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 		// "hello.localhost." names the same host as "hello.localhost".
 		StripTrailingHostDot: true,
 	}
+	if cfg.Module != nil {
+		mf, err := ModuleFilter(cfg)
+		if err != nil {
+			return nil, err
+		}
+		hcm.HttpFilters = []*hcmv3.HttpFilter{mf, router}
+	}
 	setProtocols(hcm)
 	return hcmListener(&listenerv3.Listener{
 		Name: HTTPListenerName,

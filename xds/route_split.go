@@ -54,6 +54,7 @@ func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
 				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: m.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			}},
+			TypedPerFilterConfig: moduleRouteConfig(p.Config, m.Key),
 		})
 	}
 	return &routev3.VirtualHost{

@@ -514,6 +514,9 @@ func equalPercent(a, b *int32) bool {
 }
 
 func (t *translator) loadAssignment(rev *revision.Revision, name string) (*endpointv3.ClusterLoadAssignment, error) {
+	if t.cfg.Module != nil {
+		return moduleLoadAssignment(rev, name)
+	}
 	if rev.Mode == revision.ModeServe && revision.ReadyCount(rev.Backends) > 0 {
 		return ServeLoadAssignment(name, rev.Backends, rev.Spec.Port)
 	}

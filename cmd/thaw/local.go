@@ -45,6 +45,7 @@ type localFlags struct {
 	dev            bool
 	limits         app.Limits
 	eg             egFlags
+	activator      activatorFlags
 }
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -89,6 +90,7 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.reload, "reload-interval", local.DefaultWatchInterval,
 		"how often the revisions file is checked for changes, applied without a restart (0: never)")
 	f.eg.add(fl)
+	f.activator.add(fl)
 	addLimitFlags(fl, &f.limits)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
@@ -129,6 +131,16 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	xcfg.AccessLogPath = f.accessLog
 	if xcfg.AccessLogPath == "" && f.dev {
 		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
+	}
+	if xcfg.Module, err = f.activator.moduleConfig(f.adminAddress, f.nodeID); err != nil {
+		return err
+	}
+	if xcfg.Module != nil && f.eg.enabled {
+		return errors.New("--activator=module is not supported with Envoy Gateway yet (docs/activator.md); use --activator=extproc")
+	}
+	if xcfg.Module != nil {
+		logger.Info("activator: dynamic module in Envoy", zap.String("module", xcfg.Module.Path),
+			zap.String("state", xcfg.Module.StateURL))
 	}
 	if xcfg.AccessLogPath != "" {
 		logger.Info("envoy access log", zap.String("path", xcfg.AccessLogPath))

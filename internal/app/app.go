@@ -221,6 +221,9 @@ func New(opts Options) (*App, error) {
 		return nil, err
 	}
 	a.admin.Handle(ExcludedPath, excludedHandler(a.xds))
+	if opts.XDS.Module != nil {
+		a.mountModule(poker)
+	}
 	return a, nil
 }
 

@@ -1,0 +1,51 @@
+package xds
+
+import (
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// ConfirmedBy reports whether the Envoy with xDS node id node has ACKed
+// the ClusterLoadAssignment the server built from the revision at a
+// Generation >= generation, with no newer one in flight to it. False
+// when that node holds no stream with the revision's endpoints, when the
+// server has not applied that generation yet, or when the revision is
+// unknown or skipped. The activator module's state server (modsvc) sends
+// a backend to a node's module only once this holds for a generation that
+// lists it: the module pins requests with a strict override host, which
+// fails (503 no healthy upstream) for a host its Envoy does not know yet.
+// Cheap: O(streams holding the resource).
+func (s *Server) ConfirmedBy(node string, key revision.Key, generation uint64) bool {
+	s.mu.RLock()
+	ar, ok := s.revs[key]
+	s.mu.RUnlock()
+	if !ok || ar.generation < generation {
+		return false
+	}
+	return s.tracker.ackedBy(node, resourcev3.EndpointType, ar.cla, ar.claVersion)
+}
+
+// Changed returns a channel closed at the server's next change: a
+// snapshot applied, an ACK or NACK, a stream closed. Take it before
+// checking ConfirmedBy, so no change between check and wait is missed.
+func (s *Server) Changed() <-chan struct{} { return s.notify.wait() }
+
+// ackedBy reports whether node holds at least one stream (not excluded)
+// with the named resource, and every such stream ACKed version with
+// nothing newer in flight.
+func (t *tracker) ackedBy(node, typeURL, name, version string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	counted := 0
+	for _, s := range t.holders[typeURL][name] {
+		if s.excluded || s.nodeID != node {
+			continue
+		}
+		if !s.ackedCurrent(typeURL, name, version) {
+			return false
+		}
+		counted++
+	}
+	return counted > 0
+}
