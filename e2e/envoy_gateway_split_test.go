@@ -99,7 +99,12 @@ func splitRequests(t *testing.T, c *http.Client, env *egEnv, n int) map[string]i
 		case code != 200:
 			counts[fmt.Sprint(code)]++
 		default:
-			name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(body), "hello from "), " ")
+			// The workload answers "hello from <name>" and more lines
+			// (its port, ...): the name is the third word.
+			name := body
+			if f := strings.Fields(body); len(f) >= 3 && f[0] == "hello" && f[1] == "from" {
+				name = f[2]
+			}
 			counts[name]++
 		}
 	}
