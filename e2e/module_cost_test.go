@@ -62,39 +62,13 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 	}})
 
 	plainPort, modPort := harness.PickPort(t), harness.PickPort(t)
-	listener := func(port int, routes, filters string) string {
-		return fmt.Sprintf(`
-static_resources:
-  listeners:
-  - name: http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: http
-          route_config:
-            virtual_hosts:
-            - name: revs
-              domains: ["*"]
-              routes:%s
-          http_filters:%s
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:%s
-`, port, routes, filters, staticCluster("rev_ns_m", backend))
-	}
-	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(plainPort, `
+	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(plainPort, `
               - match: {prefix: "/"}
-                route: {cluster: rev_ns_m, timeout: 30s}`, "")})
-	mod := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: listener(modPort, moduleRoute("/u", "rev_ns_m", "ns/u")+moduleRoute("/", "rev_ns_m", "ns/m"), fmt.Sprintf(`
-          - name: thaw_activator
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
-              dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
-              filter_name: thaw_activator
-              filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '{"stateURL":"%s/state","node":"cost"}'}`, moduleSO, feed.url))})
+                route: {cluster: rev_ns_m, timeout: 30s}`, "", staticCluster("rev_ns_m", backend))})
+	mod := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(modPort,
+		moduleRoute("/u", "rev_ns_m", "ns/u")+moduleRoute("/", "rev_ns_m", "ns/m"),
+		moduleFilter(moduleSO, fmt.Sprintf(`{"stateURL":"%s/state","node":"cost"}`, feed.url)),
+		staticCluster("rev_ns_m", backend))})
 
 	type side struct {
 		name string

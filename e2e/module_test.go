@@ -182,36 +182,10 @@ func TestModuleActivator(t *testing.T) {
 	feed := startStateFeed(t)
 	port := harness.PickPort(t)
 	cfg := fmt.Sprintf(`{"stateURL":"%s/state","reportURL":"%s/report","node":"e2e","holdTimeoutMs":5000,"retryAfterSeconds":3,"reportIntervalMs":200}`, feed.url, feed.url)
-	env := harness.StartEnvoy(t, harness.EnvoyOptions{LogLevel: "info", Bootstrap: fmt.Sprintf(`
-static_resources:
-  listeners:
-  - name: http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: http
-          route_config:
-            virtual_hosts:
-            - name: revs
-              domains: ["*"]
-              routes:%s%s%s
-          http_filters:
-          - name: thaw_activator
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
-              dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
-              filter_name: thaw_activator
-              filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '%s'}
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:%s%s%s
-`, port,
-		moduleRoute("/a", "rev_ns_a", "ns/a"), moduleRoute("/b", "rev_ns_b", "ns/b"), moduleRoute("/c", "rev_ns_c", "ns/c")+moduleRoute("/d", "rev_ns_d", "ns/d")+moduleRoute("/z", "rev_ns_a", "ns/z"),
-		moduleSO, cfg,
-		staticCluster("rev_ns_a", b1.addr, b2.addr), staticCluster("rev_ns_b", b3.addr), staticCluster("rev_ns_c", b3.addr)+staticCluster("rev_ns_d", b3.addr))})
+	env := harness.StartEnvoy(t, harness.EnvoyOptions{LogLevel: "info", Bootstrap: moduleBootstrap(port,
+		moduleRoute("/a", "rev_ns_a", "ns/a")+moduleRoute("/b", "rev_ns_b", "ns/b")+moduleRoute("/c", "rev_ns_c", "ns/c")+moduleRoute("/d", "rev_ns_d", "ns/d")+moduleRoute("/z", "rev_ns_a", "ns/z"),
+		moduleFilter(moduleSO, cfg),
+		staticCluster("rev_ns_a", b1.addr, b2.addr)+staticCluster("rev_ns_b", b3.addr)+staticCluster("rev_ns_c", b3.addr)+staticCluster("rev_ns_d", b3.addr))})
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}
@@ -383,4 +357,43 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("condition not met within 10 s")
+}
+
+// moduleBootstrap is a static Envoy bootstrap: listener http on port with
+// routes (YAML list items) in one virtual host, filters (YAML list items,
+// "" for none) before the router, and clusters (YAML list items).
+func moduleBootstrap(port int, routes, filters, clusters string) string {
+	return fmt.Sprintf(`
+static_resources:
+  listeners:
+  - name: http
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: http
+          route_config:
+            virtual_hosts:
+            - name: revs
+              domains: ["*"]
+              routes:%s
+          http_filters:%s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:%s
+`, port, routes, filters, clusters)
+}
+
+// moduleFilter is the thaw_activator dynamic-module HTTP filter (a YAML
+// list item) loading so with filter config cfg (JSON).
+func moduleFilter(so, cfg string) string {
+	return fmt.Sprintf(`
+          - name: thaw_activator
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+              dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
+              filter_name: thaw_activator
+              filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '%s'}`, so, cfg)
 }
