@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // waitLimit bounds every wait in component tests; reaching it is a
@@ -31,7 +32,7 @@ type fixture struct {
 	addr string
 }
 
-func startFixture(t *testing.T, cfg Config) *fixture {
+func startFixture(t *testing.T, cfg translate.Config) *fixture {
 	t.Helper()
 	return startFixtureWith(t, cfg, zaptest.NewLogger(t), 0)
 }
@@ -44,7 +45,7 @@ func startBenchFixture(b *testing.B) *fixture {
 
 // startFixtureWith starts a fixture; a registry holdoff > 0 batches changes
 // (run by the fixture), which large setups need.
-func startFixtureWith(t testing.TB, cfg Config, log *zap.Logger, holdoff time.Duration) *fixture {
+func startFixtureWith(t testing.TB, cfg translate.Config, log *zap.Logger, holdoff time.Duration) *fixture {
 	t.Helper()
 	return startFixtureOpts(t, ServerOptions{Logger: log, Config: cfg}, holdoff)
 }

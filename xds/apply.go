@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // change is the difference between the applied resources of one type and
@@ -64,16 +66,16 @@ func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, 
 
 // diffEncoded compares a new translation of one type kept as encodings
 // (translation.encoded) with what its delta cache holds, by version.
-func (s *Server) diffEncoded(typeURL string, want map[string]*encodedResource) *change {
+func (s *Server) diffEncoded(typeURL string, want map[string]*encoded.Resource) *change {
 	c := newChange(typeURL)
 	c.encoded = true // only the delta caches hold these types
 	s.deltas[typeURL].view(func(have map[string]*deltaEntry) {
 		for name, e := range want {
 			h, ok := have[name]
-			if ok && h.version == e.version {
+			if ok && h.version == e.Version {
 				continue
 			}
-			c.upd[name], c.ver[name], c.enc[name] = nil, e.version, e.bytes
+			c.upd[name], c.ver[name], c.enc[name] = nil, e.Version, e.Bytes
 			if !ok {
 				c.added = append(c.added, name)
 			}
@@ -97,7 +99,7 @@ func newChange(typeURL string) *change {
 
 // add records a new or changed resource with its version.
 func (c *change) add(name string, r types.Resource) error {
-	b, v, err := hashOf(r)
+	b, v, err := encoded.Hash(r)
 	if err != nil {
 		return err
 	}
@@ -201,7 +203,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		}
 	}
 	s.prevSnap = snap
-	res, err := s.tr.translate(snap)
+	res, err := s.tr.Translate(snap)
 	if res == nil {
 		return fmt.Errorf("translate snapshot %d: %w", snap.Version, err)
 	}
@@ -209,7 +211,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	byType := res.ByType()
 	changes := map[string]*change{}
 	for _, typ := range resourceTypes {
-		if enc, ok := res.encoded[typ]; ok {
+		if enc, ok := res.Encoded[typ]; ok {
 			changes[typ] = s.diffEncoded(typ, enc)
 			continue
 		}
@@ -246,7 +248,7 @@ func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool,
 	s.mu.RLock()
 	skipped := s.skipped
 	s.mu.RUnlock()
-	changed, ok, err := s.tr.endpointChanges(s.prevSnap, snap, skipped)
+	changed, ok, err := s.tr.EndpointChanges(s.prevSnap, snap, skipped)
 	if err != nil || !ok {
 		return false, nil // the full translation reports the error
 	}
@@ -262,11 +264,11 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	dc := s.deltas[resourcev3.EndpointType]
 	names := make([]string, len(changed))
 	for i, r := range changed {
-		names[i] = s.tr.memo[r.Key].name
+		names[i] = s.tr.ClusterName(r.Key)
 	}
 	have := dc.heldOf(names)
 	for _, r := range changed {
-		cla := s.tr.memo[r.Key].res.cla
+		cla := s.tr.LoadAssignment(r.Key)
 		name := cla.GetClusterName()
 		if old := have[name]; old == cla || proto.Equal(old, cla) {
 			continue
@@ -293,14 +295,14 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 // publish makes the revisions' applied generations visible to
 // ConfirmedEverywhere (after their endpoints are in the cache) and starts
 // flip-to-ACK timers for changed ClusterLoadAssignments.
-func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, first bool, start time.Time) {
+func (s *Server) publish(snap *revision.Snapshot, res *translate.Resources, eds *change, first bool, start time.Time) {
 	revs := make(map[revision.Key]appliedRevision, snap.Revisions.Len())
 	s.deltas[resourcev3.EndpointType].view(func(held map[string]*deltaEntry) {
 		for k, rev := range snap.Revisions.All() {
 			if _, skipped := res.Skipped[k]; skipped {
 				continue
 			}
-			name := s.tr.memo[k].name
+			name := s.tr.ClusterName(k)
 			var version string
 			if e := held[name]; e != nil {
 				version = e.version

@@ -10,6 +10,8 @@ import (
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+
+	"github.com/thaw-dev/thaw/xds/encoded"
 )
 
 // changeLogSize bounds the change log; a subscription older than the log
@@ -363,9 +365,9 @@ func (c *deltaCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription,
 	return sotw.CreateWatch(req, sub, ch)
 }
 
-// messages returns upd with its nil resources decoded from encoded: the
+// messages returns upd with its nil resources decoded from enc: the
 // state-of-the-world cache needs messages.
-func (c *deltaCache) messages(upd map[string]types.Resource, encoded map[string][]byte) (map[string]types.Resource, error) {
+func (c *deltaCache) messages(upd map[string]types.Resource, enc map[string][]byte) (map[string]types.Resource, error) {
 	var out map[string]types.Resource
 	for name, r := range upd {
 		if r != nil {
@@ -374,7 +376,7 @@ func (c *deltaCache) messages(upd map[string]types.Resource, encoded map[string]
 		if out == nil {
 			out = maps.Clone(upd)
 		}
-		m, err := decode(c.typeURL, encoded[name])
+		m, err := encoded.Decode(c.typeURL, enc[name])
 		if err != nil {
 			return nil, err
 		}

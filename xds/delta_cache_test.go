@@ -1,10 +1,11 @@
 package xds
 
 import (
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"maps"
 	"slices"
 	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -13,6 +14,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // edsStream plays the delta server for one subscription: it creates
@@ -77,9 +79,9 @@ func setCLAs(t *testing.T, c *deltaCache, mode revision.Mode, names ...string) m
 		var r types.Resource
 		var err error
 		if mode == revision.ModeProxy {
-			r, err = ProxyLoadAssignment(n, nil, 0)
+			r, err = translate.ProxyLoadAssignment(n, nil, 0)
 		} else {
-			r, err = ServeLoadAssignment(n, []revision.Backend{ready("10.0.0.1", 80)}, 80)
+			r, err = translate.ServeLoadAssignment(n, []revision.Backend{ready("10.0.0.1", 80)}, 80)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +233,7 @@ func TestDeltaCacheServesItsOwnType(t *testing.T) {
 	c := newDeltaCache(resourcev3.ClusterType, changeLogSize)
 	ch := newChange(resourcev3.ClusterType)
 	cfg := testConfig()
-	cl, err := RevisionCluster(RevisionClusterParams{Name: "rev_default_a", Config: &cfg})
+	cl, err := translate.RevisionCluster(translate.RevisionClusterParams{Name: "rev_default_a", Config: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

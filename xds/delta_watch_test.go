@@ -12,6 +12,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestDeltaCacheNeverWritesReturnedResources: the returned-resources map
@@ -63,7 +64,7 @@ func TestDeltaCacheCancelledResponseIsResent(t *testing.T) {
 		t.Fatalf("ACK answered with %v", gotNames(r))
 	}
 	ch := newChange(resourcev3.EndpointType)
-	cla, err := ServeLoadAssignment("b", []revision.Backend{ready("10.0.0.1", 80)}, 80)
+	cla, err := translate.ServeLoadAssignment("b", []revision.Backend{ready("10.0.0.1", 80)}, 80)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestDeltaCacheSendsAfterUnlocking(t *testing.T) {
 		s.ch <- nil
 	}
 	ch := newChange(resourcev3.EndpointType)
-	cla, err := ServeLoadAssignment("a", []revision.Backend{ready("10.0.0.1", 80)}, 80)
+	cla, err := translate.ServeLoadAssignment("a", []revision.Backend{ready("10.0.0.1", 80)}, 80)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package xds
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/memo"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // ErrAlreadyRunning is returned by Run when another Run is in progress.
@@ -36,7 +37,7 @@ type ServerOptions struct {
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
 	// Config is used for every translation; it is validated by Run.
-	Config Config
+	Config translate.Config
 	// Registerer receives the server's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Clock defaults to the real clock.
@@ -57,7 +58,7 @@ type ServerOptions struct {
 // world) and tracks per stream which versions Envoy ACKed or NACKed.
 type Server struct {
 	log     *zap.Logger
-	cfg     Config
+	cfg     translate.Config
 	clock   clock.Clock
 	metrics *metrics
 	// caches serve listeners and routes (a handful of resources); deltas
@@ -75,7 +76,7 @@ type Server struct {
 	// Owned by the Run goroutine. applied and versions hold what was
 	// applied to the LinearCaches (listeners, routes); the deltas hold
 	// their own (deltaCache.versions, held).
-	tr       *translator
+	tr       *memo.Translator
 	prevSnap *revision.Snapshot
 	// stage is a full apply waiting for ACKs before its next step
 	// (stage.go); nil when none. Only Run's goroutine touches it.
@@ -184,7 +185,7 @@ func (s *Server) Register(g *grpc.Server) {
 // Run follows reg until ctx ends: it waits for the first Synced snapshot,
 // applies it, opens the caches to Envoy, then applies every later
 // snapshot. It returns nil when ctx ends (open streams are then closed),
-// an error wrapping ErrInvalidConfig for a bad Config, or ErrAlreadyRunning.
+// an error wrapping ErrInvalidConfig for a bad translate.Config, or ErrAlreadyRunning.
 // Translation problems of single revisions are logged and reported by
 // Status; they never stop Run.
 func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
@@ -195,11 +196,11 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 		return ErrAlreadyRunning
 	}
 	defer s.stop()
-	tr, err := newTranslator(&s.cfg)
+	// The delta caches keep the encodings; see encoded.Resource.
+	tr, err := memo.New(&s.cfg, true)
 	if err != nil {
 		return err
 	}
-	tr.encode = true // the delta caches keep the encodings; see encodedResource
 	s.tr = tr
 	stallCtx, stopStallCheck := context.WithCancel(ctx)
 	defer stopStallCheck()
@@ -299,14 +300,4 @@ func (s *Server) WaitFirstAck(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// hashOf returns a resource's deterministic encoding and the version
-// go-control-plane's delta protocol gives it: the SHA-256 of that encoding.
-func hashOf(r types.Resource) ([]byte, string, error) {
-	b, err := cachev3.MarshalResource(r)
-	if err != nil {
-		return nil, "", fmt.Errorf("marshal %s: %w", cachev3.GetResourceName(r), err)
-	}
-	return b, cachev3.HashResource(b), nil
 }

@@ -186,27 +186,7 @@ func (s *Server) applyWhileStaged(snap *revision.Snapshot) (complete bool, err e
 	s.mu.RLock()
 	skipped := s.skipped
 	s.mu.RUnlock()
-	var changed []*revision.Revision
-	complete = true
-	for k := range snap.Changes(s.prevSnap) {
-		p, r := s.prevSnap.Get(k), snap.Get(k)
-		if p == r {
-			continue
-		}
-		if _, bad := skipped[k]; bad || p == nil || r == nil || s.tr.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
-			complete = false
-			continue
-		}
-		changed = append(changed, r)
-	}
-	for _, r := range changed {
-		m, err := s.tr.revision(r, s.tr.memo[r.Key].domains)
-		if err != nil {
-			complete = false // the full translation reports it
-			continue
-		}
-		s.tr.memo[r.Key] = m
-	}
+	changed, complete := s.tr.EndpointsWhileStaged(s.prevSnap, snap, skipped)
 	if complete {
 		s.prevSnap = snap
 	}

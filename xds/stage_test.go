@@ -7,6 +7,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestServerFlipsWhileAStageWaits: one Envoy stops answering while a
@@ -70,7 +71,7 @@ func TestServerFlipsWhileAStageWaits(t *testing.T) {
 	}
 	waitFor(t, "c's virtual host after the stage", func() bool { return routeHasHost(t, f, "c.example.com") })
 	vh := good.recvType(resourcev3.VirtualHostType)
-	if names := resourceNames(vh); !slices.Contains(names, VirtualHostName("rev_default_c")) {
+	if names := resourceNames(vh); !slices.Contains(names, translate.VirtualHostName("rev_default_c")) {
 		t.Fatalf("VHDS after the stage = %v, want c's virtual host", names)
 	}
 }

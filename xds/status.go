@@ -8,6 +8,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // NodeStatus is one connected xDS stream, normally one Envoy.
@@ -105,9 +106,9 @@ func (s *Server) Status(key revision.Key) RevisionStatus {
 		st.Confirmed = s.ConfirmedEverywhere(key, ar.generation)
 	}
 	name := revision.ClusterName(key)
-	vhName := VirtualHostName(name)
+	vhName := translate.VirtualHostName(name)
 	keep := func(typeURL, n string) bool {
-		return n == name || (typeURL == resourcev3.RouteType && n == HTTPListenerName) ||
+		return n == name || (typeURL == resourcev3.RouteType && n == translate.HTTPListenerName) ||
 			(typeURL == resourcev3.VirtualHostType && n == vhName)
 	}
 	s.tracker.mu.RLock()

@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	"time"
@@ -10,12 +10,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// parts are immutable sub-messages that every revision's virtual host and
+// Parts are immutable sub-messages that every revision's virtual host and
 // cluster share, built once per Config. At 10,000 revisions sharing them
 // instead of allocating them per revision saves ~15 MB of heap. Messages
 // holding them must never be modified (protobuf marshalling of shared
 // messages is safe for concurrent use).
-type parts struct {
+type Parts struct {
 	prefixAll      *routev3.RouteMatch
 	noTimeout      *durationpb.Duration
 	defaultTimeout *durationpb.Duration
@@ -28,12 +28,13 @@ type parts struct {
 	h2cOptions     map[string]*anypb.Any
 }
 
-func newParts(cfg *Config) *parts {
+// NewParts builds the shared sub-messages of cfg.
+func NewParts(cfg *Config) *Parts {
 	h2c, err := h2cProtocolOptions()
 	if err != nil {
 		panic(err) // a constant message: cannot fail
 	}
-	return &parts{
+	return &Parts{
 		h2cOptions:     h2c,
 		prefixAll:      &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 		noTimeout:      durationpb.New(0),
@@ -49,7 +50,7 @@ func newParts(cfg *Config) *parts {
 
 // duration returns d as a protobuf Duration, shared for the common values
 // (0 and the default route timeout).
-func (p *parts) duration(d time.Duration) *durationpb.Duration {
+func (p *Parts) duration(d time.Duration) *durationpb.Duration {
 	switch d {
 	case 0:
 		return p.noTimeout

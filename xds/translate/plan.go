@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	"errors"
@@ -51,24 +51,24 @@ func (e *SplitError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidSplit) true.
 func (e *SplitError) Unwrap() error { return ErrInvalidSplit }
 
-// routePlan is which revision serves which host: the pure decision part of
+// RoutePlan is which revision serves which host: the pure decision part of
 // a translation.
-type routePlan struct {
-	// skipped are the revisions left out, and why.
-	skipped map[revision.Key]error
-	// domains[i] are the hosts revs[i] serves alone (its own hosts that
+type RoutePlan struct {
+	// Skipped are the revisions left out, and why.
+	Skipped map[revision.Key]error
+	// Domains[i] are the hosts revs[i] serves alone (its own hosts that
 	// are not split, then its tag host), in normal form; nil for a skipped
 	// revision.
-	domains [][]string
-	// splits are the split hosts, grouped by identical member lists, in
+	Domains [][]string
+	// Splits are the split hosts, grouped by identical member lists, in
 	// the order their first host was first listed.
-	splits []splitGroup
+	Splits []SplitGroup
 }
 
-// splitGroup is hosts shared by the same revisions with the same percents.
-type splitGroup struct {
-	domains []string
-	members []SplitMember // sorted by key; every Percent set
+// SplitGroup is hosts shared by the same revisions with the same percents.
+type SplitGroup struct {
+	Domains []string
+	Members []SplitMember // sorted by key; every Percent set
 }
 
 // claim is one revision listing one host.
@@ -80,7 +80,7 @@ type claim struct {
 	tag     bool
 }
 
-// planRoutes decides the routing of revs (sorted by key) with the
+// PlanRoutes decides the routing of revs (sorted by key) with the
 // revisions in excluded left out:
 //
 //   - A host listed by one revision without a percent, or by one with 100,
@@ -97,7 +97,7 @@ type claim struct {
 // plan is repeated without the skipped revisions until nothing changes (at
 // most once per revision). Without any traffic percent it costs what host
 // collision detection alone costs: one map of hosts.
-func planRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *routePlan {
+func PlanRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *RoutePlan {
 	skipped := maps.Clone(excluded)
 	if skipped == nil {
 		skipped = map[revision.Key]error{}
@@ -111,9 +111,9 @@ func planRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *rou
 	}
 }
 
-// planOnce runs one round of planRoutes, adding to skipped. again is true
+// planOnce runs one round of PlanRoutes, adding to skipped. again is true
 // when a split member was skipped, which calls for another round.
-func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *routePlan, again bool) {
+func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *RoutePlan, again bool) {
 	hosts, claims := splitClaims(revs, skipped)
 	split := map[string]bool{}
 	for _, h := range hosts {
@@ -134,7 +134,7 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *rou
 	if again {
 		return nil, true
 	}
-	p = &routePlan{skipped: skipped, domains: make([][]string, len(revs))}
+	p = &RoutePlan{Skipped: skipped, Domains: make([][]string, len(revs))}
 	owner := make(map[string]revision.Key, len(revs))
 	for i, rev := range revs {
 		if skipped[rev.Key] != nil {
@@ -151,12 +151,12 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *rou
 		for _, d := range domains {
 			owner[d] = rev.Key
 		}
-		p.domains[i] = domains
+		p.Domains[i] = domains
 	}
 	if again {
 		return nil, true
 	}
-	p.splits = groupSplits(hosts, split, claims)
+	p.Splits = groupSplits(hosts, split, claims)
 	return p, false
 }
 
@@ -261,27 +261,27 @@ func membersOf(cs []claim) []SplitMember {
 
 // groupSplits groups the split hosts by identical members and percents,
 // in the order of hosts.
-func groupSplits(hosts []string, split map[string]bool, claims map[string][]claim) []splitGroup {
-	var groups []splitGroup
+func groupSplits(hosts []string, split map[string]bool, claims map[string][]claim) []SplitGroup {
+	var groups []SplitGroup
 	index := map[string]int{}
 	for _, h := range hosts {
 		if !split[h] {
 			continue
 		}
 		ms := membersOf(claims[h])
-		sig := membersSignature(ms)
+		sig := MembersSignature(ms)
 		if i, ok := index[sig]; ok {
-			groups[i].domains = append(groups[i].domains, h)
+			groups[i].Domains = append(groups[i].Domains, h)
 			continue
 		}
 		index[sig] = len(groups)
-		groups = append(groups, splitGroup{domains: []string{h}, members: ms})
+		groups = append(groups, SplitGroup{Domains: []string{h}, Members: ms})
 	}
 	return groups
 }
 
-// membersSignature is a string equal for equal member lists.
-func membersSignature(ms []SplitMember) string {
+// MembersSignature is a string equal for equal member lists.
+func MembersSignature(ms []SplitMember) string {
 	var b strings.Builder
 	for _, m := range ms {
 		b.WriteString(m.Key.String())

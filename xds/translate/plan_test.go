@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	"errors"
@@ -146,19 +146,19 @@ func TestPlanRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			revs := snapshotOf(tt.revs...).Sorted()
-			p := planRoutes(revs, nil)
-			if len(p.skipped) != len(tt.want.skipped) {
-				t.Errorf("skipped = %v, want %d revisions", p.skipped, len(tt.want.skipped))
+			p := PlanRoutes(revs, nil)
+			if len(p.Skipped) != len(tt.want.skipped) {
+				t.Errorf("skipped = %v, want %d revisions", p.Skipped, len(tt.want.skipped))
 			}
 			for k, w := range tt.want.skipped {
 				key, _ := revision.ParseKey(k)
-				err := p.skipped[key]
+				err := p.Skipped[key]
 				if !errors.Is(err, w.is) || !strings.Contains(errText(err), w.text) {
 					t.Errorf("%s skipped with %v, want errors.Is %v and text %q", k, err, w.is, w.text)
 				}
 			}
 			got := map[string][]string{}
-			for i, d := range p.domains {
+			for i, d := range p.Domains {
 				if d != nil {
 					got[revs[i].Key.String()] = append([]string{}, d...)
 				}
@@ -171,8 +171,8 @@ func TestPlanRoutes(t *testing.T) {
 				t.Errorf("domains (-want +got):\n%s", diff)
 			}
 			var splits []string
-			for _, g := range p.splits {
-				splits = append(splits, strings.Join(g.domains, ",")+": "+membersSignature(g.members))
+			for _, g := range p.Splits {
+				splits = append(splits, strings.Join(g.Domains, ",")+": "+MembersSignature(g.Members))
 			}
 			if diff := cmp.Diff(tt.want.splits, splits); diff != "" {
 				t.Errorf("splits (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	"time"
@@ -28,10 +28,12 @@ type VirtualHostParams struct {
 	// case-insensitively, ignoring the port).
 	Domains []string
 	Config  *Config
-	// parts, when set, supplies shared sub-messages (translator).
-	parts *parts
-	// name, when set, is revision.ClusterName(Key) (translator).
-	name string
+	// Parts, when set, supplies shared sub-messages (the memoised
+	// translator passes one per Config).
+	Parts *Parts
+	// Name, when set, is revision.ClusterName(Key) (saves validating the
+	// key again).
+	Name string
 	// Timeouts are the revision's request timeouts; the zero value means
 	// revision.DefaultRequestTimeout and hold timeout, no idle limit.
 	Timeouts RouteTimeouts
@@ -94,11 +96,11 @@ func (t RouteTimeouts) idleTimeout() time.Duration {
 // the key before adding), so no separate removal is needed: one header
 // operation per warm request instead of two (issue 27).
 func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
-	pt := p.parts
+	pt := p.Parts
 	if pt == nil {
-		pt = newParts(p.Config)
+		pt = NewParts(p.Config)
 	}
-	name := p.name
+	name := p.Name
 	if name == "" {
 		name = revision.ClusterName(p.Key)
 	}

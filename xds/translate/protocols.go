@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"

@@ -1,4 +1,4 @@
-package xds
+package memo
 
 import (
 	"fmt"
@@ -7,19 +7,22 @@ import (
 	"testing"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestMemoisedTranslationMatchesTranslate replays random registry histories
 // (mode flips, backends appearing, turning ready and leaving, port, host
 // and timeout changes, host collisions, traffic splits valid and invalid,
 // tags, revisions added and removed) through the
-// translator the server keeps (the endpointChanges fast path when it
+// translator the server keeps (the EndpointChanges fast path when it
 // applies, else the memoised full translation), applying the results the
 // way Server.apply does, and checks after every step that the resources
 // held equal what the pure Translate makes from the same snapshot. With
@@ -33,36 +36,35 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			h := newHistory(seed)
 			cfg := testConfig()
 			cfg.InlineRoutes = inline
-			tr, err := newTranslator(&cfg)
+			tr, err := New(&cfg, encode)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr.encode = encode
 			var held map[string]map[string]types.Resource
 			var prev *revision.Snapshot
 			var skipped map[revision.Key]error
 			fast, splits := 0, 0
 			for step := range 120 {
 				snap := h.next()
-				changed, ok, err := tr.endpointChanges(prev, snap, skipped)
+				changed, ok, err := tr.EndpointChanges(prev, snap, skipped)
 				if err != nil {
-					t.Fatalf("step %d (%s): endpointChanges: %v", step, h.last, err)
+					t.Fatalf("step %d (%s): EndpointChanges: %v", step, h.last, err)
 				}
 				if ok && held != nil {
 					fast++
 					for _, r := range changed {
-						cla := tr.memo[r.Key].res.cla
+						cla := tr.LoadAssignment(r.Key)
 						held["type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"][cla.GetClusterName()] = cla
 					}
 				} else {
-					res, _ := tr.translate(snap)
+					res, _ := tr.Translate(snap)
 					if res == nil {
 						t.Fatalf("step %d (%s): memoised translation failed", step, h.last)
 					}
 					held, skipped = decodedByType(t, res), res.Skipped
 				}
 				prev = snap
-				want, _ := Translate(snap, cfg)
+				want, _ := translate.Translate(snap, cfg)
 				if want == nil {
 					t.Fatalf("step %d (%s): Translate failed", step, h.last)
 				}
@@ -223,7 +225,7 @@ func (h *history) next() *revision.Snapshot {
 }
 
 // hasSplit reports whether r routes a split host (weighted clusters).
-func hasSplit(r *Resources) bool {
+func hasSplit(r *translate.Resources) bool {
 	for _, vh := range virtualHosts(r) {
 		if vh.GetRoutes()[0].GetRoute().GetWeightedClusters() != nil {
 			return true
@@ -273,24 +275,22 @@ func compareStr(a, b string) int {
 	return 0
 }
 
-// sameResources reports whether a and b hold equal resources under the
-// same types and names.
 // decodedByType is res.ByType with the resources res holds as encodings
 // decoded.
-func decodedByType(t *testing.T, res *translation) map[string]map[string]types.Resource {
+func decodedByType(t *testing.T, res *Translation) map[string]map[string]types.Resource {
 	t.Helper()
 	out := res.ByType()
-	for typ, enc := range res.encoded {
+	for typ, enc := range res.Encoded {
 		if len(out[typ]) != 0 {
 			t.Fatalf("%s: both messages and encodings", typ)
 		}
 		for name, e := range enc {
-			m, err := decode(typ, e.bytes)
+			m, err := encoded.Decode(typ, e.Bytes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b, v, err := hashOf(m); err != nil || v != e.version || !slices.Equal(b, e.bytes) {
-				t.Fatalf("%s %s: version %s does not match its encoding (%v)", typ, name, e.version, err)
+			if b, v, err := encoded.Hash(m); err != nil || v != e.Version || !slices.Equal(b, e.Bytes) {
+				t.Fatalf("%s %s: version %s does not match its encoding (%v)", typ, name, e.Version, err)
 			}
 			out[typ][name] = m
 		}
@@ -298,6 +298,8 @@ func decodedByType(t *testing.T, res *translation) map[string]map[string]types.R
 	return out
 }
 
+// sameResources reports whether a and b hold equal resources under the
+// same types and names.
 func sameResources(a, b map[string]map[string]types.Resource) bool {
 	if len(a) != len(b) {
 		return false
@@ -315,4 +317,20 @@ func sameResources(a, b map[string]map[string]types.Resource) bool {
 		}
 	}
 	return true
+}
+
+// testConfig is the config of translate's golden files.
+func testConfig() translate.Config {
+	cfg := translate.DefaultConfig()
+	cfg.HTTPAddress = "127.0.0.1"
+	cfg.HTTPPort = 18080
+	return cfg
+}
+
+// virtualHosts returns r's virtual hosts, over VHDS or inline.
+func virtualHosts(r *translate.Resources) []*routev3.VirtualHost {
+	if len(r.VirtualHosts) > 0 {
+		return r.VirtualHosts
+	}
+	return r.Routes[0].GetVirtualHosts()
 }

@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	"time"
@@ -68,8 +68,9 @@ type RevisionClusterParams struct {
 	// cleartext HTTP/2.
 	Protocol revision.Protocol
 	Config   *Config
-	// parts, when set, supplies shared sub-messages (translator).
-	parts *parts
+	// Parts, when set, supplies shared sub-messages (the memoised
+	// translator passes one per Config).
+	Parts *Parts
 }
 
 // RevisionCluster returns a revision's EDS cluster. Its endpoints (one
@@ -78,9 +79,9 @@ type RevisionClusterParams struct {
 // with prior knowledge (extended CONNECT allowed, so a WebSocket upgrade
 // from an HTTP/1.1 client reaches an RFC 8441 backend).
 func RevisionCluster(p RevisionClusterParams) (*clusterv3.Cluster, error) {
-	pt := p.parts
+	pt := p.Parts
 	if pt == nil {
-		pt = newParts(p.Config)
+		pt = NewParts(p.Config)
 	}
 	c := &clusterv3.Cluster{
 		Name:                 p.Name,

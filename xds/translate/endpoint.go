@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"

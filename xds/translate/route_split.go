@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -23,8 +23,9 @@ type SplitVirtualHostParams struct {
 	// Timeouts are the route's timeouts: MaxTimeouts of the members'.
 	Timeouts RouteTimeouts
 	Config   *Config
-	// parts, when set, supplies shared sub-messages (translator).
-	parts *parts
+	// Parts, when set, supplies shared sub-messages (the memoised
+	// translator passes one per Config).
+	Parts *Parts
 }
 
 // SplitVirtualHost returns the virtual host of hosts that several
@@ -37,9 +38,9 @@ type SplitVirtualHostParams struct {
 // for. The route carries the always-safe retry policy (retries stay on the
 // chosen cluster) and Timeouts.
 func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
-	pt := p.parts
+	pt := p.Parts
 	if pt == nil {
-		pt = newParts(p.Config)
+		pt = NewParts(p.Config)
 	}
 	name := splitVirtualHostPrefix + p.Domains[0]
 	clusters := make([]*routev3.WeightedCluster_ClusterWeight, 0, len(p.Members))

@@ -1,4 +1,4 @@
-package xds
+package translate
 
 import (
 	"time"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/internal/xdstest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -32,14 +33,13 @@ func testConfig() Config {
 	return cfg
 }
 
-// rev returns a valid revision for tests.
-func rev(ns, name string, mode revision.Mode, hosts []string, backends ...revision.Backend) *revision.Revision {
-	spec := revision.DefaultSpec()
-	spec.Hosts = hosts
-	spec.Port = 8000
-	return &revision.Revision{Key: revision.Key{Namespace: ns, Name: name}, Spec: spec, Mode: mode,
-		Backends: backends, DesiredScale: -1, Generation: 1}
-}
+// Shared test builders (xdstest).
+var (
+	rev           = xdstest.Rev
+	snapshotOf    = xdstest.SnapshotOf
+	ready         = xdstest.Ready
+	benchSnapshot = xdstest.BenchSnapshot
+)
 
 // percent returns a traffic percent.
 func percent(p int32) *int32 { return &p }
@@ -48,14 +48,6 @@ func percent(p int32) *int32 { return &p }
 func withSpec(r *revision.Revision, edit func(*revision.Spec)) *revision.Revision {
 	edit(&r.Spec)
 	return r
-}
-
-func snapshotOf(revs ...*revision.Revision) *revision.Snapshot {
-	return &revision.Snapshot{Version: 1, Synced: true, Revisions: revision.NewRevisionMap(revs...), Invalid: map[revision.Key]error{}}
-}
-
-func ready(addr string, port int32) revision.Backend {
-	return revision.Backend{Address: addr, Port: port, Ready: true}
 }
 
 func TestTranslateGolden(t *testing.T) {

@@ -1,0 +1,24 @@
+package xds
+
+import (
+	"github.com/thaw-dev/thaw/xds/internal/xdstest"
+	"github.com/thaw-dev/thaw/xds/translate"
+)
+
+// Shared test builders (xdstest).
+var (
+	rev           = xdstest.Rev
+	snapshotOf    = xdstest.SnapshotOf
+	ready         = xdstest.Ready
+	benchSnapshot = xdstest.BenchSnapshot
+	benchRegistry = xdstest.BenchRegistry
+	loadRegistry  = xdstest.LoadRegistry
+)
+
+// testConfig is the config of translate's golden files.
+func testConfig() translate.Config {
+	cfg := translate.DefaultConfig()
+	cfg.HTTPAddress = "127.0.0.1"
+	cfg.HTTPPort = 18080
+	return cfg
+}
