@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
 
@@ -175,7 +176,7 @@ func (c *deltaClient) recvType(typeURL string) *discoveryv3.DeltaDiscoveryRespon
 	c.t.Helper()
 	r := c.recv()
 	if r.GetTypeUrl() != typeURL {
-		c.t.Fatalf("got a %s response (%v), want %s", shortType(r.GetTypeUrl()), resourceNames(r), shortType(typeURL))
+		c.t.Fatalf("got a %s response (%v), want %s", encoded.ShortType(r.GetTypeUrl()), resourceNames(r), encoded.ShortType(typeURL))
 	}
 	return r
 }

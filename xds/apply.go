@@ -133,7 +133,7 @@ func (s *Server) upsert(c *change) error {
 		return nil
 	}
 	if err := s.update(c.typeURL, c, nil); err != nil {
-		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
+		return fmt.Errorf("update %s cache: %w", encoded.ShortType(c.typeURL), err)
 	}
 	if s.deltas[c.typeURL] == nil {
 		maps.Copy(s.applied[c.typeURL], c.upd)
@@ -149,7 +149,7 @@ func (s *Server) replace(c *change) error {
 		return nil
 	}
 	if err := s.update(c.typeURL, c, c.del); err != nil {
-		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
+		return fmt.Errorf("update %s cache: %w", encoded.ShortType(c.typeURL), err)
 	}
 	if s.deltas[c.typeURL] == nil {
 		maps.Copy(s.applied[c.typeURL], c.upd)
@@ -168,7 +168,7 @@ func (s *Server) remove(c *change) error {
 		return nil
 	}
 	if err := s.update(c.typeURL, newChange(c.typeURL), c.del); err != nil {
-		return fmt.Errorf("delete from %s cache: %w", shortType(c.typeURL), err)
+		return fmt.Errorf("delete from %s cache: %w", encoded.ShortType(c.typeURL), err)
 	}
 	for _, n := range c.del {
 		delete(s.applied[c.typeURL], n)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
 
@@ -17,7 +18,7 @@ import (
 func pushedBytes(f *fixture) float64 {
 	var n float64
 	for _, typ := range resourceTypes {
-		n += testutil.ToFloat64(f.srv.metrics.pushedBytes.WithLabelValues(shortType(typ)))
+		n += testutil.ToFloat64(f.srv.metrics.pushedBytes.WithLabelValues(encoded.ShortType(typ)))
 	}
 	return n
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/ack"
 	"github.com/thaw-dev/thaw/xds/memo"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
@@ -69,7 +70,7 @@ type Server struct {
 	gate    *gatedCache
 	xds     serverv3.Server
 	stop    context.CancelFunc
-	tracker *tracker
+	tracker *ack.Tracker
 	notify  *notifier
 	running atomic.Bool
 
@@ -132,7 +133,7 @@ func NewServer(opts ServerOptions) *Server {
 		metrics:  newMetrics(opts.Registerer),
 		caches:   map[string]*cachev3.LinearCache{},
 		deltas:   map[string]*deltaCache{},
-		tracker:  newTracker(),
+		tracker:  ack.NewTracker(),
 		notify:   newNotifier(),
 		applied:  map[string]map[string]types.Resource{},
 		versions: map[string]map[string]string{},
@@ -270,7 +271,7 @@ func (s *Server) ConfirmedEverywhere(key revision.Key, generation uint64) bool {
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.ackedEverywhere(resourcev3.EndpointType, ar.cla, ar.claVersion)
+	return s.tracker.AckedEverywhere(resourcev3.EndpointType, ar.cla, ar.claVersion)
 }
 
 // WaitConfirmed blocks until ConfirmedEverywhere(key, generation) holds and

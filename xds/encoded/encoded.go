@@ -5,6 +5,7 @@ import (
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -47,7 +48,24 @@ func Hash(r types.Resource) ([]byte, string, error) {
 func Decode(typeURL string, b []byte) (types.Resource, error) {
 	m, err := anypb.UnmarshalNew(&anypb.Any{TypeUrl: typeURL, Value: b}, proto.UnmarshalOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("decode %s: %w", typeURL, err)
+		return nil, fmt.Errorf("decode %s: %w", ShortType(typeURL), err)
 	}
 	return m, nil
+}
+
+// typeNames maps type URLs to the short names status output uses.
+var typeNames = map[string]string{
+	resourcev3.ListenerType:    "listeners",
+	resourcev3.RouteType:       "routes",
+	resourcev3.ClusterType:     "clusters",
+	resourcev3.EndpointType:    "endpoints",
+	resourcev3.VirtualHostType: "virtualhosts",
+}
+
+// ShortType returns the short name of a type URL ("endpoints"), or the URL.
+func ShortType(typeURL string) string {
+	if n, ok := typeNames[typeURL]; ok {
+		return n
+	}
+	return typeURL
 }

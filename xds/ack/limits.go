@@ -1,18 +1,16 @@
-package xds
+package ack
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"time"
 )
 
-// claimNode names the node of stream k unless that would exceed maxNodes
+// ClaimNode names the node of stream k unless that would exceed maxNodes
 // distinct node ids, or maxPerNode ADS streams (maxEDSPerNode non-ADS EDS
 // streams, for an EDS stream) of id. It returns the node's stream count of
 // the stream's kind and the number of node ids before the claim, and
 // whether the claim was made.
-func (t *tracker) claimNode(k streamKey, id, cluster string, maxNodes, maxPerNode, maxEDSPerNode int) (streams, nodes int, ok bool) {
+func (t *Tracker) ClaimNode(k StreamKey, id, cluster string, maxNodes, maxPerNode, maxEDSPerNode int) (streams, nodes int, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.streams[k]
@@ -37,37 +35,38 @@ func (t *tracker) claimNode(k streamKey, id, cluster string, maxNodes, maxPerNod
 	return streams, nodes, true
 }
 
-// isEDS reports whether stream k is a non-ADS EDS stream.
-func (t *tracker) isEDS(k streamKey) bool {
+// IsEDS reports whether stream k is a non-ADS EDS stream.
+func (t *Tracker) IsEDS(k StreamKey) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	s := t.streams[k]
 	return s != nil && s.eds
 }
 
-// counts returns the number of open ADS and non-ADS EDS streams.
-func (t *tracker) counts() (ads, eds int) {
+// Counts returns the number of open ADS and non-ADS EDS streams.
+func (t *Tracker) Counts() (ads, eds int) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return len(t.streams) - t.edsStreams, t.edsStreams
 }
 
-// stalledStream is a stream excludeStalled closes.
-type stalledStream struct {
-	key       streamKey
-	node      string
-	noRequest bool          // no first request at all
-	pending   int           // responses not ACKed or NACKed
-	oldest    time.Duration // age of the oldest of them
-	close     context.CancelCauseFunc
+// StalledStream is a stream excludeStalled closes.
+type StalledStream struct {
+	Key       StreamKey
+	Node      string        // Envoy's node id, "" before its first request
+	NoRequest bool          // no first request at all
+	Pending   int           // responses not ACKed or NACKed
+	Oldest    time.Duration // age of the oldest of them
+	// Close ends the stream (nil when Open got none).
+	Close context.CancelCauseFunc
 }
 
-// maxUnansweredFactor bounds, in ack allowances, how long one response
+// MaxUnansweredFactor bounds, in ack allowances, how long one response
 // may stay unanswered while the stream answers others: 10 × the 30 s
 // default (plus the response's per-resource allowance) is over 5 minutes,
 // above Envoy's initial sync at 100,000 revisions (41–125 s measured, CDS
 // ACKed last).
-const maxUnansweredFactor = 10
+const MaxUnansweredFactor = 10
 
 // ackAllowancePerResource is added to the ack timeout for every resource
 // (or removal) in the responses a stream has not answered: Envoy answers
@@ -79,42 +78,42 @@ const maxUnansweredFactor = 10
 // streams in the middle of it. 1 ms per resource gives that sync 130 s.
 const ackAllowancePerResource = time.Millisecond
 
-// stalled marks as excluded, and returns, every stream that has left a
+// Stalled marks as excluded, and returns, every stream that has left a
 // response unanswered, and answered nothing, for its allowance (the
 // timeout plus ackAllowancePerResource for each resource of its
-// unanswered responses), or left one unanswered for maxUnansweredFactor ×
+// unanswered responses), or left one unanswered for MaxUnansweredFactor ×
 // that whatever else it answered, or has sent no request for timeout
 // since it opened. A stream is returned once.
-func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream {
+func (t *Tracker) Stalled(now time.Time, timeout time.Duration) []StalledStream {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []stalledStream
+	var out []StalledStream
 	for _, s := range t.streams {
 		if s.excluded {
 			continue
 		}
-		st := stalledStream{key: s.key, node: s.nodeID, pending: len(s.sent), close: s.close}
+		st := StalledStream{Key: s.key, Node: s.nodeID, Pending: len(s.sent), Close: s.close}
 		switch {
 		case s.nodeID == "" && now.Sub(s.connectedAt) >= timeout:
-			st.noRequest, st.oldest = true, now.Sub(s.connectedAt)
+			st.NoRequest, st.Oldest = true, now.Sub(s.connectedAt)
 		case len(s.sent) > 0:
 			var oldest time.Time
 			allow := timeout
 			for _, r := range s.sent {
-				if oldest.IsZero() || r.sentAt.Before(oldest) {
-					oldest = r.sentAt
+				if oldest.IsZero() || r.SentAt.Before(oldest) {
+					oldest = r.SentAt
 				}
-				allow += time.Duration(len(r.names)+len(r.removed)) * ackAllowancePerResource
+				allow += time.Duration(len(r.Names)+len(r.Removed)) * ackAllowancePerResource
 			}
 			// Stalled: silent for the allowance since the oldest unanswered
 			// response; or that response unanswered for the hard bound, so
 			// a client that answers everything but one response cannot hold
 			// that revision's confirmation forever.
 			age := now.Sub(oldest)
-			if age < allow || (now.Sub(s.answeredAt) < allow && age < maxUnansweredFactor*allow) {
+			if age < allow || (now.Sub(s.answeredAt) < allow && age < MaxUnansweredFactor*allow) {
 				continue
 			}
-			st.oldest = age
+			st.Oldest = age
 		default:
 			continue
 		}
@@ -122,43 +121,4 @@ func (t *tracker) stalled(now time.Time, timeout time.Duration) []stalledStream 
 		out = append(out, st)
 	}
 	return out
-}
-
-// ExcludedNode is a stream thaw closed because it stalled.
-type ExcludedNode struct {
-	// ID is Envoy's node.id ("" when it never sent a request).
-	ID string
-	// Reason is "ack_timeout" or "no_request".
-	Reason string
-	// At is when thaw closed the stream.
-	At time.Time
-	// Pending is how many responses it had left unanswered.
-	Pending int
-}
-
-// maxExcludedKept bounds the exclusions Excluded reports.
-const maxExcludedKept = 32
-
-// excludedLog keeps the most recent exclusions for status output.
-type excludedLog struct {
-	mu   sync.Mutex
-	list []ExcludedNode
-}
-
-func (s *Server) recordExcluded(e ExcludedNode) {
-	s.excluded.mu.Lock()
-	defer s.excluded.mu.Unlock()
-	s.excluded.list = append(s.excluded.list, e)
-	if n := len(s.excluded.list); n > maxExcludedKept {
-		s.excluded.list = slices.Delete(s.excluded.list, 0, n-maxExcludedKept)
-	}
-}
-
-// Excluded returns the most recent streams (at most 32, oldest first) that
-// thaw closed and excluded from confirmation because they left a response
-// unanswered, or sent nothing, for the ack timeout.
-func (s *Server) Excluded() []ExcludedNode {
-	s.excluded.mu.Lock()
-	defer s.excluded.mu.Unlock()
-	return slices.Clone(s.excluded.list)
 }
