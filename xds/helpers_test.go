@@ -1,6 +1,9 @@
 package xds
 
 import (
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+
+	"github.com/thaw-dev/thaw/xds/cache"
 	"github.com/thaw-dev/thaw/xds/internal/xdstest"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
@@ -21,4 +24,14 @@ func testConfig() translate.Config {
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = 18080
 	return cfg
+}
+
+// messages returns what dc holds as messages; it panics on an encoding
+// that does not decode.
+func messages(dc *cache.Delta) map[string]types.Resource {
+	out, err := dc.Messages()
+	if err != nil {
+		panic(err)
+	}
+	return out
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds/ack"
+	"github.com/thaw-dev/thaw/xds/cache"
 	"github.com/thaw-dev/thaw/xds/memo"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
@@ -66,8 +67,8 @@ type Server struct {
 	// serve endpoints, clusters and virtual hosts (one or more per
 	// revision).
 	caches  map[string]*cachev3.LinearCache
-	deltas  map[string]*deltaCache
-	gate    *gatedCache
+	deltas  map[string]*cache.Delta
+	gate    *cache.Gate
 	xds     serverv3.Server
 	stop    context.CancelFunc
 	tracker *ack.Tracker
@@ -76,7 +77,7 @@ type Server struct {
 
 	// Owned by the Run goroutine. applied and versions hold what was
 	// applied to the LinearCaches (listeners, routes); the deltas hold
-	// their own (deltaCache.versions, held).
+	// their own (cache.Delta Versions, Held).
 	tr       *memo.Translator
 	prevSnap *revision.Snapshot
 	// stage is a full apply waiting for ACKs before its next step
@@ -132,7 +133,7 @@ func NewServer(opts ServerOptions) *Server {
 		clock:    opts.Clock,
 		metrics:  newMetrics(opts.Registerer),
 		caches:   map[string]*cachev3.LinearCache{},
-		deltas:   map[string]*deltaCache{},
+		deltas:   map[string]*cache.Delta{},
 		tracker:  ack.NewTracker(),
 		notify:   newNotifier(),
 		applied:  map[string]map[string]types.Resource{},
@@ -153,7 +154,7 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	for _, typ := range resourceTypes {
 		if deltaTypes[typ] {
-			c := newDeltaCache(typ, changeLogSize)
+			c := cache.NewDelta(typ, cache.ChangeLogSize)
 			s.deltas[typ] = c
 			mux.Caches[typ] = c
 		} else {
@@ -164,7 +165,7 @@ func NewServer(opts ServerOptions) *Server {
 			s.versions[typ] = map[string]string{}
 		}
 	}
-	s.gate = newGatedCache(mux)
+	s.gate = cache.NewGate(mux)
 	// The context only ends the go-control-plane streams when Run returns.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -176,7 +177,7 @@ func NewServer(opts ServerOptions) *Server {
 // EndpointDiscoveryService to g. The latter serves Envoys whose EDS
 // clusters name thaw as a non-ADS config source (api_config_source with
 // the static cluster thaw_xds, as thaw's Envoy Gateway extension writes
-// them): one stream per cluster, answered from the same endpoint deltaCache,
+// them): one stream per cluster, answered from the same endpoint cache.Delta,
 // tracked per stream like ADS, so ConfirmedEverywhere covers them.
 func (s *Server) Register(g *grpc.Server) {
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s.xds)
@@ -238,7 +239,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 			}
 			if !opened {
 				opened = true
-				if err := s.gate.open(); err != nil {
+				if err := s.gate.Open(); err != nil {
 					s.log.Error("releasing held xDS watches", zap.Error(err))
 				}
 				s.log.Info("xDS caches open", zap.Uint64("snapshot", snap.Version),

@@ -97,9 +97,7 @@ func TestServerHoldsStreamsUntilSynced(t *testing.T) {
 	c := dialDelta(t, f.addr, "envoy-1")
 	c.subscribe(resourcev3.ClusterType)
 	waitFor(t, "the CDS watch to be parked", func() bool {
-		f.srv.gate.mu.Lock()
-		defer f.srv.gate.mu.Unlock()
-		return len(f.srv.gate.parked) == 1
+		return f.srv.gate.Parked() == 1
 	})
 	// The gate holds the only watch, so nothing can have been sent yet.
 	if got := testutil.ToFloat64(f.srv.metrics.pushes.WithLabelValues("clusters")); got != 0 {
@@ -284,7 +282,7 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 	if !slices.Equal(vhds.GetRemovedResources(), []string{translate.VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
 		t.Fatalf("VHDS on delete: removed %v, resources %v", vhds.GetRemovedResources(), resourceNames(vhds))
 	}
-	if len(f.srv.deltas[resourcev3.ClusterType].GetResources()) != 3 {
+	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 3 {
 		t.Fatal("cluster removed before the virtual host removal was ACKed")
 	}
 	c.ack(vhds)
@@ -308,7 +306,7 @@ func routeHasHost(t *testing.T, f *fixture, host string) bool {
 			}
 		}
 	}
-	for _, r := range f.srv.deltas[resourcev3.VirtualHostType].GetResources() {
+	for _, r := range messages(f.srv.deltas[resourcev3.VirtualHostType]) {
 		if slices.Contains(r.(*routev3.VirtualHost).GetDomains(), host) {
 			return true
 		}

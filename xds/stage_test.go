@@ -32,7 +32,7 @@ func TestServerFlipsWhileAStageWaits(t *testing.T) {
 	good.ack(good.recvType(resourcev3.ClusterType))
 	good.subscribe(resourcev3.EndpointType, "rev_default_c")
 	good.ack(good.recvType(resourcev3.EndpointType))
-	clusters := len(f.srv.deltas[resourcev3.ClusterType].GetResources())
+	clusters := len(messages(f.srv.deltas[resourcev3.ClusterType]))
 
 	f.reg.SetMode(keyA, revision.ModeProxy)
 	flip := good.recvType(resourcev3.EndpointType)
@@ -54,7 +54,7 @@ func TestServerFlipsWhileAStageWaits(t *testing.T) {
 	}
 	good.ack(flip)
 	if routeHasHost(t, f, "c.example.com") || !routeHasHost(t, f, "b.example.com") ||
-		len(f.srv.deltas[resourcev3.ClusterType].GetResources()) != clusters {
+		len(messages(f.srv.deltas[resourcev3.ClusterType])) != clusters {
 		t.Fatal("the staged apply or the removal went on before the stopped Envoy answered")
 	}
 

@@ -1,4 +1,4 @@
-package xds
+package cache
 
 import (
 	"maps"
@@ -14,6 +14,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
+	"github.com/thaw-dev/thaw/xds/internal/xdstest"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
 
@@ -21,14 +23,14 @@ import (
 // watches like go-control-plane's server does and keeps the returned map.
 type edsStream struct {
 	t      *testing.T
-	c      *deltaCache
+	c      *Delta
 	sub    stream.Subscription
 	ch     chan cachev3.DeltaResponse
 	cancel func()
 	nonce  int
 }
 
-func newEDSStream(t *testing.T, c *deltaCache, names []string, initial map[string]string) (*edsStream, *discoveryv3.DeltaDiscoveryResponse) {
+func newEDSStream(t *testing.T, c *Delta, names []string, initial map[string]string) (*edsStream, *discoveryv3.DeltaDiscoveryResponse) {
 	s := &edsStream{t: t, c: c, ch: make(chan cachev3.DeltaResponse, 4),
 		sub: stream.NewDeltaSubscription(names, nil, initial, true)}
 	return s, s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: names,
@@ -72,7 +74,7 @@ func (s *edsStream) ack() *discoveryv3.DeltaDiscoveryResponse {
 	return s.request(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: "n"})
 }
 
-func setCLAs(t *testing.T, c *deltaCache, mode revision.Mode, names ...string) map[string]string {
+func setCLAs(t *testing.T, c *Delta, mode revision.Mode, names ...string) map[string]string {
 	t.Helper()
 	ch := newChange(resourcev3.EndpointType)
 	for _, n := range names {
@@ -90,7 +92,7 @@ func setCLAs(t *testing.T, c *deltaCache, mode revision.Mode, names ...string) m
 			t.Fatal(err)
 		}
 	}
-	if err := c.update(ch.upd, ch.enc, ch.ver, nil); err != nil {
+	if err := c.Update(ch.upd, ch.enc, ch.ver, nil); err != nil {
 		t.Fatal(err)
 	}
 	return ch.ver
@@ -106,7 +108,7 @@ func gotNames(r *discoveryv3.DeltaDiscoveryResponse) []string {
 }
 
 func TestEndpointCacheSendsOnlyChanges(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b", "c")
 	s, first := newEDSStream(t, c, []string{"a", "b"}, nil)
 	if got := gotNames(first); !slices.Equal(got, []string{"a", "b"}) {
@@ -129,7 +131,7 @@ func TestEndpointCacheSendsOnlyChanges(t *testing.T) {
 		t.Fatalf("ACK after a change sent %v, want a", gotNames(r))
 	}
 	// Removal of a subscribed name.
-	if err := c.update(nil, nil, nil, []string{"a"}); err != nil {
+	if err := c.Update(nil, nil, nil, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := s.ack(); r == nil || !slices.Equal(r.GetRemovedResources(), []string{"a"}) || len(r.GetResources()) != 0 {
@@ -141,7 +143,7 @@ func TestEndpointCacheSendsOnlyChanges(t *testing.T) {
 }
 
 func TestEndpointCacheOldSubscriptionFallsBack(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, 4)
+	c := NewDelta(resourcev3.EndpointType, 4)
 	names := []string{"a", "b", "c", "d", "e", "f"}
 	setCLAs(t, c, revision.ModeProxy, names...)
 	s, _ := newEDSStream(t, c, names, nil)
@@ -157,7 +159,7 @@ func TestEndpointCacheOldSubscriptionFallsBack(t *testing.T) {
 }
 
 func TestEndpointCacheReconnectSendsOnlyStale(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	v := setCLAs(t, c, revision.ModeProxy, "a", "b")
 	setCLAs(t, c, revision.ModeServe, "b")
 	// Envoy reconnects knowing a and the old b.
@@ -168,7 +170,7 @@ func TestEndpointCacheReconnectSendsOnlyStale(t *testing.T) {
 }
 
 func TestEndpointCacheSubscribeMore(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a"}, nil)
 	s.ack()
@@ -180,7 +182,7 @@ func TestEndpointCacheSubscribeMore(t *testing.T) {
 }
 
 func TestEndpointCacheStateOfTheWorldCacheIsLazy(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	if c.sotw != nil {
 		t.Fatal("a state-of-the-world cache exists before any such watch")
@@ -194,7 +196,7 @@ func TestEndpointCacheStateOfTheWorldCacheIsLazy(t *testing.T) {
 		t.Fatalf("state-of-the-world cache holds %v, want the current a and b", got)
 	}
 	setCLAs(t, c, revision.ModeServe, "c")
-	if err := c.update(nil, nil, nil, []string{"a"}); err != nil {
+	if err := c.Update(nil, nil, nil, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := slices.Sorted(maps.Keys(c.sotw.GetResources())); !slices.Equal(got, []string{"b", "c"}) {
@@ -206,7 +208,7 @@ func TestEndpointCacheStateOfTheWorldCacheIsLazy(t *testing.T) {
 // clusters and virtual hosts) gets everything once, then only what was
 // added, changed or removed.
 func TestDeltaCacheWildcardSendsOnlyChanges(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, first := newEDSStream(t, c, nil, nil)
 	if got := gotNames(first); !slices.Equal(got, []string{"a", "b"}) {
@@ -219,7 +221,7 @@ func TestDeltaCacheWildcardSendsOnlyChanges(t *testing.T) {
 	if r := s.take(); r == nil || !slices.Equal(gotNames(r), []string{"c"}) {
 		t.Fatalf("adding c sent %v, want c only", r)
 	}
-	if err := c.update(nil, nil, nil, []string{"b"}); err != nil {
+	if err := c.Update(nil, nil, nil, []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := s.ack(); r == nil || !slices.Equal(r.GetRemovedResources(), []string{"b"}) || len(r.GetResources()) != 0 {
@@ -230,9 +232,9 @@ func TestDeltaCacheWildcardSendsOnlyChanges(t *testing.T) {
 // TestDeltaCacheServesItsOwnType: a cluster cache answers cluster requests
 // with the cluster type URL and refuses other types.
 func TestDeltaCacheServesItsOwnType(t *testing.T) {
-	c := newDeltaCache(resourcev3.ClusterType, changeLogSize)
+	c := NewDelta(resourcev3.ClusterType, ChangeLogSize)
 	ch := newChange(resourcev3.ClusterType)
-	cfg := testConfig()
+	cfg := translate.DefaultConfig()
 	cl, err := translate.RevisionCluster(translate.RevisionClusterParams{Name: "rev_default_a", Config: &cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +242,7 @@ func TestDeltaCacheServesItsOwnType(t *testing.T) {
 	if err := ch.add("rev_default_a", cl); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.update(ch.upd, ch.enc, ch.ver, nil); err != nil {
+	if err := c.Update(ch.upd, ch.enc, ch.ver, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := make(chan cachev3.DeltaResponse, 1)
@@ -266,13 +268,34 @@ func TestDeltaCacheServesItsOwnType(t *testing.T) {
 	}
 }
 
-// GetResources returns the resources by name, as LinearCache's does (for
-// tests; a new map, the resources shared, those kept as encodings
-// decoded). It panics on an encoding that does not decode.
-func (c *deltaCache) GetResources() map[string]types.Resource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out, err := c.allMessages()
+// ready is xdstest.Ready.
+var ready = xdstest.Ready
+
+// testChange is an update for Update, built as the server builds one.
+type testChange struct {
+	upd map[string]types.Resource
+	enc map[string][]byte
+	ver map[string]string
+}
+
+func newChange(string) *testChange {
+	return &testChange{upd: map[string]types.Resource{}, enc: map[string][]byte{}, ver: map[string]string{}}
+}
+
+// add records a new or changed resource with its encoding and version.
+func (c *testChange) add(name string, r types.Resource) error {
+	b, v, err := encoded.Hash(r)
+	if err != nil {
+		return err
+	}
+	c.upd[name], c.enc[name], c.ver[name] = r, b, v
+	return nil
+}
+
+// GetResources returns the resources by name, as LinearCache's does
+// (Messages; it panics on an encoding that does not decode).
+func (c *Delta) GetResources() map[string]types.Resource {
+	out, err := c.Messages()
 	if err != nil {
 		panic(err)
 	}

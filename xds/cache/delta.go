@@ -1,24 +1,21 @@
-package xds
+package cache
 
 import (
 	"context"
 	"errors"
-	"maps"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-
-	"github.com/thaw-dev/thaw/xds/encoded"
 )
 
-// changeLogSize bounds the change log; a subscription older than the log
+// ChangeLogSize bounds the change log; a subscription older than the log
 // falls back to a full comparison.
-const changeLogSize = 1 << 16
+const ChangeLogSize = 1 << 16
 
-// deltaCache serves one resource type: thaw uses it for
+// Delta serves one resource type: thaw uses it for
 // ClusterLoadAssignments, clusters and virtual hosts (VHDS). It keeps
 // each resource as its deterministic encoding and version, computed once
 // by the server; go-control-plane's LinearCache kept, besides the
@@ -39,14 +36,14 @@ const changeLogSize = 1 << 16
 // created at the first such watch: thaw's own Envoys use delta xDS only,
 // and the inner cache costs ~0.3 KiB per resource (30 MiB at 100,000
 // revisions) for nothing then.
-type deltaCache struct {
+type Delta struct {
 	typeURL string
 
 	mu sync.Mutex
 	// sotw is nil until the first state-of-the-world watch; then every
 	// update goes to it too, under mu.
 	sotw *cachev3.LinearCache
-	res  map[string]*deltaEntry
+	res  map[string]*Entry
 	seq  uint64
 	// log is a ring buffer of at most logSize entries, grown as changes
 	// come (a preallocated log cost 1.5 MB per cache and type).
@@ -90,10 +87,10 @@ const (
 	idleFor     = 30 * time.Second
 )
 
-type deltaEntry struct {
+type Entry struct {
 	name string
 	// msg is the resource itself, for the state-of-the-world cache; nil
-	// for a resource the server keeps as encoding only (encodedResource),
+	// for a resource the server keeps as encoding only (encoded.Resource),
 	// decoded from bytes when a state-of-the-world watch needs it.
 	msg     types.Resource
 	bytes   []byte // deterministic encoding
@@ -105,14 +102,14 @@ type logEntry struct {
 	name string
 }
 
-var _ cachev3.Cache = (*deltaCache)(nil)
+var _ cachev3.Cache = (*Delta)(nil)
 
-// newDeltaCache returns an empty cache of typeURL resources whose change
-// log holds logSize entries (changeLogSize in production).
-func newDeltaCache(typeURL string, logSize int) *deltaCache {
-	return &deltaCache{
+// NewDelta returns an empty cache of typeURL resources whose change
+// log holds logSize entries (ChangeLogSize in production).
+func NewDelta(typeURL string, logSize int) *Delta {
+	return &Delta{
 		typeURL: typeURL,
-		res:     map[string]*deltaEntry{},
+		res:     map[string]*Entry{},
 		logSize: logSize,
 		oldest:  1,
 		watches: map[uint64]*deltaWatch{},
@@ -122,11 +119,11 @@ func newDeltaCache(typeURL string, logSize int) *deltaCache {
 	}
 }
 
-// update sets and deletes resources; versions are the caller's hashes of
+// Update sets and deletes resources; versions are the caller's hashes of
 // the deterministic encodings in encoded. A nil resource in upd is kept as
 // its encoding only.
 // Responses to parked watches are sent after the lock is released.
-func (c *deltaCache) update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
+func (c *Delta) Update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
 	fired, err := c.apply(upd, encoded, versions, del)
 	for _, f := range fired {
 		f.w.send(f.resp)
@@ -143,7 +140,7 @@ type firedWatch struct {
 
 // apply is update under c.mu: it changes the resources and returns the
 // parked watches answered.
-func (c *deltaCache) apply(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) ([]firedWatch, error) {
+func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) ([]firedWatch, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sotw != nil {
@@ -161,7 +158,7 @@ func (c *deltaCache) apply(upd map[string]types.Resource, encoded map[string][]b
 	}
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {
-		c.res[name] = &deltaEntry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
+		c.res[name] = &Entry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
 		c.record(name)
 		changed[name] = true
 	}
@@ -182,7 +179,7 @@ func (c *deltaCache) apply(upd map[string]types.Resource, encoded map[string][]b
 
 // record appends a change to the ring buffer, dropping the oldest entry
 // (and raising oldest) when full. Call under c.mu.
-func (c *deltaCache) record(name string) {
+func (c *Delta) record(name string) {
 	if len(c.log) < c.logSize { // still growing: nothing dropped, logHead 0
 		c.log = append(c.log, logEntry{seq: c.seq, name: name})
 		c.logLen++
@@ -198,18 +195,18 @@ func (c *deltaCache) record(name string) {
 	c.logLen++
 }
 
-// view calls f with the resources held, by name, under the cache's lock:
+// View calls f with the resources held, by name, under the cache's lock:
 // f must neither keep nor change the map, nor call the cache. (The server
 // compares a translation with them without copying 10,000 entries.)
-func (c *deltaCache) view(f func(held map[string]*deltaEntry)) {
+func (c *Delta) View(f func(held map[string]*Entry)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f(c.res)
 }
 
-// versions returns the version of every resource held, by name (a new
+// Versions returns the version of every resource held, by name (a new
 // map): the server's record of what it applied to this type.
-func (c *deltaCache) versions() map[string]string {
+func (c *Delta) Versions() map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(c.res))
@@ -219,9 +216,9 @@ func (c *deltaCache) versions() map[string]string {
 	return out
 }
 
-// heldOf returns those of names held, by name (a new map; nil for those
+// HeldOf returns those of names held, by name (a new map; nil for those
 // held as encodings only).
-func (c *deltaCache) heldOf(names []string) map[string]types.Resource {
+func (c *Delta) HeldOf(names []string) map[string]types.Resource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]types.Resource, len(names))
@@ -233,8 +230,8 @@ func (c *deltaCache) heldOf(names []string) map[string]types.Resource {
 	return out
 }
 
-// versionsOf returns the versions of those of names held (a new map).
-func (c *deltaCache) versionsOf(names []string) map[string]string {
+// VersionsOf returns the versions of those of names held (a new map).
+func (c *Delta) VersionsOf(names []string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(names))
@@ -246,9 +243,9 @@ func (c *deltaCache) versionsOf(names []string) map[string]string {
 	return out
 }
 
-// held returns every resource held, by name (a new map; nil for
+// Held returns every resource held, by name (a new map; nil for
 // those held as encodings only).
-func (c *deltaCache) held() map[string]types.Resource {
+func (c *Delta) Held() map[string]types.Resource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]types.Resource, len(c.res))
@@ -260,7 +257,7 @@ func (c *deltaCache) held() map[string]types.Resource {
 
 // changedSince returns the names changed after seq, or ok false when the
 // log no longer reaches back that far. Call under c.mu.
-func (c *deltaCache) changedSince(seq uint64) (map[string]bool, bool) {
+func (c *Delta) changedSince(seq uint64) (map[string]bool, bool) {
 	if seq+1 < c.oldest {
 		return nil, false
 	}
@@ -280,7 +277,7 @@ func (c *deltaCache) changedSince(seq uint64) (map[string]bool, bool) {
 // date (then w's subState is up to date with c.seq). It compares with the
 // stream's own record (subState.known), which the response updates once
 // sent (deltaWatch.send). Call under c.mu.
-func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaResponse {
+func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaResponse {
 	wildcard := w.sub.IsWildcard()
 	subscribed := w.sub.SubscribedResources()
 	known := w.state.known
@@ -291,7 +288,7 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 		_, ok := subscribed[name]
 		return ok
 	}
-	var upd []*deltaEntry
+	var upd []*Entry
 	var removed []string
 	check := func(name string) {
 		e, exists := c.res[name]
@@ -334,65 +331,11 @@ func (c *deltaCache) respond(w *deltaWatch, candidates map[string]bool) *deltaRe
 		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{}}
 }
 
-// allMessages returns every current resource as a message (a new map;
-// resources kept as encodings decoded). c.mu must be held.
-func (c *deltaCache) allMessages() (map[string]types.Resource, error) {
-	all := make(map[string]types.Resource, len(c.res))
-	enc := map[string][]byte{}
-	for name, e := range c.res {
-		all[name] = e.msg
-		if e.msg == nil {
-			enc[name] = e.bytes
-		}
-	}
-	return c.messages(all, enc)
-}
-
-// CreateWatch serves state-of-the-world xDS from the inner LinearCache,
-// which it creates, holding every current resource, on the first call.
-func (c *deltaCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
-	c.mu.Lock()
-	if c.sotw == nil {
-		all, err := c.allMessages()
-		if err != nil {
-			c.mu.Unlock()
-			return nil, err
-		}
-		c.sotw = cachev3.NewLinearCache(c.typeURL, cachev3.WithInitialResources(all))
-	}
-	sotw := c.sotw
-	c.mu.Unlock()
-	return sotw.CreateWatch(req, sub, ch)
-}
-
-// messages returns upd with its nil resources decoded from enc: the
-// state-of-the-world cache needs messages.
-func (c *deltaCache) messages(upd map[string]types.Resource, enc map[string][]byte) (map[string]types.Resource, error) {
-	var out map[string]types.Resource
-	for name, r := range upd {
-		if r != nil {
-			continue
-		}
-		if out == nil {
-			out = maps.Clone(upd)
-		}
-		m, err := encoded.Decode(c.typeURL, enc[name])
-		if err != nil {
-			return nil, err
-		}
-		out[name] = m
-	}
-	if out == nil {
-		return upd, nil
-	}
-	return out, nil
-}
-
 // CreateDeltaWatch answers at once when the client lacks something, else
 // parks the watch until update changes a name it follows. The answer is
 // sent on ch after the cache's lock is released; the cancel function
 // returned is never nil (it also marks the stream idle, see subs).
-func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
+func (c *Delta) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
 	if req.GetTypeUrl() != c.typeURL {
 		return nil, errors.New("delta cache " + c.typeURL + ": wrong type " + req.GetTypeUrl())
 	}
@@ -412,7 +355,7 @@ func (c *deltaCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Sub
 // watch creates w and its immediate response, or parks w. It takes c.mu.
 // It fails, ending the stream, when the stream's state was lost: the
 // Envoy reconnects and says which versions it holds.
-func (c *deltaCache) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*deltaWatch, *deltaResponse, error) {
+func (c *Delta) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*deltaWatch, *deltaResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st, err := c.stream(req, sub, ch)
@@ -436,6 +379,10 @@ func (c *deltaCache) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, 
 }
 
 // Fetch is not supported (REST).
-func (c *deltaCache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
+func (c *Delta) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
 	return nil, errors.New("delta cache: fetch is not supported")
 }
+
+// Version returns the entry's version: cachev3.HashResource of its
+// deterministic encoding, as go-control-plane's delta versions.
+func (e *Entry) Version() string { return e.version }

@@ -1,4 +1,4 @@
-package xds
+package cache
 
 import (
 	"maps"
@@ -19,7 +19,7 @@ import (
 // go-control-plane hands the cache is the same, entry for entry, after
 // every call; changes reach the stream as a new map in the response.
 func TestDeltaCacheNeverWritesReturnedResources(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	v := setCLAs(t, c, revision.ModeProxy, "a", "b")
 	initial := maps.Clone(v)
 	s := &edsStream{t: t, c: c, ch: make(chan cachev3.DeltaResponse, 4),
@@ -57,7 +57,7 @@ func TestDeltaCacheNeverWritesReturnedResources(t *testing.T) {
 // sent, and the stream's record stays as it was: the next watch sends the
 // change.
 func TestDeltaCacheCancelledResponseIsResent(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
 	if r := s.ack(); r != nil {
@@ -95,7 +95,7 @@ func TestDeltaCacheCancelledResponseIsResent(t *testing.T) {
 // sees the map from before that response. The watch is served (the
 // response will be delivered), without sending the change twice.
 func TestDeltaCacheResponseQueuedBeforeRequest(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
 	if r := s.ack(); r != nil {
@@ -122,7 +122,7 @@ func TestDeltaCacheResponseQueuedBeforeRequest(t *testing.T) {
 // TestDeltaCacheUnsubscribeForgetsVersion: names a stream unsubscribes
 // leave the stream's record, so subscribing again sends them again.
 func TestDeltaCacheUnsubscribeForgetsVersion(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
 	s, _ := newEDSStream(t, c, []string{"a", "b"}, nil)
 	s.ack()
@@ -143,7 +143,7 @@ func TestDeltaCacheUnsubscribeForgetsVersion(t *testing.T) {
 // a request on it after that ends the stream (its Envoy reconnects and
 // says what it holds) instead of being answered from a guess.
 func TestDeltaCacheForgetsClosedStreams(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	now := time.Unix(1000, 0)
 	c.now = func() time.Time { return now }
 	setCLAs(t, c, revision.ModeProxy, "a", "b")
@@ -173,7 +173,7 @@ func TestDeltaCacheForgetsClosedStreams(t *testing.T) {
 // TestDeltaCacheSendsAfterUnlocking: while an update's response waits on
 // a full watch channel, the cache still answers other calls.
 func TestDeltaCacheSendsAfterUnlocking(t *testing.T) {
-	c := newDeltaCache(resourcev3.EndpointType, changeLogSize)
+	c := NewDelta(resourcev3.EndpointType, ChangeLogSize)
 	setCLAs(t, c, revision.ModeProxy, "a")
 	s, _ := newEDSStream(t, c, []string{"a"}, nil)
 	s.ack()
@@ -189,7 +189,7 @@ func TestDeltaCacheSendsAfterUnlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	updated := make(chan error, 1)
-	go func() { updated <- c.update(ch.upd, ch.enc, ch.ver, nil) }()
+	go func() { updated <- c.Update(ch.upd, ch.enc, ch.ver, nil) }()
 	// The update has answered the watch once the cache holds a's new
 	// version and no parked watch: the cache answering these calls while
 	// the update waits to send shows the send is outside the lock.
@@ -197,7 +197,7 @@ func TestDeltaCacheSendsAfterUnlocking(t *testing.T) {
 	go func() {
 		defer close(answered)
 		for i := 0; i < 100000; i++ {
-			if c.versionsOf([]string{"a"})["a"] == ch.ver["a"] && parkedWatches(c) == 0 {
+			if c.VersionsOf([]string{"a"})["a"] == ch.ver["a"] && parkedWatches(c) == 0 {
 				return
 			}
 			time.Sleep(100 * time.Microsecond)
@@ -221,7 +221,7 @@ func TestDeltaCacheSendsAfterUnlocking(t *testing.T) {
 	}
 }
 
-func parkedWatches(c *deltaCache) int {
+func parkedWatches(c *Delta) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.watches)

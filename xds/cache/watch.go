@@ -1,4 +1,4 @@
-package xds
+package cache
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// subState is the deltaCache's own record of one delta stream's
+// subState is the Delta's own record of one delta stream's
 // subscription: the version of each resource the stream was sent (known),
 // and the cache sequence number known is up to date with (seq; 0 before
 // the first answer).
@@ -37,7 +37,7 @@ type subState struct {
 // stream returns ch's state, creating it at the stream's first request.
 // It fails when a later request finds no state (forgotten while idle) or a
 // returned-resources map the cache did not hand out. Call under c.mu.
-func (c *deltaCache) stream(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*subState, error) {
+func (c *Delta) stream(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (*subState, error) {
 	returned := sub.ReturnedResources()
 	st := c.subs[ch]
 	delete(c.idle, ch)
@@ -85,7 +85,7 @@ func (s *subState) sent(r *deltaResponse) {
 
 // forgetIdle forgets the streams idle for idleUpdates updates and idleFor.
 // Call under c.mu.
-func (c *deltaCache) forgetIdle() {
+func (c *Delta) forgetIdle() {
 	now := c.now()
 	for ch, since := range c.idle {
 		if c.seq-since.seq >= idleUpdates && now.Sub(since.at) >= idleFor {
@@ -103,7 +103,7 @@ func sameMap(a, b map[string]string) bool {
 // deltaWatch is one delta watch: parked in the cache's watches (id set)
 // until an update answers it, or answered at once.
 type deltaWatch struct {
-	c     *deltaCache
+	c     *Delta
 	id    uint64 // 0 when answered at creation
 	req   *cachev3.DeltaRequest
 	sub   cachev3.Subscription
@@ -157,7 +157,7 @@ func (w *deltaWatch) cancel() {
 type deltaResponse struct {
 	typeURL   string
 	req       *cachev3.DeltaRequest
-	resources []*deltaEntry
+	resources []*Entry
 	removed   []string
 	seq       uint64
 	version   string

@@ -1,4 +1,4 @@
-package xds
+package cache
 
 import (
 	"cmp"
@@ -10,12 +10,12 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 )
 
-// gatedCache holds every watch until open is called, so no Envoy is ever
+// Gate holds every watch until open is called, so no Envoy is ever
 // answered from an empty or partial cache (before the platforms' initial
 // sync). Watches created before open are parked and handed to the inner
 // cache, in arrival order, when open runs; cancelling a parked watch
 // forgets it. After open it passes calls straight through.
-type gatedCache struct {
+type Gate struct {
 	inner cachev3.Cache
 
 	mu     sync.Mutex
@@ -30,28 +30,29 @@ type parkedWatch struct {
 	inner func() // inner cancel, once opened
 }
 
-var _ cachev3.Cache = (*gatedCache)(nil)
+var _ cachev3.Cache = (*Gate)(nil)
 
-func newGatedCache(inner cachev3.Cache) *gatedCache {
-	return &gatedCache{inner: inner, parked: map[uint64]*parkedWatch{}}
+// NewGate returns a closed Gate in front of inner.
+func NewGate(inner cachev3.Cache) *Gate {
+	return &Gate{inner: inner, parked: map[uint64]*parkedWatch{}}
 }
 
 // CreateWatch implements cachev3.ConfigWatcher (state of the world).
-func (g *gatedCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
+func (g *Gate) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
 	return g.park(func() (func(), error) { return g.inner.CreateWatch(req, sub, ch) })
 }
 
 // CreateDeltaWatch implements cachev3.ConfigWatcher (incremental).
-func (g *gatedCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
+func (g *Gate) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch chan cachev3.DeltaResponse) (func(), error) {
 	return g.park(func() (func(), error) { return g.inner.CreateDeltaWatch(req, sub, ch) })
 }
 
 // Fetch implements cachev3.ConfigFetcher; REST fetches are not served.
-func (g *gatedCache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
+func (g *Gate) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
 	return nil, errors.New("xds: fetch is not supported")
 }
 
-func (g *gatedCache) park(open func() (func(), error)) (func(), error) {
+func (g *Gate) park(open func() (func(), error)) (func(), error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.opened {
@@ -76,7 +77,7 @@ func (g *gatedCache) park(open func() (func(), error)) (func(), error) {
 // open releases parked watches to the inner cache. Errors from the inner
 // cache (a type no cache serves) are returned joined; those watches stay
 // unanswered, as they would without the gate.
-func (g *gatedCache) open() error {
+func (g *Gate) Open() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.opened {
@@ -100,4 +101,11 @@ func (g *gatedCache) open() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Parked returns how many watches wait for Open.
+func (g *Gate) Parked() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.parked)
 }
