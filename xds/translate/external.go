@@ -26,7 +26,7 @@ var ErrInitialFetchTimeout = errors.New("xds: initial fetch timeout must be > 0"
 // ExternalEDSConfigSource returns the eds_config of a revision cluster in an
 // Envoy whose ADS goes elsewhere: a DELTA_GRPC api_config_source to the
 // static cluster xdsCluster (thaw_xds). Envoy opens one delta EDS stream
-// per cluster using it, which Server serves (Register) and tracks like ADS.
+// per cluster using it, which xds.Server serves (Register) and tracks like ADS.
 // initialFetch (> 0) bounds how long Envoy waits for the first assignment
 // before warming the cluster without endpoints.
 func ExternalEDSConfigSource(xdsCluster string, initialFetch time.Duration) (*corev3.ConfigSource, error) {
