@@ -94,7 +94,7 @@ func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool,
 	return true, s.applyEndpoints(changed, start)
 }
 
-// applyEndpoints is apply's fast path (see translator.endpointChanges):
+// applyEndpoints is apply's fast path (see memo.Translator.EndpointChanges):
 // only the changed revisions' ClusterLoadAssignments are compared and
 // updated, in one cache update.
 func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) error {

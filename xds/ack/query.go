@@ -5,7 +5,7 @@ package ack
 // flight for it. Streams count once they were sent the resource or
 // reported holding it (subscribed to it): one that never subscribed does
 // not route with it, and will be sent the current version when it does.
-// Streams thaw closed as stalled (excluded) do not count (limits.go).
+// Streams thaw closed as stalled (excluded) do not count (Stalled).
 func (t *Tracker) AckedEverywhere(typeURL, name, version string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()

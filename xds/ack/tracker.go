@@ -53,7 +53,7 @@ type streamState struct {
 	// close ends the stream (from TapHandle; nil without it).
 	close context.CancelCauseFunc
 	// excluded: thaw found the stream stalled and closed it; it no longer
-	// counts for confirmation (limits.go).
+	// counts for confirmation (Stalled).
 	excluded bool
 	// answeredAt is when the stream last ACKed or NACKed a response: a
 	// stream that answers is not stalled, even while one response waits
