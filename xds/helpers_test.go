@@ -10,8 +10,6 @@ import (
 
 // Shared test builders (xdstest).
 var (
-	rev           = xdstest.Rev
-	snapshotOf    = xdstest.SnapshotOf
 	ready         = xdstest.Ready
 	benchSnapshot = xdstest.BenchSnapshot
 	benchRegistry = xdstest.BenchRegistry
