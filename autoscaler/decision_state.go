@@ -15,9 +15,9 @@ import (
 // window (thaw restarted, or this replica just became the leader).
 const ReasonWarmingUp = "collecting a full stable window of data since thaw started deciding: no scale-down yet"
 
-// revState is one revision's decision state. It holds no goroutine, timer
+// decisionState is one revision's decision state. It holds no goroutine, timer
 // or channel: a decision loop decides it.
-type revState struct {
+type decisionState struct {
 	key  revision.Key
 	rev  atomic.Pointer[revision.Revision]
 	loop *loopShard
@@ -60,28 +60,28 @@ type revState struct {
 	setErrors uint64
 }
 
-func newRevState(rev *revision.Revision, now time.Time, sh *loopShard) *revState {
-	st := &revState{key: rev.Key, loop: sh, since: now, gate: *NewGate(now)}
+func newRevState(rev *revision.Revision, now time.Time, sh *loopShard) *decisionState {
+	st := &decisionState{key: rev.Key, loop: sh, since: now, gate: *NewGate(now)}
 	st.rev.Store(rev)
 	st.atZero.Store(true)
 	return st
 }
 
 // halt stops the revision; nothing is published for it after halt returns.
-func (st *revState) halt() {
+func (st *decisionState) halt() {
 	st.mu.Lock()
 	st.stopped = true
 	st.mu.Unlock()
 }
 
-func (st *revState) halted() bool {
+func (st *decisionState) halted() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.stopped
 }
 
 // latest returns the last decision, published or not.
-func (st *revState) latest() (Decision, bool) {
+func (st *decisionState) latest() (Decision, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.status, st.hasStatus
@@ -89,11 +89,11 @@ func (st *revState) latest() (Decision, bool) {
 
 // logger returns the revision's logger. It is built on demand: logs are
 // rare, and a logger per revision held for its lifetime costs memory.
-func (st *revState) logger(m *Multiscaler) *zap.Logger {
+func (st *decisionState) logger(m *Multiscaler) *zap.Logger {
 	return m.log.With(zap.String("revision", st.key.String()))
 }
 
-func (st *revState) countError(get bool) {
+func (st *decisionState) countError(get bool) {
 	st.mu.Lock()
 	if get {
 		st.getErrors++
