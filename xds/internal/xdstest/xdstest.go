@@ -1,7 +1,3 @@
-// Package xdstest builds the revisions and snapshots that the tests and
-// benchmarks of xds and its subpackages share. It is imported by tests
-// only; it depends on nothing but the revision package, so every xds
-// package's own tests may use it.
 package xdstest
 
 import (
