@@ -17,10 +17,10 @@ type loopShard struct {
 	kick chan struct{} // buffered 1: adds or pokes are queued
 
 	mu     sync.Mutex
-	added  []*revState
-	poked  []*revState
-	batchA []*revState // spare slices, swapped with added/poked under mu
-	batchP []*revState
+	added  []*decisionState
+	poked  []*decisionState
+	batchA []*decisionState // spare slices, swapped with added/poked under mu
+	batchP []*decisionState
 
 	decisions atomic.Uint64
 
@@ -41,7 +41,7 @@ func (m *Multiscaler) startShards(ctx context.Context) {
 }
 
 // add queues a new revision: it is decided at once, then every tick.
-func (sh *loopShard) add(st *revState) {
+func (sh *loopShard) add(st *decisionState) {
 	sh.mu.Lock()
 	sh.added = append(sh.added, st)
 	sh.mu.Unlock()
@@ -49,7 +49,7 @@ func (sh *loopShard) add(st *revState) {
 }
 
 // poke queues an immediate decision for st (at most one pending).
-func (sh *loopShard) poke(st *revState) {
+func (sh *loopShard) poke(st *decisionState) {
 	if !st.pokeQueued.CompareAndSwap(false, true) {
 		return
 	}
@@ -142,7 +142,7 @@ func nextDue(due, now time.Time, period time.Duration) time.Time {
 
 // dueHeap orders a loop's revisions by their next tick (container/heap):
 // element 0 is the revision due first.
-type dueHeap []*revState
+type dueHeap []*decisionState
 
 var _ heap.Interface = (*dueHeap)(nil)
 
@@ -150,8 +150,8 @@ func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 
-// Push appends x, a *revState (heap.Push's half).
-func (h *dueHeap) Push(x any) { *h = append(*h, x.(*revState)) }
+// Push appends x, a *decisionState (heap.Push's half).
+func (h *dueHeap) Push(x any) { *h = append(*h, x.(*decisionState)) }
 
 // Pop removes and returns the last element (heap.Pop's half).
 func (h *dueHeap) Pop() any {

@@ -152,7 +152,7 @@ func TestStepDoesNotAllocate(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ms.startShards(ctx)
 	defer ms.stopAll(cancel)
-	var sts []*revState
+	var sts []*decisionState
 	for i, conc := range []float64{0, 42, 420} {
 		key := revision.Key{Namespace: "ns", Name: fmt.Sprintf("r%d", i)}
 		fill(col, key, now, conc)

@@ -107,7 +107,7 @@ type Multiscaler struct {
 	totals    totals
 
 	mu     sync.RWMutex
-	states map[revision.Key]*revState
+	states map[revision.Key]*decisionState
 	shards []*loopShard
 	next   int // round-robin loop for new revisions
 
@@ -153,7 +153,7 @@ func NewMultiscaler(opts MultiscalerOptions) *Multiscaler {
 		log:       opts.Logger,
 		toZero:    opts.EnableScaleToZero == nil || *opts.EnableScaleToZero,
 		collector: opts.Collector,
-		states:    map[revision.Key]*revState{},
+		states:    map[revision.Key]*decisionState{},
 	}
 	registerMetrics(opts.Registerer, newMetricsCollector(m, opts.RevisionMetrics))
 	return m
@@ -263,7 +263,7 @@ func (m *Multiscaler) Decisions() []Decision {
 // changed specs are swapped in, deleted ones are halted and forgotten. Only
 // the keys changed since prev (the snapshot synced last) are visited.
 func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
-	var gone, added []*revState
+	var gone, added []*decisionState
 	now := m.opts.Clock.Now()
 	m.mu.Lock()
 	for k := range snap.Changes(prev) {
@@ -294,7 +294,7 @@ func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 	}
 }
 
-func (m *Multiscaler) newState(rev *revision.Revision, now time.Time) *revState {
+func (m *Multiscaler) newState(rev *revision.Revision, now time.Time) *decisionState {
 	st := newRevState(rev, now, m.shards[m.next%len(m.shards)])
 	if h, ok := m.opts.Target.(ScaleHandles); ok {
 		if r, ok := h.ScaleHandle(rev.Key); ok {
@@ -310,7 +310,7 @@ func (m *Multiscaler) newState(rev *revision.Revision, now time.Time) *revState 
 func (m *Multiscaler) stopAll(cancel context.CancelFunc) {
 	cancel()
 	m.mu.Lock()
-	sts := make([]*revState, 0, len(m.states))
+	sts := make([]*decisionState, 0, len(m.states))
 	for _, st := range m.states {
 		sts = append(sts, st)
 	}

@@ -25,7 +25,7 @@ func (c *scriptedConfirmer) ProxyConfirmedSince(revision.Key) (time.Time, bool) 
 func TestProxyConfirmationKeptUntilRevisionChanges(t *testing.T) {
 	at := time.Unix(1000, 0)
 	c := &scriptedConfirmer{}
-	st := &revState{key: revision.Key{Namespace: "default", Name: "a"}}
+	st := &decisionState{key: revision.Key{Namespace: "default", Name: "a"}}
 	steps := []struct {
 		name      string
 		confirmed bool // the confirmer's answer from now on

@@ -11,7 +11,7 @@ import (
 
 // step takes one decision for st and applies it. It runs on st's decision loop
 // and does not allocate unless the scale changes or something is logged.
-func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
+func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) {
 	st.loop.decisions.Add(1)
 	if st.applying.Load() {
 		// The previous decision's SetScale still runs; the next tick
@@ -74,7 +74,7 @@ func (m *Multiscaler) step(ctx context.Context, st *revState, poked bool) {
 // proxyConfirmedSince asks c about st's proxy mode, or answers what c
 // last answered when that was a confirmation and the revision did not
 // change since (see ModeConfirmer).
-func (st *revState) proxyConfirmedSince(c ModeConfirmer) (time.Time, bool) {
+func (st *decisionState) proxyConfirmedSince(c ModeConfirmer) (time.Time, bool) {
 	if st.proxyStale.Load() && st.proxyStale.Swap(false) {
 		st.proxyKnown = false
 	}
@@ -91,7 +91,7 @@ func (st *revState) proxyConfirmedSince(c ModeConfirmer) (time.Time, bool) {
 // replicas when first seen: the windows do not yet hold a full window of
 // data, so a scale-down would act on a partial view (issue: a restarted
 // thaw halved a loaded revision).
-func (st *revState) warmUpFloor(out *GateOutput, now time.Time, current int32, spec *revision.Spec) {
+func (st *decisionState) warmUpFloor(out *GateOutput, now time.Time, current int32, spec *revision.Spec) {
 	if st.firstCurrent == 0 || out.Desired >= current || now.Sub(st.since) >= spec.StableWindow {
 		return
 	}
@@ -106,7 +106,7 @@ func (st *revState) warmUpFloor(out *GateOutput, now time.Time, current int32, s
 
 // apply sets the scale in its own goroutine (one per scale change, not per
 // revision), then finishes the decision. Ticks skip the revision meanwhile.
-func (m *Multiscaler) apply(ctx context.Context, st *revState, d Decision, res Result, current int32) {
+func (m *Multiscaler) apply(ctx context.Context, st *decisionState, d Decision, res Result, current int32) {
 	defer m.applies.Done()
 	sctx, cancel := context.WithTimeout(ctx, m.opts.ScaleTimeout)
 	err := m.opts.Target.SetScale(sctx, st.key, d.DesiredScale)
@@ -136,7 +136,7 @@ func (m *Multiscaler) apply(ctx context.Context, st *revState, d Decision, res R
 }
 
 // finish records a decision: panic transitions, status, publication.
-func (m *Multiscaler) finish(st *revState, d *Decision, res *Result, spec *revision.Spec, applyErr error) {
+func (m *Multiscaler) finish(st *decisionState, d *Decision, res *Result, spec *revision.Spec, applyErr error) {
 	if applyErr == nil {
 		st.lastErr = ""
 	}
@@ -167,7 +167,7 @@ func (m *Multiscaler) finish(st *revState, d *Decision, res *Result, spec *revis
 }
 
 // decision fills d from one step's inputs and outputs.
-func (st *revState) decision(d *Decision, now time.Time, res *Result, out *GateOutput, current, ready int32, spec *revision.Spec) {
+func (st *decisionState) decision(d *Decision, now time.Time, res *Result, out *GateOutput, current, ready int32, spec *revision.Spec) {
 	*d = Decision{
 		Key: st.key, Time: now,
 		DesiredScale: out.Desired, Recommended: out.Recommended, WantZero: out.WantZero, Reason: out.Reason,
@@ -191,7 +191,7 @@ func (st *revState) decision(d *Decision, now time.Time, res *Result, out *GateO
 
 // reportError logs err at Error level once per distinct message, so a
 // persistently failing target does not flood the log.
-func (m *Multiscaler) reportError(st *revState, msg string, err error, fields ...zap.Field) {
+func (m *Multiscaler) reportError(st *decisionState, msg string, err error, fields ...zap.Field) {
 	if s := err.Error(); s != st.lastErr {
 		st.lastErr = s
 		st.logger(m).Error(msg, append(fields, zap.Error(err))...)

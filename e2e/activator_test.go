@@ -24,7 +24,7 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/extproc"
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // The activator path against real Envoy 1.40 with a STATIC config that
@@ -529,10 +529,10 @@ static_resources:
 }
 
 // actExtProcFilterJSON is the ext_proc HTTP filter exactly as thaw's xDS
-// translation builds it (xds.ExtProcFilter), as one line of JSON for the
+// translation builds it (translate.ExtProcFilter), as one line of JSON for the
 // YAML bootstrap.
 func actExtProcFilterJSON(budget time.Duration) string {
-	f, err := xds.ExtProcFilter(&xds.Config{ExtProcMessageTimeout: actMessageTimeout, HoldBudget: budget})
+	f, err := translate.ExtProcFilter(&translate.Config{ExtProcMessageTimeout: actMessageTimeout, HoldBudget: budget})
 	if err != nil {
 		panic(err)
 	}

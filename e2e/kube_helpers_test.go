@@ -31,7 +31,7 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // thawNamespace and thawServiceAccount are those of manifests/base.
@@ -341,7 +341,7 @@ func backendIPs(bs []revision.Backend) map[string]bool {
 // a request sent in between gets the catch-all's 404.
 func waitEnvoyRoutes(t *testing.T, e *harness.Envoy, key revision.Key) {
 	t.Helper()
-	want := strconv.Quote(xds.VirtualHostName(revision.ClusterName(key)))
+	want := strconv.Quote(translate.VirtualHostName(revision.ClusterName(key)))
 	err := pollFor(t, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()

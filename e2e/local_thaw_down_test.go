@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/e2e/harness"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestLocalThawDownFailover: thaw is killed (SIGKILL) while proxy-mode
@@ -60,8 +60,8 @@ func TestLocalThawDownFailover(t *testing.T) {
 		t.Errorf("request at zero with thaw down: code=%d err=%v Retry-After=%q body=%q; want 503 with Retry-After",
 			code, err, hdr.Get("Retry-After"), body)
 	}
-	if hdr.Get(xds.FailoverHeader) == "" {
-		t.Errorf("503 at zero lacks %s: not the activator-unreachable reply", xds.FailoverHeader)
+	if hdr.Get(translate.FailoverHeader) == "" {
+		t.Errorf("503 at zero lacks %s: not the activator-unreachable reply", translate.FailoverHeader)
 	}
 	// A POST the activator never routed is safe to retry too.
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
@@ -76,9 +76,9 @@ func TestLocalThawDownFailover(t *testing.T) {
 		t.Fatalf("POST at zero with thaw down: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get(xds.FailoverHeader) == "" {
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get(translate.FailoverHeader) == "" {
 		t.Errorf("POST at zero with thaw down: code=%d headers=%v; want 503 with Retry-After and %s",
-			resp.StatusCode, resp.Header, xds.FailoverHeader)
+			resp.StatusCode, resp.Header, translate.FailoverHeader)
 	}
 
 	restarted := time.Now()
@@ -130,7 +130,7 @@ func waitFailoverTraffic(t *testing.T, e *envoyAdmin, cluster string, before int
 func backendRequests(clusters, cluster string) int64 {
 	var n int64
 	for l := range strings.SplitSeq(clusters, "\n") {
-		if !strings.HasPrefix(l, cluster+"::") || strings.Contains(l, xds.ActivatorListenerName) {
+		if !strings.HasPrefix(l, cluster+"::") || strings.Contains(l, translate.ActivatorListenerName) {
 			continue
 		}
 		if i := strings.Index(l, "::rq_total::"); i >= 0 {

@@ -32,6 +32,7 @@ import (
 	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // xdsEnv is thaw's xDS server, a stub ext_proc server and a stats drain on
@@ -62,10 +63,10 @@ type xdsEnvOptions struct {
 	grpcOpts []grpc.ServerOption
 	// tls is Envoy's side of mutual TLS (nil: plaintext).
 	tls *envoy.ClientTLS
-	// inlineRoutes sets xds.Config.InlineRoutes (every virtual host in
+	// inlineRoutes sets translate.Config.InlineRoutes (every virtual host in
 	// one route configuration, as before VHDS).
 	inlineRoutes bool
-	// stageTimeout sets xds.Config.StageTimeout when > 0.
+	// stageTimeout sets translate.Config.StageTimeout when > 0.
 	stageTimeout time.Duration
 }
 
@@ -76,7 +77,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	}
 	env := &xdsEnv{httpPort: harness.PickPort(t), extproc: &stubExtProc{}, tls: o.tls}
 	env.reg = revision.NewRegistry(revision.RegistryOptions{Logger: o.logger, Holdoff: o.holdoff})
-	cfg := xds.DefaultConfig()
+	cfg := translate.DefaultConfig()
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = uint32(env.httpPort)
 	cfg.InlineRoutes = o.inlineRoutes
@@ -229,7 +230,7 @@ func (s *stubExtProc) Process(stream extprocsvc.ExternalProcessor_ProcessServer)
 		}
 		var md *structpb.Struct
 		if *dest != "" {
-			if md, err = structpb.NewStruct(map[string]any{xds.MetadataNamespace: map[string]any{xds.MetadataDestinationKey: *dest}}); err != nil {
+			if md, err = structpb.NewStruct(map[string]any{translate.MetadataNamespace: map[string]any{translate.MetadataDestinationKey: *dest}}); err != nil {
 				return err
 			}
 		}
@@ -503,7 +504,7 @@ func TestXDSEnvoyAddAndRemoveRevision(t *testing.T) {
 //     rss-scavenged-MiB: after debug.FreeOSMemory (idle heap returned).
 //
 // BenchmarkXDSEnvoy10kInlineRoutes reports the same with
-// xds.Config.InlineRoutes: the one route configuration of every virtual
+// translate.Config.InlineRoutes: the one route configuration of every virtual
 // host that thaw sent before VHDS (and still sends to state-of-the-world
 // Envoys), for comparison.
 //

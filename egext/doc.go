@@ -11,7 +11,7 @@
 //     fetch timeout > 0), with alt_stat_name rev_<ns>_<name> so thaw's stats
 //     sink maps its stats to the revision, and the same transport, load
 //     balancing, circuit breakers and h2c options as a
-//     revision cluster in thaw's own fleet (xds.ExternalRevisionCluster).
+//     revision cluster in thaw's own fleet (translate.ExternalRevisionCluster).
 //   - PostRouteModify (Route) sets x-thaw-revision (after removing any
 //     client copy), thaw's retry policy (activator failover) and a route
 //     timeout that leaves room for the activator's hold.

@@ -3,11 +3,12 @@ package egext
 import (
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/utils/clock"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -16,7 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // DefaultInitialFetchTimeout is how long EG's Envoy waits for a revision's
@@ -32,11 +33,11 @@ var ErrInvalidOptions = errors.New("egext: invalid options")
 type Options struct {
 	// XDS supplies the cluster settings of thaw's own revision clusters
 	// (connect timeout, circuit breakers).
-	XDS xds.Config
+	XDS translate.Config
 	// InitialFetchTimeout (default DefaultInitialFetchTimeout) must be > 0.
 	InitialFetchTimeout time.Duration
 	// XDSCluster is the static cluster of EG's Envoy that reaches thaw's
-	// xDS port (default xds.XDSClusterName).
+	// xDS port (default translate.XDSClusterName).
 	XDSCluster string
 	// Metrics, when set, gets the Server's metrics (thaw_eg_hook_calls_total,
 	// thaw_eg_hook_duration_seconds). Server only.
@@ -57,7 +58,7 @@ func (o Options) withDefaults() Options {
 		o.InitialFetchTimeout = DefaultInitialFetchTimeout
 	}
 	if o.XDSCluster == "" {
-		o.XDSCluster = xds.XDSClusterName
+		o.XDSCluster = translate.XDSClusterName
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -69,16 +70,16 @@ func (o Options) withDefaults() Options {
 }
 
 // Cluster is PostClusterModify as a pure function: EG's cluster for a
-// Revision backend becomes xds.ExternalRevisionCluster, keeping EG's name
+// Revision backend becomes translate.ExternalRevisionCluster, keeping EG's name
 // and metadata. The result is validated; errors wrap ErrInvalidOptions or
 // the validation error.
 func Cluster(in *clusterv3.Cluster, rev Revision, o Options) (*clusterv3.Cluster, error) {
 	o = o.withDefaults()
-	src, err := xds.ExternalEDSConfigSource(o.XDSCluster, o.InitialFetchTimeout)
+	src, err := translate.ExternalEDSConfigSource(o.XDSCluster, o.InitialFetchTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	c, err := xds.ExternalRevisionCluster(xds.ExternalRevisionClusterParams{
+	c, err := translate.ExternalRevisionCluster(translate.ExternalRevisionClusterParams{
 		Name: in.GetName(), Key: rev.Key, Protocol: rev.Protocol, EDSConfig: src, Config: &o.XDS,
 	})
 	if err != nil {
@@ -117,13 +118,13 @@ func Route(in *routev3.Route, rev Revision) (*routev3.Route, error) {
 		return r, nil
 	}
 	r.RequestHeadersToAdd = slices.DeleteFunc(r.RequestHeadersToAdd, func(h *corev3.HeaderValueOption) bool {
-		return strings.EqualFold(h.GetHeader().GetKey(), xds.RevisionHeader)
+		return strings.EqualFold(h.GetHeader().GetKey(), translate.RevisionHeader)
 	})
 	r.RequestHeadersToAdd = append(r.RequestHeadersToAdd, &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: xds.RevisionHeader, Value: rev.Key.String()},
+		Header:       &corev3.HeaderValue{Key: translate.RevisionHeader, Value: rev.Key.String()},
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 	})
-	thaw, err := xds.RevisionRetryPolicy()
+	thaw, err := translate.RevisionRetryPolicy()
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func Route(in *routev3.Route, rev Revision) (*routev3.Route, error) {
 // applyTimeouts sets ra's timeout and idle timeout from t where EG set
 // none (see Route); EG's timeout keeps priority over t.Request, and 0 (no
 // timeout) stays 0.
-func applyTimeouts(ra *routev3.RouteAction, t xds.RouteTimeouts) {
+func applyTimeouts(ra *routev3.RouteAction, t translate.RouteTimeouts) {
 	if ra.GetTimeout() != nil {
 		t.Request = ra.GetTimeout().AsDuration()
 		if t.Request == 0 { // "no timeout": keep it

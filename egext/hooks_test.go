@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -81,7 +81,7 @@ func egRoute(timeout *durationpb.Duration, retry *routev3.RetryPolicy) *routev3.
 }
 
 func testOptions() Options {
-	return Options{XDS: xds.DefaultConfig(), InitialFetchTimeout: 10 * time.Second}
+	return Options{XDS: translate.DefaultConfig(), InitialFetchTimeout: 10 * time.Second}
 }
 
 func TestClusterGolden(t *testing.T) {
@@ -106,7 +106,7 @@ func TestClusterGolden(t *testing.T) {
 			}
 			src := c.GetEdsClusterConfig().GetEdsConfig()
 			if src.GetInitialFetchTimeout().AsDuration() <= 0 || src.GetApiConfigSource().GetApiType() != corev3.ApiConfigSource_DELTA_GRPC ||
-				src.GetApiConfigSource().GetGrpcServices()[0].GetEnvoyGrpc().GetClusterName() != xds.XDSClusterName {
+				src.GetApiConfigSource().GetGrpcServices()[0].GetEnvoyGrpc().GetClusterName() != translate.XDSClusterName {
 				t.Errorf("eds_config = %v", src)
 			}
 			checkGolden(t, filepath.Join("testdata", "cluster_"+tt.name+".yaml"), goldenYAML(t, c))
@@ -147,7 +147,7 @@ func TestRouteGolden(t *testing.T) {
 			}
 			var values []string
 			for _, h := range r.GetRequestHeadersToAdd() {
-				if h.GetHeader().GetKey() == xds.RevisionHeader || h.GetHeader().GetKey() == "X-Thaw-Revision" {
+				if h.GetHeader().GetKey() == translate.RevisionHeader || h.GetHeader().GetKey() == "X-Thaw-Revision" {
 					values = append(values, h.GetHeader().GetValue())
 				}
 			}
@@ -204,7 +204,7 @@ func TestRevisionErrors(t *testing.T) {
 		t.Errorf("two Revisions: %v, want ErrTooManyRevisions", err)
 	}
 	if _, err := Cluster(egCluster(), Revision{Key: revision.Key{Namespace: "d", Name: "a"}},
-		Options{XDS: xds.DefaultConfig(), InitialFetchTimeout: -time.Second}); !errors.Is(err, ErrInvalidOptions) {
+		Options{XDS: translate.DefaultConfig(), InitialFetchTimeout: -time.Second}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("negative initial fetch timeout: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/platform/revisionspec"
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // Group, Version and Kind of the backend resource thaw answers for.
@@ -40,8 +40,8 @@ var ErrInvalidRevision = errors.New("egext: invalid Revision")
 type Revision struct {
 	Key      revision.Key
 	Protocol revision.Protocol
-	// Timeouts are the Revision's route timeouts (xds.TimeoutsOf its spec).
-	Timeouts xds.RouteTimeouts
+	// Timeouts are the Revision's route timeouts (translate.TimeoutsOf its spec).
+	Timeouts translate.RouteTimeouts
 }
 
 // revisionObject is the part of an object's JSON used to tell its kind.
@@ -93,5 +93,5 @@ func ParseRevision(b []byte, defaults revision.Spec, lim revision.Limits) (Revis
 	if err != nil {
 		return Revision{}, fmt.Errorf("%w: %s: %w", ErrInvalidRevision, key, err)
 	}
-	return Revision{Key: key, Protocol: spec.Protocol, Timeouts: xds.TimeoutsOf(&spec)}, nil
+	return Revision{Key: key, Protocol: spec.Protocol, Timeouts: translate.TimeoutsOf(&spec)}, nil
 }

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // metadataNamespace is the filter_metadata key under which the split hooks
@@ -56,7 +56,7 @@ func SplitCluster(in *clusterv3.Cluster, s Split) (*clusterv3.Cluster, error) {
 //   - replaces the cluster with weighted_clusters, one entry per member
 //     above 0% (weight = percent) naming MemberCluster, each removing any
 //     client-sent x-thaw-revision and setting its own revision, as thaw's
-//     own split hosts do (xds.SplitVirtualHost); a 0% member gets none;
+//     own split hosts do (translate.SplitVirtualHost); a 0% member gets none;
 //   - sets thaw's retry policy (merged into EG's) and timeouts as Route
 //     does, from thaw's defaults: EG hands the hooks the RevisionSplit,
 //     not its Revisions, so their own timeouts are unknown here (set the
@@ -72,7 +72,7 @@ func SplitRoute(in *routev3.Route, s Split, o Options) (*routev3.Route, error) {
 		return r, nil
 	}
 	r.RequestHeadersToAdd = slices.DeleteFunc(r.RequestHeadersToAdd, func(h *corev3.HeaderValueOption) bool {
-		return strings.EqualFold(h.GetHeader().GetKey(), xds.RevisionHeader)
+		return strings.EqualFold(h.GetHeader().GetKey(), translate.RevisionHeader)
 	})
 	var weighted []*routev3.WeightedCluster_ClusterWeight
 	var tags []any
@@ -88,18 +88,18 @@ func SplitRoute(in *routev3.Route, s Split, o Options) (*routev3.Route, error) {
 			Name:   name,
 			Weight: wrapperspb.UInt32(m.Percent),
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
-				Header:       &corev3.HeaderValue{Key: xds.RevisionHeader, Value: m.Key.String()},
+				Header:       &corev3.HeaderValue{Key: translate.RevisionHeader, Value: m.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			}},
 		})
 	}
 	ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: &routev3.WeightedCluster{Clusters: weighted}}
-	thaw, err := xds.RevisionRetryPolicy()
+	thaw, err := translate.RevisionRetryPolicy()
 	if err != nil {
 		return nil, err
 	}
 	ra.RetryPolicy = mergeRetryPolicy(ra.GetRetryPolicy(), thaw)
-	applyTimeouts(ra, xds.TimeoutsOf(&o.Defaults))
+	applyTimeouts(ra, translate.TimeoutsOf(&o.Defaults))
 	if len(tags) > 0 {
 		st, err := structpb.NewStruct(map[string]any{"split": s.Key.String(), "tags": tags})
 		if err != nil {

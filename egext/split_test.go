@@ -14,7 +14,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // splitJSON is a RevisionSplit as EG passes it; traffic entries are
@@ -114,7 +114,7 @@ func TestSplitGolden(t *testing.T) {
 		w[1].GetName() != "thaw/rev/default/v2" || w[1].GetWeight().GetValue() != 10 {
 		t.Errorf("weighted clusters %v, want v1 90 and v2 10 (v0 at 0%% left out)", w)
 	}
-	if got := w[1].GetRequestHeadersToAdd()[0].GetHeader(); got.GetKey() != xds.RevisionHeader || got.GetValue() != "default/v2" {
+	if got := w[1].GetRequestHeadersToAdd()[0].GetHeader(); got.GetKey() != translate.RevisionHeader || got.GetValue() != "default/v2" {
 		t.Errorf("v2 entry sets %v, want x-thaw-revision default/v2", got)
 	}
 	var names []string

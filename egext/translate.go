@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // Translate is PostTranslateModify as a pure function. EG's returned
@@ -19,7 +19,7 @@ import (
 // comes back, and:
 //   - for every member named in a cluster's thaw.dev metadata
 //     (SplitCluster) one EDS cluster MemberCluster is added, built exactly
-//     as a single Revision's (xds.ExternalRevisionCluster: assignment and
+//     as a single Revision's (translate.ExternalRevisionCluster: assignment and
 //     alt_stat_name rev_<ns>_<name>, so the revision scales on its own
 //     share), once however many splits name it;
 //   - for every route with tags in its thaw.dev metadata (SplitRoute) and
@@ -57,7 +57,7 @@ func Translate(clusters []*clusterv3.Cluster, routes []*routev3.RouteConfigurati
 	}
 	out := slices.Clone(clusters)
 	if len(add) > 0 {
-		src, err := xds.ExternalEDSConfigSource(o.XDSCluster, o.InitialFetchTimeout)
+		src, err := translate.ExternalEDSConfigSource(o.XDSCluster, o.InitialFetchTimeout)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
@@ -68,7 +68,7 @@ func Translate(clusters []*clusterv3.Cluster, routes []*routev3.RouteConfigurati
 		slices.Sort(names)
 		for _, n := range names {
 			m := add[n]
-			c, err := xds.ExternalRevisionCluster(xds.ExternalRevisionClusterParams{
+			c, err := translate.ExternalRevisionCluster(translate.ExternalRevisionClusterParams{
 				Name: n, Key: m.key, Protocol: m.protocol, EDSConfig: src, Config: &o.XDS,
 			})
 			if err != nil {
@@ -162,9 +162,9 @@ func tagRoute(r *routev3.Route, tag, cluster, rev string) *routev3.Route {
 	}
 	t.GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: cluster}
 	// The overwrite replaces every client copy (no removal needed, see
-	// xds.RevisionVirtualHost).
+	// translate.RevisionVirtualHost).
 	t.RequestHeadersToAdd = append(t.RequestHeadersToAdd, &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: xds.RevisionHeader, Value: rev},
+		Header:       &corev3.HeaderValue{Key: translate.RevisionHeader, Value: rev},
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 	})
 	return t

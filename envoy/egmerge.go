@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // egPlaceholderNode stands in for the node id while rendering the merge
@@ -32,7 +32,7 @@ var egDroppedKeys = []string{"node", "dynamic_resources", "admin", "layered_runt
 // two over ADS; EG's Envoy needs them static), the internal listener
 // bootstrap extension and the metrics_service stats sink. p.NodeID is not
 // used. Errors wrap ErrInvalidParams or come from building the xds parts.
-func RenderEnvoyGatewayMerge(p BootstrapParams, cfg xds.Config) ([]byte, error) {
+func RenderEnvoyGatewayMerge(p BootstrapParams, cfg translate.Config) ([]byte, error) {
 	p.NodeID = egPlaceholderNode
 	full, err := RenderBootstrap(p)
 	if err != nil {
@@ -45,11 +45,11 @@ func RenderEnvoyGatewayMerge(p BootstrapParams, cfg xds.Config) ([]byte, error) 
 	for _, k := range egDroppedKeys {
 		delete(doc, k)
 	}
-	lis, err := xds.ActivatorListener(&cfg)
+	lis, err := translate.ActivatorListener(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	dst, err := xds.ActivatorDstCluster(&cfg)
+	dst, err := translate.ActivatorDstCluster(&cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -8,13 +8,13 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestEnvoyGatewayMerge: the fragment parses as a Bootstrap, carries what
 // EG's Envoy needs for thaw and nothing EG owns.
 func TestEnvoyGatewayMerge(t *testing.T) {
-	out, err := RenderEnvoyGatewayMerge(BootstrapParams{XDSAddress: "thaw-grpc.thaw-system.svc:18001"}, xds.DefaultConfig())
+	out, err := RenderEnvoyGatewayMerge(BootstrapParams{XDSAddress: "thaw-grpc.thaw-system.svc:18001"}, translate.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestEnvoyGatewayMerge(t *testing.T) {
 	if got := strings.Join(clusters, ","); got != "thaw_xds,thaw_extproc,thaw_stats,thaw_activator_dst" {
 		t.Errorf("static clusters %s", got)
 	}
-	if ls := b.GetStaticResources().GetListeners(); len(ls) != 1 || ls[0].GetName() != xds.ActivatorListenerName {
+	if ls := b.GetStaticResources().GetListeners(); len(ls) != 1 || ls[0].GetName() != translate.ActivatorListenerName {
 		t.Errorf("static listeners %v, want only thaw_activator", ls)
 	}
 	if len(b.GetBootstrapExtensions()) != 1 || len(b.GetStatsSinks()) != 1 {

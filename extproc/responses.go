@@ -42,7 +42,7 @@ const (
 // request's end need not be tracked (ProcessingResponse.mode_override):
 // nothing after the request headers, so Envoy closes the stream once it
 // has the answer. The filter must allow it (allow_mode_override and
-// allowed_override_modes, see xds.ExtProcFilter), else Envoy ignores it and
+// allowed_override_modes, see xds/translate ExtProcFilter), else Envoy ignores it and
 // the server's own return ends the stream.
 func ShortMode() *filterv3.ProcessingMode {
 	return &filterv3.ProcessingMode{

@@ -81,7 +81,7 @@ func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revisi
 }
 
 // backendPort is a backend's port: its own, else the revision's (the
-// port Envoy's ClusterLoadAssignment uses for it, xds.ServeLoadAssignment).
+// port Envoy's ClusterLoadAssignment uses for it, translate.ServeLoadAssignment).
 func backendPort(b revision.Backend, r *revision.Revision) int32 {
 	if b.Port == 0 {
 		return r.Spec.Port

@@ -194,7 +194,7 @@ func Compile(c *Config) (*Policy, []error) {
 
 // MatchableHeader reports whether a rule may match header name: holders
 // see only these (Envoy forwards only them to the ext_proc activator, see
-// xds.ActivatorListener).
+// translate.ActivatorListener).
 func MatchableHeader(name string) bool {
 	switch {
 	case name == "accept" || name == "content-type" || name == "upgrade":

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // waitLimit bounds every wait in component tests; reaching it is a
@@ -31,7 +33,7 @@ type fixture struct {
 	addr string
 }
 
-func startFixture(t *testing.T, cfg Config) *fixture {
+func startFixture(t *testing.T, cfg translate.Config) *fixture {
 	t.Helper()
 	return startFixtureWith(t, cfg, zaptest.NewLogger(t), 0)
 }
@@ -44,7 +46,7 @@ func startBenchFixture(b *testing.B) *fixture {
 
 // startFixtureWith starts a fixture; a registry holdoff > 0 batches changes
 // (run by the fixture), which large setups need.
-func startFixtureWith(t testing.TB, cfg Config, log *zap.Logger, holdoff time.Duration) *fixture {
+func startFixtureWith(t testing.TB, cfg translate.Config, log *zap.Logger, holdoff time.Duration) *fixture {
 	t.Helper()
 	return startFixtureOpts(t, ServerOptions{Logger: log, Config: cfg}, holdoff)
 }
@@ -174,7 +176,7 @@ func (c *deltaClient) recvType(typeURL string) *discoveryv3.DeltaDiscoveryRespon
 	c.t.Helper()
 	r := c.recv()
 	if r.GetTypeUrl() != typeURL {
-		c.t.Fatalf("got a %s response (%v), want %s", shortType(r.GetTypeUrl()), resourceNames(r), shortType(typeURL))
+		c.t.Fatalf("got a %s response (%v), want %s", encoded.ShortType(r.GetTypeUrl()), resourceNames(r), encoded.ShortType(typeURL))
 	}
 	return r
 }

@@ -6,174 +6,14 @@ import (
 	"maps"
 	"time"
 
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/cache"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
-
-// change is the difference between the applied resources of one type and
-// a new translation.
-type change struct {
-	typeURL string
-	// upd holds new and changed resources, with their versions in ver.
-	upd map[string]types.Resource
-	ver map[string]string
-	// enc holds the encodings of upd for the deltaTypes (their cache
-	// sends them as they are).
-	enc   map[string][]byte
-	added []string
-	del   []string
-	// encoded is set for a type the translator keeps as encodings
-	// (diffEncoded): upd's values are nil.
-	encoded bool
-}
-
-// diff compares a new translation of one type with what the caches hold.
-// proto.Equal keeps unchanged resources (and their versions) as they are,
-// so Envoy is sent only what changed.
-func (s *Server) diff(typeURL string, want map[string]types.Resource) (*change, error) {
-	have := s.applied[typeURL]
-	if dc := s.deltas[typeURL]; dc != nil {
-		have = dc.held()
-	}
-	c := newChange(typeURL)
-	for name, r := range want {
-		old, ok := have[name]
-		// The translator reuses unchanged resources: same pointer, no
-		// need to compare.
-		if ok && (old == r || proto.Equal(old, r)) {
-			continue
-		}
-		if err := c.add(name, r); err != nil {
-			return nil, err
-		}
-		if !ok {
-			c.added = append(c.added, name)
-		}
-	}
-	for name := range have {
-		if _, ok := want[name]; !ok {
-			c.del = append(c.del, name)
-		}
-	}
-	return c, nil
-}
-
-// diffEncoded compares a new translation of one type kept as encodings
-// (translation.encoded) with what its delta cache holds, by version.
-func (s *Server) diffEncoded(typeURL string, want map[string]*encodedResource) *change {
-	c := newChange(typeURL)
-	c.encoded = true // only the delta caches hold these types
-	s.deltas[typeURL].view(func(have map[string]*deltaEntry) {
-		for name, e := range want {
-			h, ok := have[name]
-			if ok && h.version == e.version {
-				continue
-			}
-			c.upd[name], c.ver[name], c.enc[name] = nil, e.version, e.bytes
-			if !ok {
-				c.added = append(c.added, name)
-			}
-		}
-		for name := range have {
-			if _, ok := want[name]; !ok {
-				c.del = append(c.del, name)
-			}
-		}
-	})
-	return c
-}
-
-func newChange(typeURL string) *change {
-	c := &change{typeURL: typeURL, upd: map[string]types.Resource{}, ver: map[string]string{}}
-	if deltaTypes[typeURL] {
-		c.enc = map[string][]byte{}
-	}
-	return c
-}
-
-// add records a new or changed resource with its version.
-func (c *change) add(name string, r types.Resource) error {
-	b, v, err := hashOf(r)
-	if err != nil {
-		return err
-	}
-	c.upd[name], c.ver[name] = r, v
-	if c.enc != nil {
-		c.enc[name] = b
-	}
-	return nil
-}
-
-// deltaTypes are the resource types served by a deltaCache: one resource
-// or more per revision. Listeners and routes (a handful) stay in
-// go-control-plane LinearCaches.
-var deltaTypes = map[string]bool{
-	resourcev3.EndpointType:    true,
-	resourcev3.ClusterType:     true,
-	resourcev3.VirtualHostType: true,
-}
-
-// update applies upd and del to the type's cache.
-func (s *Server) update(typeURL string, c *change, del []string) error {
-	if dc := s.deltas[typeURL]; dc != nil {
-		return dc.update(c.upd, c.enc, c.ver, del)
-	}
-	return s.caches[typeURL].UpdateResources(c.upd, del)
-}
-
-// upsert puts c's new and changed resources in the cache.
-func (s *Server) upsert(c *change) error {
-	if len(c.upd) == 0 {
-		return nil
-	}
-	if err := s.update(c.typeURL, c, nil); err != nil {
-		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
-	}
-	if s.deltas[c.typeURL] == nil {
-		maps.Copy(s.applied[c.typeURL], c.upd)
-		maps.Copy(s.versions[c.typeURL], c.ver)
-	}
-	return nil
-}
-
-// replace puts c's new and changed resources in the cache and deletes its
-// stale ones, in one update (one response per stream).
-func (s *Server) replace(c *change) error {
-	if len(c.upd) == 0 && len(c.del) == 0 {
-		return nil
-	}
-	if err := s.update(c.typeURL, c, c.del); err != nil {
-		return fmt.Errorf("update %s cache: %w", shortType(c.typeURL), err)
-	}
-	if s.deltas[c.typeURL] == nil {
-		maps.Copy(s.applied[c.typeURL], c.upd)
-		maps.Copy(s.versions[c.typeURL], c.ver)
-		for _, n := range c.del {
-			delete(s.applied[c.typeURL], n)
-			delete(s.versions[c.typeURL], n)
-		}
-	}
-	return nil
-}
-
-// remove deletes c's stale resources from the cache.
-func (s *Server) remove(c *change) error {
-	if len(c.del) == 0 {
-		return nil
-	}
-	if err := s.update(c.typeURL, newChange(c.typeURL), c.del); err != nil {
-		return fmt.Errorf("delete from %s cache: %w", shortType(c.typeURL), err)
-	}
-	for _, n := range c.del {
-		delete(s.applied[c.typeURL], n)
-		delete(s.versions[c.typeURL], n)
-	}
-	return nil
-}
 
 // apply translates snap and applies it in make-before-break order:
 //
@@ -201,7 +41,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		}
 	}
 	s.prevSnap = snap
-	res, err := s.tr.translate(snap)
+	res, err := s.tr.Translate(snap)
 	if res == nil {
 		return fmt.Errorf("translate snapshot %d: %w", snap.Version, err)
 	}
@@ -209,7 +49,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	byType := res.ByType()
 	changes := map[string]*change{}
 	for _, typ := range resourceTypes {
-		if enc, ok := res.encoded[typ]; ok {
+		if enc, ok := res.Encoded[typ]; ok {
 			changes[typ] = s.diffEncoded(typ, enc)
 			continue
 		}
@@ -229,10 +69,10 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	if err := s.upsert(st.eds); err != nil {
 		return err
 	}
-	s.publish(snap, res.Resources, st.eds, first, start)
+	s.recordApplied(snap, res.Resources, st.eds, first, start)
 	if !first && len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
-		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].versionsOf(st.cds.added)},
-		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].versionsOf(st.cds.added)},
+		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
+		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added)},
 	}) {
 		return ctx.Err()
 	}
@@ -246,7 +86,7 @@ func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool,
 	s.mu.RLock()
 	skipped := s.skipped
 	s.mu.RUnlock()
-	changed, ok, err := s.tr.endpointChanges(s.prevSnap, snap, skipped)
+	changed, ok, err := s.tr.EndpointChanges(s.prevSnap, snap, skipped)
 	if err != nil || !ok {
 		return false, nil // the full translation reports the error
 	}
@@ -254,7 +94,7 @@ func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool,
 	return true, s.applyEndpoints(changed, start)
 }
 
-// applyEndpoints is apply's fast path (see translator.endpointChanges):
+// applyEndpoints is apply's fast path (see memo.Translator.EndpointChanges):
 // only the changed revisions' ClusterLoadAssignments are compared and
 // updated, in one cache update.
 func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) error {
@@ -262,11 +102,11 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	dc := s.deltas[resourcev3.EndpointType]
 	names := make([]string, len(changed))
 	for i, r := range changed {
-		names[i] = s.tr.memo[r.Key].name
+		names[i] = s.tr.ClusterName(r.Key)
 	}
-	have := dc.heldOf(names)
+	have := dc.HeldOf(names)
 	for _, r := range changed {
-		cla := s.tr.memo[r.Key].res.cla
+		cla := s.tr.LoadAssignment(r.Key)
 		name := cla.GetClusterName()
 		if old := have[name]; old == cla || proto.Equal(old, cla) {
 			continue
@@ -278,7 +118,7 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	if err := s.upsert(eds); err != nil {
 		return err
 	}
-	versions := dc.versionsOf(names)
+	versions := dc.VersionsOf(names)
 	s.mu.Lock()
 	for i, r := range changed {
 		s.revs[r.Key] = appliedRevision{generation: r.Generation, cla: names[i], claVersion: versions[names[i]]}
@@ -290,20 +130,20 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	return nil
 }
 
-// publish makes the revisions' applied generations visible to
+// recordApplied makes the revisions' applied generations visible to
 // ConfirmedEverywhere (after their endpoints are in the cache) and starts
 // flip-to-ACK timers for changed ClusterLoadAssignments.
-func (s *Server) publish(snap *revision.Snapshot, res *Resources, eds *change, first bool, start time.Time) {
+func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources, eds *change, first bool, start time.Time) {
 	revs := make(map[revision.Key]appliedRevision, snap.Revisions.Len())
-	s.deltas[resourcev3.EndpointType].view(func(held map[string]*deltaEntry) {
+	s.deltas[resourcev3.EndpointType].View(func(held map[string]*cache.Entry) {
 		for k, rev := range snap.Revisions.All() {
 			if _, skipped := res.Skipped[k]; skipped {
 				continue
 			}
-			name := s.tr.memo[k].name
+			name := s.tr.ClusterName(k)
 			var version string
 			if e := held[name]; e != nil {
-				version = e.version
+				version = e.Version()
 			}
 			revs[k] = appliedRevision{generation: rev.Generation, cla: name, claVersion: version}
 		}
@@ -359,7 +199,7 @@ func (s *Server) trackFirst(first bool, changes []*change) {
 		for _, typ := range resourceTypes {
 			v := s.versions[typ]
 			if dc := s.deltas[typ]; dc != nil {
-				v = dc.versions()
+				v = dc.Versions()
 			} else {
 				v = maps.Clone(v)
 			}

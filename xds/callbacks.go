@@ -12,6 +12,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/thaw-dev/thaw/xds/ack"
+	"github.com/thaw-dev/thaw/xds/encoded"
 )
 
 // callbacks feeds go-control-plane stream events into the tracker. The
@@ -21,41 +24,41 @@ type callbacks struct{ s *Server }
 var _ serverv3.Callbacks = (*callbacks)(nil)
 
 func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, typeURL string) error {
-	return c.s.streamOpened(ctx, streamKey{delta: false, id: id}, typeURL == resourcev3.EndpointType)
+	return c.s.streamOpened(ctx, ack.StreamKey{Delta: false, ID: id}, typeURL == resourcev3.EndpointType)
 }
 
 func (c *callbacks) OnStreamClosed(id int64, _ *corev3.Node) {
-	c.s.streamClosed(streamKey{delta: false, id: id})
+	c.s.streamClosed(ack.StreamKey{Delta: false, ID: id})
 }
 
 func (c *callbacks) OnDeltaStreamOpen(ctx context.Context, id int64, typeURL string) error {
-	return c.s.streamOpened(ctx, streamKey{delta: true, id: id}, typeURL == resourcev3.EndpointType)
+	return c.s.streamOpened(ctx, ack.StreamKey{Delta: true, ID: id}, typeURL == resourcev3.EndpointType)
 }
 
 func (c *callbacks) OnDeltaStreamClosed(id int64, _ *corev3.Node) {
-	c.s.streamClosed(streamKey{delta: true, id: id})
+	c.s.streamClosed(ack.StreamKey{Delta: true, ID: id})
 }
 
 func (c *callbacks) OnStreamRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
-	return c.s.request(streamKey{delta: false, id: id}, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
+	return c.s.request(ack.StreamKey{Delta: false, ID: id}, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail())
 }
 
 func (c *callbacks) OnStreamResponse(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
-	r := &sentResponse{typeURL: resp.GetTypeUrl(), sentAt: c.s.clock.Now()}
+	r := &ack.Response{TypeURL: resp.GetTypeUrl(), SentAt: c.s.clock.Now()}
 	for _, a := range resp.GetResources() {
 		m, err := a.UnmarshalNew()
 		if err != nil {
 			c.s.log.Error("decode own xDS response", zap.String("type", resp.GetTypeUrl()), zap.Error(err))
 			continue
 		}
-		r.names = append(r.names, cachev3.GetResourceName(m))
-		r.versions = append(r.versions, cachev3.HashResource(a.GetValue()))
+		r.Names = append(r.Names, cachev3.GetResourceName(m))
+		r.Versions = append(r.Versions, cachev3.HashResource(a.GetValue()))
 	}
-	c.s.responded(streamKey{delta: false, id: id}, resp.GetNonce(), r, proto.Size(resp))
+	c.s.responded(ack.StreamKey{Delta: false, ID: id}, resp.GetNonce(), r, proto.Size(resp))
 }
 
 func (c *callbacks) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
-	k := streamKey{delta: true, id: id}
+	k := ack.StreamKey{Delta: true, ID: id}
 	if err := c.s.request(k, req.GetNode(), req.GetResponseNonce(), req.GetErrorDetail()); err != nil {
 		return err
 	}
@@ -66,13 +69,13 @@ func (c *callbacks) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscove
 }
 
 func (c *callbacks) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
-	r := &sentResponse{typeURL: resp.GetTypeUrl(), removed: resp.GetRemovedResources(), sentAt: c.s.clock.Now(),
-		names: make([]string, 0, len(resp.GetResources())), versions: make([]string, 0, len(resp.GetResources()))}
+	r := &ack.Response{TypeURL: resp.GetTypeUrl(), Removed: resp.GetRemovedResources(), SentAt: c.s.clock.Now(),
+		Names: make([]string, 0, len(resp.GetResources())), Versions: make([]string, 0, len(resp.GetResources()))}
 	for _, res := range resp.GetResources() {
-		r.names = append(r.names, res.GetName())
-		r.versions = append(r.versions, res.GetVersion())
+		r.Names = append(r.Names, res.GetName())
+		r.Versions = append(r.Versions, res.GetVersion())
 	}
-	c.s.responded(streamKey{delta: true, id: id}, resp.GetNonce(), r, proto.Size(resp))
+	c.s.responded(ack.StreamKey{Delta: true, ID: id}, resp.GetNonce(), r, proto.Size(resp))
 }
 
 func (c *callbacks) OnFetchRequest(context.Context, *discoveryv3.DiscoveryRequest) error {
@@ -83,20 +86,20 @@ func (c *callbacks) OnFetchResponse(*discoveryv3.DiscoveryRequest, *discoveryv3.
 
 // streamOpened records a new stream; eds marks a non-ADS EDS stream (the
 // EndpointDiscoveryService, typeURL fixed by the service).
-func (s *Server) streamOpened(ctx context.Context, k streamKey, eds bool) error {
+func (s *Server) streamOpened(ctx context.Context, k ack.StreamKey, eds bool) error {
 	if err := s.admitStream(eds); err != nil {
 		return err
 	}
-	s.tracker.open(k, eds, s.clock.Now(), closerOf(ctx))
-	s.metrics.connectedNodes.Set(float64(s.tracker.count()))
+	s.tracker.Open(k, eds, s.clock.Now(), closerOf(ctx))
+	s.metrics.connectedNodes.Set(float64(s.tracker.Count()))
 	return nil
 }
 
-func (s *Server) streamClosed(k streamKey) {
-	node := s.tracker.nodeID(k)
-	s.tracker.close(k)
-	s.metrics.connectedNodes.Set(float64(s.tracker.count()))
-	s.log.Info("xDS stream closed", zap.String("node", node), zap.Int64("stream", k.id), zap.Bool("delta", k.delta))
+func (s *Server) streamClosed(k ack.StreamKey) {
+	node := s.tracker.NodeID(k)
+	s.tracker.Close(k)
+	s.metrics.connectedNodes.Set(float64(s.tracker.Count()))
+	s.log.Info("xDS stream closed", zap.String("node", node), zap.Int64("stream", k.ID), zap.Bool("delta", k.Delta))
 	// The closed stream may have been the last one a flip waited for.
 	s.completeFlips(nil)
 	s.notify.broadcast()
@@ -105,42 +108,42 @@ func (s *Server) streamClosed(k streamKey) {
 // request handles one request: the node on the first one, then ACK or
 // NACK of the response named by nonce. An error (a node limit refused the
 // stream) makes go-control-plane close the stream.
-func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail *status.Status) error {
-	if node != nil && s.tracker.nodeID(k) == "" {
+func (s *Server) request(k ack.StreamKey, node *corev3.Node, nonce string, errDetail *status.Status) error {
+	if node != nil && s.tracker.NodeID(k) == "" {
 		if err := s.admitNode(k, node.GetId(), node.GetCluster()); err != nil {
 			return err
 		}
 		s.log.Info("xDS stream opened", zap.String("node", node.GetId()), zap.String("cluster", node.GetCluster()),
-			zap.Int64("stream", k.id), zap.Bool("delta", k.delta))
+			zap.Int64("stream", k.ID), zap.Bool("delta", k.Delta))
 	}
 	if nonce == "" {
 		return nil
 	}
 	if errDetail != nil {
-		nk := s.tracker.nack(k, nonce, errDetail.GetMessage(), s.clock.Now())
+		nk := s.tracker.Nack(k, nonce, errDetail.GetMessage(), s.clock.Now())
 		if nk == nil {
 			return nil
 		}
-		s.metrics.nacks.WithLabelValues(shortType(nk.TypeURL)).Inc()
+		s.metrics.nacks.WithLabelValues(encoded.ShortType(nk.TypeURL)).Inc()
 		shown := nk.Resources
 		if len(shown) > 10 {
 			shown = shown[:10]
 		}
-		s.log.Warn("Envoy rejected xDS update", zap.String("node", nk.Node), zap.String("type", shortType(nk.TypeURL)),
+		s.log.Warn("Envoy rejected xDS update", zap.String("node", nk.Node), zap.String("type", encoded.ShortType(nk.TypeURL)),
 			zap.Strings("resources", shown), zap.Int("resourceCount", len(nk.Resources)), zap.String("error", nk.Message))
 		s.notify.broadcast()
 		return nil
 	}
-	r := s.tracker.ack(k, nonce, s.clock.Now())
+	r := s.tracker.Ack(k, nonce, s.clock.Now())
 	if r == nil {
 		return nil
 	}
 	if ce := s.log.Check(zap.DebugLevel, "xDS ACK"); ce != nil {
-		ce.Write(zap.Int64("stream", k.id), zap.String("type", shortType(r.typeURL)), zap.String("nonce", nonce),
-			zap.Int("resources", len(r.names)), zap.Int("removed", len(r.removed)), zap.Duration("rtt", s.clock.Since(r.sentAt)))
+		ce.Write(zap.Int64("stream", k.ID), zap.String("type", encoded.ShortType(r.TypeURL)), zap.String("nonce", nonce),
+			zap.Int("resources", len(r.Names)), zap.Int("removed", len(r.Removed)), zap.Duration("rtt", s.clock.Since(r.SentAt)))
 	}
-	if r.typeURL == resourcev3.EndpointType {
-		s.completeFlips(r.names)
+	if r.TypeURL == resourcev3.EndpointType {
+		s.completeFlips(r.Names)
 	}
 	s.checkFirstAck(k)
 	s.notify.broadcast()
@@ -148,14 +151,14 @@ func (s *Server) request(k streamKey, node *corev3.Node, nonce string, errDetail
 }
 
 // responded records a response about to be sent.
-func (s *Server) responded(k streamKey, nonce string, r *sentResponse, size int) {
-	s.tracker.sent(k, nonce, r)
-	typ := shortType(r.typeURL)
+func (s *Server) responded(k ack.StreamKey, nonce string, r *ack.Response, size int) {
+	s.tracker.Sent(k, nonce, r)
+	typ := encoded.ShortType(r.TypeURL)
 	s.metrics.pushes.WithLabelValues(typ).Inc()
 	s.metrics.pushedBytes.WithLabelValues(typ).Add(float64(size))
 	if ce := s.log.Check(zap.DebugLevel, "xDS push"); ce != nil {
-		ce.Write(zap.Int64("stream", k.id), zap.String("type", typ), zap.String("nonce", nonce),
-			zap.Int("resources", len(r.names)), zap.Int("removed", len(r.removed)), zap.Int("bytes", size))
+		ce.Write(zap.Int64("stream", k.ID), zap.String("type", typ), zap.String("nonce", nonce),
+			zap.Int("resources", len(r.Names)), zap.Int("removed", len(r.Removed)), zap.Int("bytes", size))
 	}
 }
 
@@ -170,7 +173,7 @@ func (s *Server) completeFlips(names []string) {
 	now := s.clock.Now()
 	check := func(name string) {
 		f, ok := s.flips[name]
-		if ok && s.tracker.ackedEverywhere(resourcev3.EndpointType, name, f.version) {
+		if ok && s.tracker.AckedEverywhere(resourcev3.EndpointType, name, f.version) {
 			s.metrics.flipToAck.Observe(now.Sub(f.start).Seconds())
 			delete(s.flips, name)
 		}
@@ -190,8 +193,8 @@ func (s *Server) completeFlips(names []string) {
 // (delta initial_resource_versions, e.g. after thaw restarted): they count as
 // ACKed. Versions are content hashes, so when thaw's state is unchanged the
 // server sends nothing and the Envoy is still known to be up to date.
-func (s *Server) resumed(k streamKey, typeURL string, versions map[string]string) {
-	s.tracker.assumeAcked(k, typeURL, versions)
+func (s *Server) resumed(k ack.StreamKey, typeURL string, versions map[string]string) {
+	s.tracker.AssumeAcked(k, typeURL, versions)
 	if typeURL == resourcev3.EndpointType {
 		s.completeFlips(nil)
 	}
@@ -201,20 +204,20 @@ func (s *Server) resumed(k streamKey, typeURL string, versions map[string]string
 
 // checkFirstAck closes firstAck once stream k has ACKed every resource of
 // the first applied snapshot that still exists.
-func (s *Server) checkFirstAck(k streamKey) {
+func (s *Server) checkFirstAck(k ack.StreamKey) {
 	select {
 	case <-s.firstAck:
 		return
 	default:
 	}
 	s.mu.RLock()
-	ok := s.first != nil && s.tracker.covers(k, s.first)
+	ok := s.first != nil && s.tracker.Covers(k, s.first)
 	s.mu.RUnlock()
 	if !ok {
 		return
 	}
 	s.firstAckOnce.Do(func() {
-		s.log.Info("first complete snapshot ACKed", zap.String("node", s.tracker.nodeID(k)))
+		s.log.Info("first complete snapshot ACKed", zap.String("node", s.tracker.NodeID(k)))
 		close(s.firstAck)
 		// The first snapshot's versions are needed no more (a copy of
 		// every version: 24 MB at 100,000 revisions).

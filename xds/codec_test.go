@@ -1,9 +1,10 @@
 package xds
 
 import (
-	"google.golang.org/grpc/encoding"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/encoding"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/mem"

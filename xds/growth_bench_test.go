@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // pushedBytes returns the bytes of every response the server sent so far,
@@ -16,7 +18,7 @@ import (
 func pushedBytes(f *fixture) float64 {
 	var n float64
 	for _, typ := range resourceTypes {
-		n += testutil.ToFloat64(f.srv.metrics.pushedBytes.WithLabelValues(shortType(typ)))
+		n += testutil.ToFloat64(f.srv.metrics.pushedBytes.WithLabelValues(encoded.ShortType(typ)))
 	}
 	return n
 }
@@ -63,7 +65,7 @@ func benchAddRemove(b *testing.B, n int) {
 	c := dialDelta(b, f.addr, "bench")
 	syncAll(b, c)
 	synced := pushedBytes(f)
-	vhName := func(k revision.Key) string { return VirtualHostName(revision.ClusterName(k)) }
+	vhName := func(k revision.Key) string { return translate.VirtualHostName(revision.ClusterName(k)) }
 	var added, removed float64
 	for i := 0; b.Loop(); i++ {
 		key := revision.Key{Namespace: "grow", Name: fmt.Sprintf("app-%d", i)}

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+
+	"github.com/thaw-dev/thaw/xds/ack"
 )
 
 // Defaults of Limits.
@@ -168,7 +170,7 @@ func closerOf(ctx context.Context) context.CancelCauseFunc {
 // ADS streams are open, a new non-ADS EDS stream (eds) when MaxEDSStreams
 // are. Called from the stream-open callbacks.
 func (s *Server) admitStream(eds bool) error {
-	ads, edsOpen := s.tracker.counts()
+	ads, edsOpen := s.tracker.Counts()
 	if eds {
 		if edsOpen >= s.lim.MaxEDSStreams {
 			s.limMetrics.refused.WithLabelValues(refusedTooManyStreams).Inc()
@@ -187,10 +189,10 @@ func (s *Server) admitStream(eds bool) error {
 // admitNode records the node a stream named in its first request, or
 // refuses the stream (go-control-plane then closes it) for a node id
 // beyond MaxNodes or a stream beyond MaxStreamsPerNode.
-func (s *Server) admitNode(k streamKey, id, cluster string) error {
-	streams, nodes, ok := s.tracker.claimNode(k, id, cluster, s.lim.MaxNodes, s.lim.MaxStreamsPerNode, s.lim.MaxEDSStreamsPerNode)
+func (s *Server) admitNode(k ack.StreamKey, id, cluster string) error {
+	streams, nodes, ok := s.tracker.ClaimNode(k, id, cluster, s.lim.MaxNodes, s.lim.MaxStreamsPerNode, s.lim.MaxEDSStreamsPerNode)
 	limit := s.lim.MaxStreamsPerNode
-	if s.tracker.isEDS(k) {
+	if s.tracker.IsEDS(k) {
 		limit = s.lim.MaxEDSStreamsPerNode
 	}
 	switch {
@@ -244,22 +246,22 @@ func (s *Server) runStallCheck(ctx context.Context) {
 // to thaw. The alternative, waiting for it forever, lets any client block
 // scale to zero for every revision.
 func (s *Server) excludeStalled(now time.Time) {
-	for _, st := range s.tracker.stalled(now, s.lim.AckTimeout) {
+	for _, st := range s.tracker.Stalled(now, s.lim.AckTimeout) {
 		reason, cause := closedAckTimeout, errStalled
-		if st.noRequest {
+		if st.NoRequest {
 			reason, cause = closedNoRequest, errNoRequest
 		}
 		s.limMetrics.closed.WithLabelValues(reason).Inc()
-		s.recordExcluded(ExcludedNode{ID: st.node, Reason: reason, At: now, Pending: st.pending})
+		s.recordExcluded(ExcludedNode{ID: st.Node, Reason: reason, At: now, Pending: st.Pending})
 		s.log.Warn("closing stalled xDS stream; the node no longer counts for confirmation until it reconnects and ACKs",
-			zap.String("node", st.node), zap.Int64("stream", st.key.id), zap.Bool("delta", st.key.delta),
-			zap.String("reason", reason), zap.Int("pendingResponses", st.pending),
-			zap.Duration("oldest", st.oldest), zap.Duration("ackTimeout", s.lim.AckTimeout))
-		if st.close != nil {
-			st.close(cause)
+			zap.String("node", st.Node), zap.Int64("stream", st.Key.ID), zap.Bool("delta", st.Key.Delta),
+			zap.String("reason", reason), zap.Int("pendingResponses", st.Pending),
+			zap.Duration("oldest", st.Oldest), zap.Duration("ackTimeout", s.lim.AckTimeout))
+		if st.Close != nil {
+			st.Close(cause)
 		}
 		if s.onExcluded != nil {
-			s.onExcluded(st.node, fmt.Sprintf("%s: %v", reason, cause))
+			s.onExcluded(st.Node, fmt.Sprintf("%s: %v", reason, cause))
 		}
 	}
 	s.completeFlips(nil)

@@ -23,29 +23,10 @@ func (s *Server) ConfirmedBy(node string, key revision.Key, generation uint64) b
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.ackedBy(node, resourcev3.EndpointType, ar.cla, ar.claVersion)
+	return s.tracker.AckedBy(node, resourcev3.EndpointType, ar.cla, ar.claVersion)
 }
 
 // Changed returns a channel closed at the server's next change: a
 // snapshot applied, an ACK or NACK, a stream closed. Take it before
 // checking ConfirmedBy, so no change between check and wait is missed.
 func (s *Server) Changed() <-chan struct{} { return s.notify.wait() }
-
-// ackedBy reports whether node holds at least one stream (not excluded)
-// with the named resource, and every such stream ACKed version with
-// nothing newer in flight.
-func (t *tracker) ackedBy(node, typeURL, name, version string) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	counted := 0
-	for _, s := range t.holders[typeURL][name] {
-		if s.excluded || s.nodeID != node {
-			continue
-		}
-		if !s.ackedCurrent(typeURL, name, version) {
-			return false
-		}
-		counted++
-	}
-	return counted > 0
-}

@@ -9,6 +9,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestServerResumedEnvoyCountsAsAcked: after thaw restarts with unchanged
@@ -44,7 +45,7 @@ func TestServerResumedEnvoyCountsAsAcked(t *testing.T) {
 	lds := c.recvType(resourcev3.ListenerType)
 	record(lds)
 	c.ack(lds)
-	c.subscribe(resourcev3.RouteType, HTTPListenerName)
+	c.subscribe(resourcev3.RouteType, translate.HTTPListenerName)
 	rds := c.recvType(resourcev3.RouteType)
 	record(rds)
 	c.ack(rds)
@@ -64,7 +65,7 @@ func TestServerResumedEnvoyCountsAsAcked(t *testing.T) {
 		if typ == resourcev3.EndpointType {
 			names = []string{"rev_default_a"}
 		} else if typ == resourcev3.RouteType {
-			names = []string{HTTPListenerName}
+			names = []string{translate.HTTPListenerName}
 		}
 		c2.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typ, ResourceNamesSubscribe: names, InitialResourceVersions: held[typ]})
 	}

@@ -3,7 +3,6 @@ package xds
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/ack"
+	"github.com/thaw-dev/thaw/xds/cache"
+	"github.com/thaw-dev/thaw/xds/memo"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // ErrAlreadyRunning is returned by Run when another Run is in progress.
@@ -36,7 +39,7 @@ type ServerOptions struct {
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
 	// Config is used for every translation; it is validated by Run.
-	Config Config
+	Config translate.Config
 	// Registerer receives the server's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Clock defaults to the real clock.
@@ -57,25 +60,25 @@ type ServerOptions struct {
 // world) and tracks per stream which versions Envoy ACKed or NACKed.
 type Server struct {
 	log     *zap.Logger
-	cfg     Config
+	cfg     translate.Config
 	clock   clock.Clock
 	metrics *metrics
 	// caches serve listeners and routes (a handful of resources); deltas
 	// serve endpoints, clusters and virtual hosts (one or more per
 	// revision).
 	caches  map[string]*cachev3.LinearCache
-	deltas  map[string]*deltaCache
-	gate    *gatedCache
+	deltas  map[string]*cache.Delta
+	gate    *cache.Gate
 	xds     serverv3.Server
 	stop    context.CancelFunc
-	tracker *tracker
+	tracker *ack.Tracker
 	notify  *notifier
 	running atomic.Bool
 
 	// Owned by the Run goroutine. applied and versions hold what was
 	// applied to the LinearCaches (listeners, routes); the deltas hold
-	// their own (deltaCache.versions, held).
-	tr       *translator
+	// their own (cache.Delta Versions, Held).
+	tr       *memo.Translator
 	prevSnap *revision.Snapshot
 	// stage is a full apply waiting for ACKs before its next step
 	// (stage.go); nil when none. Only Run's goroutine touches it.
@@ -130,8 +133,8 @@ func NewServer(opts ServerOptions) *Server {
 		clock:    opts.Clock,
 		metrics:  newMetrics(opts.Registerer),
 		caches:   map[string]*cachev3.LinearCache{},
-		deltas:   map[string]*deltaCache{},
-		tracker:  newTracker(),
+		deltas:   map[string]*cache.Delta{},
+		tracker:  ack.NewTracker(),
 		notify:   newNotifier(),
 		applied:  map[string]map[string]types.Resource{},
 		versions: map[string]map[string]string{},
@@ -151,7 +154,7 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	for _, typ := range resourceTypes {
 		if deltaTypes[typ] {
-			c := newDeltaCache(typ, changeLogSize)
+			c := cache.NewDelta(typ, cache.ChangeLogSize)
 			s.deltas[typ] = c
 			mux.Caches[typ] = c
 		} else {
@@ -162,7 +165,7 @@ func NewServer(opts ServerOptions) *Server {
 			s.versions[typ] = map[string]string{}
 		}
 	}
-	s.gate = newGatedCache(mux)
+	s.gate = cache.NewGate(mux)
 	// The context only ends the go-control-plane streams when Run returns.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -174,7 +177,7 @@ func NewServer(opts ServerOptions) *Server {
 // EndpointDiscoveryService to g. The latter serves Envoys whose EDS
 // clusters name thaw as a non-ADS config source (api_config_source with
 // the static cluster thaw_xds, as thaw's Envoy Gateway extension writes
-// them): one stream per cluster, answered from the same endpoint deltaCache,
+// them): one stream per cluster, answered from the same endpoint cache.Delta,
 // tracked per stream like ADS, so ConfirmedEverywhere covers them.
 func (s *Server) Register(g *grpc.Server) {
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s.xds)
@@ -184,7 +187,7 @@ func (s *Server) Register(g *grpc.Server) {
 // Run follows reg until ctx ends: it waits for the first Synced snapshot,
 // applies it, opens the caches to Envoy, then applies every later
 // snapshot. It returns nil when ctx ends (open streams are then closed),
-// an error wrapping ErrInvalidConfig for a bad Config, or ErrAlreadyRunning.
+// an error wrapping ErrInvalidConfig for a bad translate.Config, or ErrAlreadyRunning.
 // Translation problems of single revisions are logged and reported by
 // Status; they never stop Run.
 func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
@@ -195,11 +198,11 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 		return ErrAlreadyRunning
 	}
 	defer s.stop()
-	tr, err := newTranslator(&s.cfg)
+	// The delta caches keep the encodings; see encoded.Resource.
+	tr, err := memo.New(&s.cfg, true)
 	if err != nil {
 		return err
 	}
-	tr.encode = true // the delta caches keep the encodings; see encodedResource
 	s.tr = tr
 	stallCtx, stopStallCheck := context.WithCancel(ctx)
 	defer stopStallCheck()
@@ -236,7 +239,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 			}
 			if !opened {
 				opened = true
-				if err := s.gate.open(); err != nil {
+				if err := s.gate.Open(); err != nil {
 					s.log.Error("releasing held xDS watches", zap.Error(err))
 				}
 				s.log.Info("xDS caches open", zap.Uint64("snapshot", snap.Version),
@@ -269,7 +272,7 @@ func (s *Server) ConfirmedEverywhere(key revision.Key, generation uint64) bool {
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.ackedEverywhere(resourcev3.EndpointType, ar.cla, ar.claVersion)
+	return s.tracker.AckedEverywhere(resourcev3.EndpointType, ar.cla, ar.claVersion)
 }
 
 // WaitConfirmed blocks until ConfirmedEverywhere(key, generation) holds and
@@ -299,14 +302,4 @@ func (s *Server) WaitFirstAck(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// hashOf returns a resource's deterministic encoding and the version
-// go-control-plane's delta protocol gives it: the SHA-256 of that encoding.
-func hashOf(r types.Resource) ([]byte, string, error) {
-	b, err := cachev3.MarshalResource(r)
-	if err != nil {
-		return nil, "", fmt.Errorf("marshal %s: %w", cachev3.GetResourceName(r), err)
-	}
-	return b, cachev3.HashResource(b), nil
 }

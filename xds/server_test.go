@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 var (
@@ -25,7 +26,7 @@ var (
 	keyC = revision.Key{Namespace: "default", Name: "c"}
 )
 
-func componentConfig() Config {
+func componentConfig() translate.Config {
 	cfg := testConfig()
 	// Long enough that a make-before-break stage never times out in a
 	// test: every stage here ends by an ACK.
@@ -57,7 +58,7 @@ func syncAll(t testing.TB, c *deltaClient) []string {
 	}
 	c.subscribe(resourcev3.ListenerType)
 	c.ack(c.recvType(resourcev3.ListenerType))
-	c.subscribe(resourcev3.RouteType, HTTPListenerName)
+	c.subscribe(resourcev3.RouteType, translate.HTTPListenerName)
 	c.ack(c.recvType(resourcev3.RouteType))
 	// Envoy subscribes to thaw_http's virtual hosts (VHDS, wildcard) once
 	// it has the route configuration.
@@ -85,7 +86,7 @@ func isProxy(c *endpointv3.ClusterLoadAssignment) bool {
 	if len(eps) == 2 && eps[1].GetPriority() != 1 {
 		return false
 	}
-	return eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetEnvoyInternalAddress().GetServerListenerName() == ActivatorListenerName
+	return eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetEnvoyInternalAddress().GetServerListenerName() == translate.ActivatorListenerName
 }
 
 func generation(f *fixture, k revision.Key) uint64 { return f.reg.Snapshot().Get(k).Generation }
@@ -96,9 +97,7 @@ func TestServerHoldsStreamsUntilSynced(t *testing.T) {
 	c := dialDelta(t, f.addr, "envoy-1")
 	c.subscribe(resourcev3.ClusterType)
 	waitFor(t, "the CDS watch to be parked", func() bool {
-		f.srv.gate.mu.Lock()
-		defer f.srv.gate.mu.Unlock()
-		return len(f.srv.gate.parked) == 1
+		return f.srv.gate.Parked() == 1
 	})
 	// The gate holds the only watch, so nothing can have been sent yet.
 	if got := testutil.ToFloat64(f.srv.metrics.pushes.WithLabelValues("clusters")); got != 0 {
@@ -107,7 +106,7 @@ func TestServerHoldsStreamsUntilSynced(t *testing.T) {
 	f.upsert(keyB, revision.ModeProxy, []string{"b.example.com"})
 	f.reg.SetSynced()
 	cds := c.recvType(resourcev3.ClusterType)
-	want := []string{"rev_default_a", "rev_default_b", ActivatorDstClusterName}
+	want := []string{"rev_default_a", "rev_default_b", translate.ActivatorDstClusterName}
 	got := resourceNames(cds)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
@@ -270,7 +269,7 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 	// The route configuration is unchanged: only the new virtual host is
 	// sent (VHDS).
 	vhds := c.recvType(resourcev3.VirtualHostType)
-	if names := resourceNames(vhds); !slices.Equal(names, []string{VirtualHostName("rev_default_c")}) ||
+	if names := resourceNames(vhds); !slices.Equal(names, []string{translate.VirtualHostName("rev_default_c")}) ||
 		!strings.Contains(vhds.GetResources()[0].GetResource().String(), "c.example.com") {
 		t.Fatalf("VHDS after ACK = %v, want only c's virtual host", names)
 	}
@@ -280,10 +279,10 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 	// after its removal is ACKed.
 	f.reg.Delete(keyC)
 	vhds = c.recvType(resourcev3.VirtualHostType)
-	if !slices.Equal(vhds.GetRemovedResources(), []string{VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
+	if !slices.Equal(vhds.GetRemovedResources(), []string{translate.VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
 		t.Fatalf("VHDS on delete: removed %v, resources %v", vhds.GetRemovedResources(), resourceNames(vhds))
 	}
-	if len(f.srv.deltas[resourcev3.ClusterType].GetResources()) != 3 {
+	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 3 {
 		t.Fatal("cluster removed before the virtual host removal was ACKed")
 	}
 	c.ack(vhds)
@@ -307,7 +306,7 @@ func routeHasHost(t *testing.T, f *fixture, host string) bool {
 			}
 		}
 	}
-	for _, r := range f.srv.deltas[resourcev3.VirtualHostType].GetResources() {
+	for _, r := range messages(f.srv.deltas[resourcev3.VirtualHostType]) {
 		if slices.Contains(r.(*routev3.VirtualHost).GetDomains(), host) {
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestServerReportsInvalidSplit: a split whose percents sum to 90 leaves
@@ -32,10 +33,10 @@ func TestServerReportsInvalidSplit(t *testing.T) {
 		return f.srv.SkipReason(keyA) != nil && f.srv.SkipReason(keyB) != nil
 	})
 	for _, k := range []revision.Key{keyA, keyB} {
-		if err := f.srv.SkipReason(k); !errors.Is(err, ErrInvalidSplit) {
-			t.Errorf("SkipReason(%s) = %v, want ErrInvalidSplit", k, err)
+		if err := f.srv.SkipReason(k); !errors.Is(err, translate.ErrInvalidSplit) {
+			t.Errorf("SkipReason(%s) = %v, want translate.ErrInvalidSplit", k, err)
 		}
-		if st := f.srv.Status(k); !errors.Is(st.Skipped, ErrInvalidSplit) || st.Applied {
+		if st := f.srv.Status(k); !errors.Is(st.Skipped, translate.ErrInvalidSplit) || st.Applied {
 			t.Errorf("Status(%s) = %+v, want skipped and not applied", k, st)
 		}
 	}
@@ -97,10 +98,10 @@ func TestServerHostMovesInOneVirtualHostUpdate(t *testing.T) {
 	if vhds == nil {
 		t.Fatal("no virtual host update")
 	}
-	if got := resourceNames(vhds); !slices.Equal(got, []string{VirtualHostName("split_shop.example.com")}) {
+	if got := resourceNames(vhds); !slices.Equal(got, []string{translate.VirtualHostName("split_shop.example.com")}) {
 		t.Errorf("added virtual hosts = %v, want only the split's", got)
 	}
-	if got := vhds.GetRemovedResources(); !slices.Equal(got, []string{VirtualHostName("rev_default_a")}) {
+	if got := vhds.GetRemovedResources(); !slices.Equal(got, []string{translate.VirtualHostName("rev_default_a")}) {
 		t.Errorf("removed virtual hosts = %v, want a's", got)
 	}
 }

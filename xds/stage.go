@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
 )
 
 // stageNext names what a staged apply does once its stage is over.
@@ -65,7 +66,7 @@ func (s *Server) finishApply(ctx context.Context, st *staged) error {
 	if st.first {
 		// A stream that resumed (reported the versions it holds) before
 		// this snapshot was applied sends nothing more: check it now.
-		for _, k := range s.tracker.keys() {
+		for _, k := range s.tracker.Keys() {
 			s.checkFirstAck(k)
 		}
 	}
@@ -125,7 +126,7 @@ func (s *Server) stageReady() bool {
 	st := s.stage
 	met := true
 	for _, w := range st.waits {
-		if !s.tracker.allAcked(w.typeURL, w.want) || !s.tracker.allRemoved(w.typeURL, w.gone) {
+		if !s.tracker.AllAcked(w.typeURL, w.want) || !s.tracker.AllRemoved(w.typeURL, w.gone) {
 			met = false
 			break
 		}
@@ -138,7 +139,7 @@ func (s *Server) stageReady() bool {
 	}
 	for _, w := range st.waits {
 		s.log.Warn("make-before-break wait timed out; continuing",
-			zap.String("type", shortType(w.typeURL)), zap.Int("resources", len(w.want)),
+			zap.String("type", encoded.ShortType(w.typeURL)), zap.Int("resources", len(w.want)),
 			zap.Duration("timeout", s.cfg.StageTimeout))
 	}
 	return true
@@ -186,27 +187,7 @@ func (s *Server) applyWhileStaged(snap *revision.Snapshot) (complete bool, err e
 	s.mu.RLock()
 	skipped := s.skipped
 	s.mu.RUnlock()
-	var changed []*revision.Revision
-	complete = true
-	for k := range snap.Changes(s.prevSnap) {
-		p, r := s.prevSnap.Get(k), snap.Get(k)
-		if p == r {
-			continue
-		}
-		if _, bad := skipped[k]; bad || p == nil || r == nil || s.tr.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
-			complete = false
-			continue
-		}
-		changed = append(changed, r)
-	}
-	for _, r := range changed {
-		m, err := s.tr.revision(r, s.tr.memo[r.Key].domains)
-		if err != nil {
-			complete = false // the full translation reports it
-			continue
-		}
-		s.tr.memo[r.Key] = m
-	}
+	changed, complete := s.tr.EndpointsWhileStaged(s.prevSnap, snap, skipped)
 	if complete {
 		s.prevSnap = snap
 	}

@@ -7,6 +7,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestServerFlipsWhileAStageWaits: one Envoy stops answering while a
@@ -31,7 +32,7 @@ func TestServerFlipsWhileAStageWaits(t *testing.T) {
 	good.ack(good.recvType(resourcev3.ClusterType))
 	good.subscribe(resourcev3.EndpointType, "rev_default_c")
 	good.ack(good.recvType(resourcev3.EndpointType))
-	clusters := len(f.srv.deltas[resourcev3.ClusterType].GetResources())
+	clusters := len(messages(f.srv.deltas[resourcev3.ClusterType]))
 
 	f.reg.SetMode(keyA, revision.ModeProxy)
 	flip := good.recvType(resourcev3.EndpointType)
@@ -53,7 +54,7 @@ func TestServerFlipsWhileAStageWaits(t *testing.T) {
 	}
 	good.ack(flip)
 	if routeHasHost(t, f, "c.example.com") || !routeHasHost(t, f, "b.example.com") ||
-		len(f.srv.deltas[resourcev3.ClusterType].GetResources()) != clusters {
+		len(messages(f.srv.deltas[resourcev3.ClusterType])) != clusters {
 		t.Fatal("the staged apply or the removal went on before the stopped Envoy answered")
 	}
 
@@ -70,7 +71,7 @@ func TestServerFlipsWhileAStageWaits(t *testing.T) {
 	}
 	waitFor(t, "c's virtual host after the stage", func() bool { return routeHasHost(t, f, "c.example.com") })
 	vh := good.recvType(resourcev3.VirtualHostType)
-	if names := resourceNames(vh); !slices.Contains(names, VirtualHostName("rev_default_c")) {
+	if names := resourceNames(vh); !slices.Contains(names, translate.VirtualHostName("rev_default_c")) {
 		t.Fatalf("VHDS after the stage = %v, want c's virtual host", names)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/thaw-dev/thaw/extproc"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // runDesign (bench only, -only design) compares two ways of putting the
@@ -72,10 +72,10 @@ func runDesign(e *env, outDir string) error {
 }
 
 // designBootstrap is the static Envoy of runDesign; the ext_proc filter is
-// thaw's own (xds.ExtProcFilter), disabled on the outer HCM except on the
+// thaw's own (translate.ExtProcFilter), disabled on the outer HCM except on the
 // rt route.
 func designBootstrap(backendPort, extprocPort, floorPort int, revision string) (string, error) {
-	f, err := xds.ExtProcFilter(&xds.Config{ExtProcMessageTimeout: xds.DefaultExtProcMessageTimeout, HoldBudget: xds.DefaultHoldBudget})
+	f, err := translate.ExtProcFilter(&translate.Config{ExtProcMessageTimeout: translate.DefaultExtProcMessageTimeout, HoldBudget: translate.DefaultHoldBudget})
 	if err != nil {
 		return "", err
 	}
@@ -89,7 +89,7 @@ func designBootstrap(backendPort, extprocPort, floorPort int, revision string) (
 	if err != nil {
 		return "", err
 	}
-	budget := fmt.Sprintf("%.0fs", xds.DefaultHoldBudget.Seconds())
+	budget := fmt.Sprintf("%.0fs", translate.DefaultHoldBudget.Seconds())
 	return fmt.Sprintf(`admin:
   address: {socket_address: {address: 127.0.0.1, port_value: 0}}
 bootstrap_extensions:

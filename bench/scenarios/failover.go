@@ -15,7 +15,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/thaw-dev/thaw/bench/results"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // failoverRev stays in proxy mode (target-burst-capacity -1) with two
@@ -183,7 +183,7 @@ func directRequests(ctx context.Context, envoyAdmin, cluster string) (int64, err
 			continue
 		}
 		host, stat, ok := strings.Cut(rest, "::rq_total::")
-		if !ok || strings.Contains(host, xds.ActivatorListenerName) {
+		if !ok || strings.Contains(host, translate.ActivatorListenerName) {
 			continue
 		}
 		if v, err := strconv.ParseInt(stat, 10, 64); err == nil {

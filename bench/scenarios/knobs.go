@@ -33,7 +33,7 @@ import (
 //	nosock     thaw without the internal_upstream transport socket
 //	nocluster  thaw with the baseline's cluster (round robin, no
 //	           transport socket)
-//	lean       what thaw's translation sends now (xds/route.go,
+//	lean       what thaw's translation sends now (xds/translate/route.go,
 //	           xds/cluster.go)
 //	sstatic    static in a bootstrap with thaw's stats settings
 //	           (envoy/stats-sink.yaml: 1 s flush to a metrics_service sink,

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/thaw-dev/thaw/modsvc"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // Activator kinds (--activator).
@@ -37,7 +37,7 @@ func (f *activatorFlags) add(fl *pflag.FlagSet) {
 // moduleConfig returns the xDS module settings for --activator=module
 // (nil for extproc): the module reaches thaw's state stream and report
 // endpoint on the admin address, on loopback.
-func (f *activatorFlags) moduleConfig(adminAddress, node string) (*xds.ModuleConfig, error) {
+func (f *activatorFlags) moduleConfig(adminAddress, node string) (*translate.ModuleConfig, error) {
 	switch f.kind {
 	case activatorExtProc:
 		return nil, nil
@@ -70,5 +70,5 @@ func (f *activatorFlags) moduleConfig(adminAddress, node string) (*xds.ModuleCon
 	base := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
 	state, report := base, base
 	state.Path, report.Path = modsvc.StatePath, modsvc.ReportPath
-	return &xds.ModuleConfig{Path: path, StateURL: state.String(), ReportURL: report.String(), Node: node}, nil
+	return &translate.ModuleConfig{Path: path, StateURL: state.String(), ReportURL: report.String(), Node: node}, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/thaw-dev/thaw/envoy"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // newEnvoyBootstrapCmd returns `thaw envoy-bootstrap`: it prints the Envoy
@@ -44,7 +44,7 @@ moved into the certificate directory.`,
 			render := envoy.RenderBootstrap
 			if eg {
 				render = func(p envoy.BootstrapParams) ([]byte, error) {
-					return envoy.RenderEnvoyGatewayMerge(p, xds.DefaultConfig())
+					return envoy.RenderEnvoyGatewayMerge(p, translate.DefaultConfig())
 				}
 				if p.NodeID == "" {
 					p.NodeID = "envoy-gateway" // EG names its Envoys

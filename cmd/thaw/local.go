@@ -21,6 +21,7 @@ import (
 	"github.com/thaw-dev/thaw/platform/local"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 type localFlags struct {
@@ -79,8 +80,8 @@ the processes and Envoy, and exits 0.`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "where Envoy's bootstrap, log and pid file live (default: user cache dir)")
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
-	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
-	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
+	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.IntVar(&f.envoyWorkers, "envoy-concurrency", 2, "Envoy worker threads")
@@ -119,7 +120,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		}
 	}
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
-	xcfg := xds.DefaultConfig()
+	xcfg := translate.DefaultConfig()
 	var files app.FileBudget
 	if !f.eg.enabled {
 		if files, err = envoyFileBudget(logger, f.envoyFiles, &xcfg); err != nil {

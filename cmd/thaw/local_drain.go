@@ -12,6 +12,7 @@ import (
 	"github.com/thaw-dev/thaw/platform/local"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // drainer adapts the activator's per-address drain to the local platform.
@@ -71,7 +72,7 @@ func newEnvoyLoad(adminPort int) envoyLoad {
 }
 
 func (e envoyLoad) Load(ctx context.Context, key revision.Key) (map[string]local.BackendLoad, error) {
-	hosts, err := envoy.HostLoads(ctx, e.client, e.adminURL, revision.ClusterName(key), xds.ActivatorDstClusterName)
+	hosts, err := envoy.HostLoads(ctx, e.client, e.adminURL, revision.ClusterName(key), translate.ActivatorDstClusterName)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/thaw-dev/thaw/internal/app"
 	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // firstAckTimeout is how long `thaw local` waits for Envoy to acknowledge
@@ -78,10 +79,10 @@ func watchStart(ctx context.Context, x *xds.Server, proc *app.EnvoyProcess, f *l
 func listenerRejected(x *xds.Server, f *localFlags) error {
 	for _, n := range x.Nodes() {
 		for _, nk := range n.NACKs {
-			if nk.TypeURL != resourcev3.ListenerType || !containsName(nk.Resources, xds.HTTPListenerName) {
+			if nk.TypeURL != resourcev3.ListenerType || !containsName(nk.Resources, translate.HTTPListenerName) {
 				continue
 			}
-			cause := fmt.Errorf("envoy rejected listener %s: %s", xds.HTTPListenerName, nk.Message)
+			cause := fmt.Errorf("envoy rejected listener %s: %s", translate.HTTPListenerName, nk.Message)
 			if strings.Contains(strings.ToLower(nk.Message), "address already in use") {
 				return &app.PortInUseError{ListenPort: app.ListenPort{Address: httpListenAddress(f), Flag: "--http-port"}, Err: cause}
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/thaw-dev/thaw/internal/tlsreload"
 	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 type runFlags struct {
@@ -89,8 +89,8 @@ See docs/kubernetes.md.`,
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
-	fl.DurationVar(&f.holdBudget, "hold-budget", xds.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
-	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", xds.DefaultExtProcMessageTimeout,
+	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
 	fl.BoolVar(&f.inlineRoutes, "inline-routes", false,
@@ -131,7 +131,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		elector.Observe(gate.SetLeader)
 	}
 	reg := revision.NewRegistry(revision.RegistryOptions{Logger: logger.Named("registry"), Holdoff: revision.DefaultHoldoff})
-	xcfg := xds.DefaultConfig()
+	xcfg := translate.DefaultConfig()
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	xcfg.AccessLogPath = f.accessLog
 	if xcfg.AccessLogPath == "" && f.dev {

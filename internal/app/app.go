@@ -27,6 +27,7 @@ import (
 	"github.com/thaw-dev/thaw/extproc"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // Options configures an App.
@@ -56,7 +57,7 @@ type Options struct {
 	// (see IsLoopbackAddress).
 	Pprof bool
 	// XDS configures translation (listener port, hold budget, ...).
-	XDS xds.Config
+	XDS translate.Config
 	// TickInterval is the autoscaler's decision period (default 2 s).
 	TickInterval time.Duration
 	// RevisionMetrics exports one series per revision for the autoscaler's

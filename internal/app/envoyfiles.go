@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // FileBudget splits an Envoy's open-file limit between what the release
@@ -19,7 +19,7 @@ type FileBudget struct {
 	// the xDS, ext_proc and stats connections, logs, event fds per worker.
 	Reserve int
 	// Connections bounds thaw_activator_dst's upstream connections
-	// (xds.Config.ActivatorMaxConnections).
+	// (translate.Config.ActivatorMaxConnections).
 	Connections int
 	// MaxHeld bounds the requests the activator holds at once
 	// (activator.Options.MaxHeld): each held HTTP/1.1 request keeps one
@@ -37,13 +37,13 @@ const fileReserveMax = 256
 const minFileLimit = 256
 
 // NewFileBudget splits limit: Reserve is min(256, limit/8); Connections
-// is an eighth of the rest, at most xds.DefaultActivatorMaxConnections
+// is an eighth of the rest, at most translate.DefaultActivatorMaxConnections
 // (connections are reused: 112 of them, at 50 ms per request, carry over
 // 2,000 requests per second); MaxHeld is what remains. With 1024 open
 // files that is 128, 112 and 784; with 20,000 it is 256, 2468 and 17,276.
 func NewFileBudget(limit int) FileBudget {
 	b := FileBudget{Limit: limit, Reserve: min(fileReserveMax, limit/8)}
-	b.Connections = min(xds.DefaultActivatorMaxConnections, (limit-b.Reserve)/8)
+	b.Connections = min(translate.DefaultActivatorMaxConnections, (limit-b.Reserve)/8)
 	b.MaxHeld = limit - b.Reserve - b.Connections
 	return b
 }

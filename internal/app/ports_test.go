@@ -11,7 +11,7 @@ import (
 
 	"github.com/thaw-dev/thaw/activator"
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 func TestCheckPortsFreeNamesTheFlag(t *testing.T) {
@@ -55,7 +55,7 @@ func TestNewNamesTheBusyGRPCAndAdminFlags(t *testing.T) {
 		{ln.Addr().String(), "127.0.0.1:0", "--grpc-address"},
 		{"127.0.0.1:0", ln.Addr().String(), "--admin-address"},
 	} {
-		_, err := New(Options{Registry: revision.NewRegistry(revision.RegistryOptions{}), XDS: xds.DefaultConfig(),
+		_, err := New(Options{Registry: revision.NewRegistry(revision.RegistryOptions{}), XDS: translate.DefaultConfig(),
 			NewPlatform: func(*activator.Activator, prometheus.Registerer) (Platform, error) { return erroringPlatform{}, nil },
 			GRPCAddress: tt.grpc, AdminAddress: tt.admin})
 		var pe *PortInUseError

@@ -8,7 +8,7 @@ import (
 
 	"github.com/thaw-dev/thaw/activator"
 	"github.com/thaw-dev/thaw/revision"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // erroringPlatform is a platform stand-in that reports a failure for one
@@ -41,7 +41,7 @@ func TestStatusShowsPlatformErrors(t *testing.T) {
 	}
 	reg.SetInvalid(broken, &revision.FieldError{Field: "hosts", Value: "x", Allowed: "y"})
 	a, err := New(Options{Registry: reg, GRPCAddress: "127.0.0.1:0", AdminAddress: "127.0.0.1:0",
-		XDS: xds.DefaultConfig(),
+		XDS: translate.DefaultConfig(),
 		NewPlatform: func(*activator.Activator, prometheus.Registerer) (Platform, error) {
 			return erroringPlatform{bad: crashy}, nil
 		}})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/extproc"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // LeaderHealthService is the grpc.health.v1 service name the Envoy fleet
@@ -80,7 +80,7 @@ func FleetBootstrap(params envoy.BootstrapParams) ([]byte, error) {
 // health checks on thaw's clusters as FleetBootstrap, so EG's Envoy keeps
 // its per-revision EDS streams and stats on the leader (StreamGate gates
 // them) and spreads ext_proc over every ready replica.
-func EnvoyGatewayBootstrap(params envoy.BootstrapParams, cfg xds.Config) ([]byte, error) {
+func EnvoyGatewayBootstrap(params envoy.BootstrapParams, cfg translate.Config) ([]byte, error) {
 	raw, err := envoy.RenderEnvoyGatewayMerge(params, cfg)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/envoy"
-	"github.com/thaw-dev/thaw/xds"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // manifestEGTLS is where EG's Envoy pods mount thaw's client certificate
@@ -65,7 +65,7 @@ spec:
 func TestManifestEnvoyGateway(t *testing.T) {
 	p := manifestBootstrapParams
 	p.TLS = &manifestEGTLS
-	frag, err := EnvoyGatewayBootstrap(p, xds.DefaultConfig())
+	frag, err := EnvoyGatewayBootstrap(p, translate.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ type Platform struct {
 	synced atomic.Bool
 
 	mu    sync.Mutex
-	revs  map[revision.Key]*revState
+	revs  map[revision.Key]*trackedTarget
 	hosts *hostIndex
 	// selectors: namespace → Revision key → its target's pod selector,
 	// so a pod event finds the Revisions selecting the pod.
@@ -90,7 +90,7 @@ func New(opts Options) (*Platform, error) {
 	}
 	p := &Platform{
 		opts: opts, log: opts.Logger, scales: opts.Scales, metrics: m,
-		revs: map[revision.Key]*revState{}, hosts: newHostIndex(), statusSeen: map[revision.Key]struct{}{},
+		revs: map[revision.Key]*trackedTarget{}, hosts: newHostIndex(), statusSeen: map[revision.Key]struct{}{},
 		selectors: map[string]map[revision.Key]labels.Selector{}, ignored: map[revision.Key]string{},
 	}
 	p.setLeading(!opts.Elected)

@@ -38,9 +38,10 @@ var everything = labels.Everything()
 
 func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
 
-// revState is what the platform remembers of one revision key. Guarded by
+// trackedTarget is what the platform remembers of one revision key's scale
+// target (kind, reference, replicas seen and patched). Guarded by
 // Platform.mu.
-type revState struct {
+type trackedTarget struct {
 	log  *zap.Logger
 	kind Kind
 	ref  *corev1.ObjectReference
@@ -74,7 +75,7 @@ type pendingScale struct {
 
 // current returns the desired replica count: a patch not yet seen in the
 // cache wins over the cached value.
-func (st *revState) current() int32 {
+func (st *trackedTarget) current() int32 {
 	if st.pending != nil {
 		return st.pending.replicas
 	}
@@ -196,7 +197,7 @@ func (p *Platform) reconcile(ctx context.Context, key revision.Key) {
 // that sel matches, records how many are ready backends and publishes the
 // backends and spec of key. It returns false (and logs) when the index
 // cannot be read; nothing is published then.
-func (p *Platform) publishBackends(key revision.Key, st *revState, spec revision.Spec, sel labels.Selector, index, value string) bool {
+func (p *Platform) publishBackends(key revision.Key, st *trackedTarget, spec revision.Spec, sel labels.Selector, index, value string) bool {
 	objs, err := p.pods.ByIndex(index, value)
 	if err != nil {
 		p.log.Error("list pods", zap.String("revision", key.String()), zap.Error(err))
@@ -276,17 +277,17 @@ func (p *Platform) reportConflict(key revision.Key, winner, loser *workload) {
 }
 
 // stateLocked returns the state of key, creating it.
-func (p *Platform) stateLocked(key revision.Key) *revState {
+func (p *Platform) stateLocked(key revision.Key) *trackedTarget {
 	st := p.revs[key]
 	if st == nil {
-		st = &revState{log: p.log.WithLazy(zap.String("revision", key.String()))}
+		st = &trackedTarget{log: p.log.WithLazy(zap.String("revision", key.String()))}
 		p.revs[key] = st
 		p.metrics.revisions.WithLabelValues("valid").Inc()
 	}
 	return st
 }
 
-func (p *Platform) setInvalidLocked(st *revState, err error) {
+func (p *Platform) setInvalidLocked(st *trackedTarget, err error) {
 	switch {
 	case st.invalid == nil && err != nil:
 		p.invalid++
@@ -300,7 +301,7 @@ func (p *Platform) setInvalidLocked(st *revState, err error) {
 	st.invalid = err
 }
 
-func (p *Platform) setConflictLocked(st *revState, conflict bool) {
+func (p *Platform) setConflictLocked(st *trackedTarget, conflict bool) {
 	if st.conflict == conflict {
 		return
 	}

@@ -25,7 +25,7 @@ import (
 // another Revision already scales.
 var ErrScaleTarget = errors.New("scale target unusable")
 
-// crdState is what the platform remembers of a Revision beyond revState:
+// crdState is what the platform remembers of a Revision beyond trackedTarget:
 // its scale target as last read through /scale. Guarded by Platform.mu.
 type crdState struct {
 	uid        string
@@ -251,7 +251,7 @@ func (e invalidEvent) emit(p *Platform) {
 // markInvalidLocked records perr on st: the metric and log line the first
 // time this error is seen, and, on the leader, the Event to emit once per
 // distinct message (emitted by the caller after unlocking).
-func (p *Platform) markInvalidLocked(st *revState, perr error) invalidEvent {
+func (p *Platform) markInvalidLocked(st *trackedTarget, perr error) invalidEvent {
 	wasInvalid := st.invalid
 	p.setInvalidLocked(st, perr)
 	st.ready = 0

@@ -43,7 +43,7 @@ func (c *statusCache) update(snap *revision.Snapshot) {
 // annotation changed in the cache). A key stays due while its workload is
 // not known yet (its registry entry came first). Call with the platform
 // lock held: it costs a map lookup per due key, nothing per quiet revision.
-func (c *statusCache) dueLocked(revs map[revision.Key]*revState, seen map[revision.Key]struct{}) []statusPatch {
+func (c *statusCache) dueLocked(revs map[revision.Key]*trackedTarget, seen map[revision.Key]struct{}) []statusPatch {
 	if c.want == nil {
 		return nil
 	}

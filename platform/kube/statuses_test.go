@@ -18,7 +18,7 @@ func TestStatusCacheRendersChangesOnly(t *testing.T) {
 	spec.Hosts = []string{"b.example.com"}
 	reg.Upsert(b, spec)
 	reg.SetInvalid(bad, errors.New("port: must be 1-65535"))
-	revs := map[revision.Key]*revState{
+	revs := map[revision.Key]*trackedTarget{
 		a:   {kind: KindDeployment, ref: objRef("a")},
 		b:   {kind: KindDeployment, ref: objRef("b")},
 		bad: {kind: KindDeployment, ref: objRef("bad")},

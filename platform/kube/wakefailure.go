@@ -66,7 +66,7 @@ func podWakeFailure(p *corev1.Pod) *revision.WakeFailure {
 
 // setWakeFailure publishes f (nil clears) for key and, while leading,
 // records a Warning Event once per failure and leadership term.
-func (p *Platform) setWakeFailure(key revision.Key, st *revState, f *revision.WakeFailure) {
+func (p *Platform) setWakeFailure(key revision.Key, st *trackedTarget, f *revision.WakeFailure) {
 	p.opts.Registry.SetWakeFailure(key, f)
 	p.mu.Lock()
 	var report bool

@@ -18,7 +18,7 @@ import (
 
 // adoptedInstance is a recorded process Run adopts as an instance.
 type adoptedInstance struct {
-	rs    *revState
+	rs    *processGroup
 	e     stateInstance
 	proc  *process
 	ready bool // passed the probe at adoption
@@ -120,7 +120,7 @@ func exeReplaced(pid int) bool {
 // revisions, sets each such revision's desired scale to its adopted count
 // (superseding a SetScale made before Run) and publishes the ready ones.
 func (p *Platform) installAdoptedLocked(adopted []adoptedInstance) {
-	counts := map[*revState]int32{}
+	counts := map[*processGroup]int32{}
 	for _, a := range adopted {
 		rs := a.rs
 		in := newInstance(p, rs, a.e.Seq)

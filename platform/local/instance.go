@@ -16,7 +16,7 @@ import (
 // the fields below the mutex line are guarded by Platform.mu.
 type instance struct {
 	p    *Platform
-	rs   *revState
+	rs   *processGroup
 	seq  int
 	name string
 	log  *zap.Logger
@@ -33,7 +33,7 @@ type instance struct {
 	stopping bool
 }
 
-func newInstance(p *Platform, rs *revState, seq int) *instance {
+func newInstance(p *Platform, rs *processGroup, seq int) *instance {
 	name := fmt.Sprintf("%s-%d", rs.cfg.Load().Key.Name, seq)
 	return &instance{p: p, rs: rs, seq: seq, name: name, stop: make(chan struct{}),
 		log: rs.log().With(zap.String("instance", name))}

@@ -141,7 +141,7 @@ type Platform struct {
 	mu sync.Mutex
 	// revs is swapped whole under mu (a reload adds and removes
 	// revisions); GetScale reads it without the lock.
-	revs    atomic.Pointer[map[revision.Key]*revState]
+	revs    atomic.Pointer[map[revision.Key]*processGroup]
 	ports   map[int32]bool // ports handed to live instances
 	runCtx  context.Context
 	started bool
@@ -161,7 +161,10 @@ type Platform struct {
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
 var _ autoscaler.ScaleHandles = (*Platform)(nil)
 
-type revState struct {
+// processGroup is one revision's scale target in `thaw local`: its group
+// of local processes (instances), the desired count and its
+// configuration.
+type processGroup struct {
 	// cfg is the revision's entry in Options.Config (shared, never
 	// modified: a copy per revision cost ~0.4 KiB each at 100,000).
 	// A reload of the file swaps it (reload.go); instances read it
@@ -192,7 +195,7 @@ type revState struct {
 }
 
 // storeScaleLocked publishes rs's desired and ready counts to GetScale.
-func (rs *revState) storeScaleLocked() {
+func (rs *processGroup) storeScaleLocked() {
 	var ready uint32
 	for _, in := range rs.instances {
 		if in.ready && !in.stopping {
@@ -226,7 +229,7 @@ func New(opts Options) *Platform {
 	p := &Platform{opts: opts, log: opts.Logger, ports: map[int32]bool{},
 		stale: map[*process]stateInstance{}, probeConns: newProbeConns(opts.Clock)}
 	p.probeClient = newProbeClient(p.probeConns)
-	revs := map[revision.Key]*revState{}
+	revs := map[revision.Key]*processGroup{}
 	for i := range opts.Config.Revisions {
 		rc := &opts.Config.Revisions[i]
 		revs[rc.Key] = newRevState(rc, opts.Logger)
@@ -236,17 +239,17 @@ func New(opts Options) *Platform {
 	return p
 }
 
-func newRevState(rc *RevisionConfig, base *zap.Logger) *revState {
-	rs := &revState{fingerprint: configFingerprint(*rc), base: base}
+func newRevState(rc *RevisionConfig, base *zap.Logger) *processGroup {
+	rs := &processGroup{fingerprint: configFingerprint(*rc), base: base}
 	rs.cfg.Store(rc)
 	return rs
 }
 
 // revMap returns the current revisions (never modified: copied on change).
-func (p *Platform) revMap() map[revision.Key]*revState { return *p.revs.Load() }
+func (p *Platform) revMap() map[revision.Key]*processGroup { return *p.revs.Load() }
 
 // log returns the platform's logger with the revision's key.
-func (rs *revState) log() *zap.Logger {
+func (rs *processGroup) log() *zap.Logger {
 	return rs.base.With(zap.String("revision", rs.cfg.Load().Key.String()))
 }
 
@@ -348,7 +351,7 @@ func (p *Platform) ScaleHandle(key revision.Key) (autoscaler.ScaleReader, bool) 
 
 // Scale returns the desired process count and the ready processes, as
 // GetScale does (autoscaler.ScaleReader).
-func (rs *revState) Scale() (current, ready int32, err error) {
+func (rs *processGroup) Scale() (current, ready int32, err error) {
 	v := rs.scale.Load()
 	return int32(uint32(v >> 32)), int32(uint32(v)), nil
 }
@@ -402,7 +405,7 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 // number rs.desired. Which ones stop is stopBefore's order: not ready
 // first, then the least busy by load (requests or connections per port;
 // nil: unknown), then the newest.
-func (p *Platform) reconcileLocked(rs *revState, load map[int32]int) {
+func (p *Platform) reconcileLocked(rs *processGroup, load map[int32]int) {
 	var active []*instance
 	for _, in := range rs.instances {
 		if !in.stopping {
@@ -434,7 +437,7 @@ func (p *Platform) reconcileLocked(rs *revState, load map[int32]int) {
 
 // publishLocked sets the revision's backends to its ready, non-stopping
 // instances.
-func (p *Platform) publishLocked(rs *revState) {
+func (p *Platform) publishLocked(rs *processGroup) {
 	rs.storeScaleLocked()
 	if rs.removed {
 		return // a reload dropped it: the registry no longer lists it

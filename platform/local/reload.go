@@ -75,7 +75,7 @@ func (p *Platform) Reload(cfg *Config) (ReloadResult, error) {
 	}
 	reg := p.opts.Registry
 	old := p.revMap()
-	next := make(map[revision.Key]*revState, len(cfg.Revisions)+len(cfg.Invalid))
+	next := make(map[revision.Key]*processGroup, len(cfg.Revisions)+len(cfg.Invalid))
 	errs := reloadErrors{revs: map[revision.Key]string{}}
 	for i := range cfg.Revisions {
 		rc := &cfg.Revisions[i]
@@ -154,8 +154,8 @@ func (p *Platform) Reload(cfg *Config) (ReloadResult, error) {
 	return res, nil
 }
 
-func (r ReloadResult) addedStates(m map[revision.Key]*revState) []*revState {
-	out := make([]*revState, 0, len(r.Added))
+func (r ReloadResult) addedStates(m map[revision.Key]*processGroup) []*processGroup {
+	out := make([]*processGroup, 0, len(r.Added))
 	for _, k := range r.Added {
 		out = append(out, m[k])
 	}

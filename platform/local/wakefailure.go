@@ -36,7 +36,7 @@ func (in *instance) wakeFailed(msg string, backoff time.Duration) {
 }
 
 // clearWakeFailureLocked clears the revision's wake failure, if any.
-func (p *Platform) clearWakeFailureLocked(rs *revState) {
+func (p *Platform) clearWakeFailureLocked(rs *processGroup) {
 	if !rs.wakeFailed {
 		return
 	}

@@ -1,0 +1,138 @@
+package ack
+
+// AckedEverywhere reports whether at least one stream holds the named
+// resource and every such stream has ACKed version with nothing newer in
+// flight for it. Streams count once they were sent the resource or
+// reported holding it (subscribed to it): one that never subscribed does
+// not route with it, and will be sent the current version when it does.
+// Streams thaw closed as stalled (excluded) do not count (Stalled).
+func (t *Tracker) AckedEverywhere(typeURL, name, version string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	counted := 0
+	for _, s := range t.holders[typeURL][name] {
+		if s.excluded {
+			continue
+		}
+		if !s.ackedCurrent(typeURL, name, version) {
+			return false
+		}
+		counted++
+	}
+	return counted > 0
+}
+
+// holds reports whether the stream was sent, or reported holding, the
+// named resource (it subscribed to it).
+func (s *streamState) holds(typeURL, name string) bool {
+	if _, ok := s.acked[typeURL][name]; ok {
+		return true
+	}
+	return s.pending[typeURL][name] > 0
+}
+
+func (s *streamState) ackedCurrent(typeURL, name, version string) bool {
+	return s.acked[typeURL][name] == version && s.pending[typeURL][name] == 0
+}
+
+// AllAcked reports whether every stream that subscribed to typeURL (ACKed
+// something of it) has ACKed each name at its version, or gave up waiting
+// because it no longer exists. Streams that have not reached typeURL yet
+// will receive the current state anyway and are not waited for.
+func (t *Tracker) AllAcked(typeURL string, want map[string]string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range t.streams {
+		if s.excluded || (len(s.acked[typeURL]) == 0 && len(s.pending[typeURL]) == 0) {
+			continue
+		}
+		for n, v := range want {
+			if !s.ackedCurrent(typeURL, n, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// AllRemoved reports whether every stream that subscribed to typeURL has
+// ACKed the removal of each of names (holds none of them, with nothing
+// in flight for them).
+func (t *Tracker) AllRemoved(typeURL string, names []string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range t.streams {
+		if s.excluded || (len(s.acked[typeURL]) == 0 && len(s.pending[typeURL]) == 0) {
+			continue
+		}
+		for _, n := range names {
+			if s.holds(typeURL, n) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Covers reports whether stream k has ACKed some version of every name in
+// want (type URL → names).
+func (t *Tracker) Covers(k StreamKey, want map[string]map[string]string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.streams[k]
+	if s == nil {
+		return false
+	}
+	for typ, names := range want {
+		a := s.acked[typ]
+		if len(a) < len(names) {
+			return false
+		}
+	}
+	for typ, names := range want {
+		a := s.acked[typ]
+		for n := range names {
+			if _, ok := a[n]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Keys returns the keys of the connected streams.
+func (t *Tracker) Keys() []StreamKey {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]StreamKey, 0, len(t.streams))
+	for k := range t.streams {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Count returns the number of connected streams.
+func (t *Tracker) Count() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.streams)
+}
+
+// AckedBy reports whether node holds at least one stream (not excluded)
+// with the named resource, and every such stream ACKed version with
+// nothing newer in flight.
+func (t *Tracker) AckedBy(node, typeURL, name, version string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	counted := 0
+	for _, s := range t.holders[typeURL][name] {
+		if s.excluded || s.nodeID != node {
+			continue
+		}
+		if !s.ackedCurrent(typeURL, name, version) {
+			return false
+		}
+		counted++
+	}
+	return counted > 0
+}

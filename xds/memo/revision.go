@@ -1,0 +1,212 @@
+package memo
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/encoded"
+	"github.com/thaw-dev/thaw/xds/translate"
+)
+
+// splitVirtualHost returns a split group's virtual host, the previous one
+// when its inputs (hosts, members, percents, timeouts) are unchanged, and
+// the signature it is memoised under.
+func (t *Translator) splitVirtualHost(g translate.SplitGroup, memo map[revision.Key]*memoEntry) (*routev3.VirtualHost, string, error) {
+	ts := make([]translate.RouteTimeouts, 0, len(g.Members))
+	for _, m := range g.Members {
+		e := memo[m.Key]
+		if e == nil {
+			return nil, "", fmt.Errorf("member %s has no resources", m.Key)
+		}
+		ts = append(ts, e.timeouts)
+	}
+	timeouts := translate.MaxTimeouts(ts)
+	sig := fmt.Sprintf("%s|%s|%v", strings.Join(g.Domains, ","), translate.MembersSignature(g.Members), timeouts)
+	if vh := t.splitMemo[sig]; vh != nil {
+		return vh, sig, nil
+	}
+	vh := translate.SplitVirtualHost(translate.SplitVirtualHostParams{Domains: g.Domains, Members: g.Members, Timeouts: timeouts,
+		Config: t.cfg, Parts: t.parts})
+	if err := vh.ValidateAll(); err != nil {
+		return nil, "", fmt.Errorf("virtual host: %w", err)
+	}
+	return vh, sig, nil
+}
+
+// routeConfiguration returns the previous route configuration when the
+// virtual hosts are the same (pointer for pointer), else a new one.
+func (t *Translator) routeConfiguration(vhosts []*routev3.VirtualHost) (*routev3.RouteConfiguration, error) {
+	if t.prevRoute != nil && slices.Equal(vhosts, t.prevVhosts) {
+		return t.prevRoute, nil
+	}
+	rc, err := translate.HTTPRouteConfiguration(vhosts)
+	if err != nil {
+		return nil, err
+	}
+	t.prevVhosts, t.prevRoute = vhosts, rc
+	return rc, nil
+}
+
+// revision returns one revision's virtual host, cluster and endpoints,
+// reusing each of the previous ones whose inputs are unchanged.
+func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEntry, error) {
+	m := t.memo[rev.Key]
+	timeouts := translate.TimeoutsOf(&rev.Spec)
+	if m != nil && m.port == rev.Spec.Port && m.mode == rev.Mode && m.timeouts == timeouts &&
+		m.protocol == rev.Spec.Protocol && slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
+		return m, nil
+	}
+	var name string
+	if m != nil {
+		name = m.name
+	} else {
+		name = revision.ClusterName(rev.Key)
+	}
+	res := &revisionResources{}
+	switch {
+	case len(domains) == 0:
+		// No host of its own (every host split: the split virtual hosts
+		// route to it; or no host at all): cluster and endpoints only.
+	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts:
+		res.vhost, res.vhostEnc = m.res.vhost, m.res.vhostEnc
+	default:
+		vh := translate.RevisionVirtualHost(translate.VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, Parts: t.parts, Name: name, Timeouts: timeouts})
+		if err := vh.ValidateAll(); err != nil {
+			return nil, fmt.Errorf("virtual host: %w", err)
+		}
+		if !t.encodesVirtualHosts() {
+			res.vhost = vh
+		} else {
+			e, err := encoded.Encode(vh)
+			if err != nil {
+				return nil, fmt.Errorf("virtual host: %w", err)
+			}
+			res.vhostEnc = e
+		}
+	}
+	if m != nil && m.protocol == rev.Spec.Protocol {
+		// depends only on the name, protocol and Config
+		res.cluster, res.clusterEnc = m.res.cluster, m.res.clusterEnc
+	} else {
+		c, err := translate.RevisionCluster(translate.RevisionClusterParams{Name: name, Protocol: rev.Spec.Protocol, Config: t.cfg, Parts: t.parts})
+		if err != nil {
+			return nil, err
+		}
+		if !t.encode {
+			res.cluster = c
+		} else if res.clusterEnc, err = encoded.Encode(c); err != nil {
+			return nil, err
+		}
+	}
+	cla, err := t.loadAssignment(rev, name)
+	if err != nil {
+		return nil, err
+	}
+	res.cla = cla
+	return &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends,
+		timeouts: timeouts, protocol: rev.Spec.Protocol, res: res}, nil
+}
+
+// EndpointChanges is the fast path for the common update: the same
+// revisions with the same routing (sameRouting: hosts, traffic percent,
+// tag, timeouts, protocol), only modes, backends or settings that do not
+// reach Envoy changed (a mode flip, a pod becoming ready). It returns the
+// revisions whose pointer changed, with their memo entries updated; ok is
+// false when the change needs a full Translation (revisions added or
+// removed, routing changed, a revision skipped before).
+func (t *Translator) EndpointChanges(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, ok bool, err error) {
+	if prev == nil {
+		return nil, false, nil
+	}
+	// Only the keys the registry changed since prev are visited.
+	for k := range snap.Changes(prev) {
+		p, r := prev.Get(k), snap.Get(k)
+		if p == r { // unchanged, or invalid before and after (not routed)
+			continue
+		}
+		if p == nil || r == nil { // added, removed, or moved in or out of Invalid
+			return nil, false, nil
+		}
+		if _, bad := skipped[k]; bad || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
+			return nil, false, nil
+		}
+		changed = append(changed, r)
+	}
+	for _, r := range changed {
+		m, err := t.revision(r, t.memo[r.Key].domains)
+		if err != nil {
+			return nil, false, fmt.Errorf("revision %s: %w", r.Key, err)
+		}
+		t.memo[r.Key] = m
+	}
+	return changed, true, nil
+}
+
+// sameRouting reports whether two specs of one revision give the same
+// routes and cluster: only then can a change skip the full Translation
+// (the fast path sends nothing but ClusterLoadAssignments).
+func sameRouting(a, b *revision.Spec) bool {
+	return slices.Equal(a.Hosts, b.Hosts) && a.Tag == b.Tag && equalPercent(a.TrafficPercent, b.TrafficPercent) &&
+		translate.TimeoutsOf(a) == translate.TimeoutsOf(b) && a.Protocol == b.Protocol
+}
+
+func equalPercent(a, b *int32) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func (t *Translator) loadAssignment(rev *revision.Revision, name string) (*endpointv3.ClusterLoadAssignment, error) {
+	return translate.LoadAssignment(t.cfg, t.parts, rev, name)
+}
+
+// ClusterName returns the cluster (and ClusterLoadAssignment) name of a
+// revision in the last translation, "" when it was not translated.
+func (t *Translator) ClusterName(key revision.Key) string {
+	if m := t.memo[key]; m != nil {
+		return m.name
+	}
+	return ""
+}
+
+// LoadAssignment returns a revision's ClusterLoadAssignment from the last
+// translation, nil when it was not translated.
+func (t *Translator) LoadAssignment(key revision.Key) *endpointv3.ClusterLoadAssignment {
+	if m := t.memo[key]; m != nil {
+		return m.res.cla
+	}
+	return nil
+}
+
+// EndpointsWhileStaged updates the memo of the revisions whose change
+// from prev to snap reaches only their endpoints (see EndpointChanges),
+// while the server waits on a staged full apply, and returns them.
+// complete is false when snap holds other changes (revisions added,
+// removed, rerouted, skipped, or one that failed to build): those wait for
+// the full translation, which reports the error.
+func (t *Translator) EndpointsWhileStaged(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, complete bool) {
+	complete = true
+	for k := range snap.Changes(prev) {
+		p, r := prev.Get(k), snap.Get(k)
+		if p == r {
+			continue
+		}
+		if _, bad := skipped[k]; bad || p == nil || r == nil || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
+			complete = false
+			continue
+		}
+		changed = append(changed, r)
+	}
+	for _, r := range changed {
+		m, err := t.revision(r, t.memo[r.Key].domains)
+		if err != nil {
+			complete = false // the full translation reports it
+			continue
+		}
+		t.memo[r.Key] = m
+	}
+	return changed, complete
+}
