@@ -171,6 +171,7 @@ func (st *decisionState) decision(d *Decision, now time.Time, res *Result, out *
 	*d = Decision{
 		Key: st.key, Time: now,
 		DesiredScale: out.Desired, Recommended: out.Recommended, WantZero: out.WantZero, Reason: out.Reason,
+		ActivationTimedOut: out.ActivationTimedOut,
 		CurrentScale: current, ReadyPods: ready,
 		ExcessBurstCapacity: res.ExcessBurstCapacity, InPanic: res.InPanic,
 		StableConcurrency: res.Stats.StableConcurrency, PanicConcurrency: res.Stats.PanicConcurrency,
