@@ -171,8 +171,7 @@ func (st *decisionState) decision(d *Decision, now time.Time, res *Result, out *
 	*d = Decision{
 		Key: st.key, Time: now,
 		DesiredScale: out.Desired, Recommended: out.Recommended, WantZero: out.WantZero, Reason: out.Reason,
-		ActivationTimedOut: out.ActivationTimedOut,
-		CurrentScale: current, ReadyPods: ready,
+		CurrentScale: current, ReadyPods: ready, ActivationTimedOut: out.ActivationTimedOut,
 		ExcessBurstCapacity: res.ExcessBurstCapacity, InPanic: res.InPanic,
 		StableConcurrency: res.Stats.StableConcurrency, PanicConcurrency: res.Stats.PanicConcurrency,
 		StableRPS: res.Stats.StableRPS, PanicRPS: res.Stats.PanicRPS,

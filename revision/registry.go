@@ -70,7 +70,7 @@ type entry struct {
 	// activationFailure is set by SetActivationFailure (nil: none), mode
 	// control's; published as WakeFailure when the platform reports none.
 	activationFailure *WakeFailure
-	cached      *Revision
+	cached            *Revision
 }
 
 type published struct {
