@@ -41,3 +41,14 @@ func (c *Controller) recordActivation(d *autoscaler.Decision) {
 		zap.String("reason", f.Reason), zap.String("message", f.Message),
 		zap.Int32("replicas", d.CurrentScale), zap.Int32("ready", d.ReadyPods))
 }
+
+// StoppedDeciding clears the activation failures mode control recorded:
+// call it when the autoscaler that fed RecordDecision stops (this replica
+// lost leadership, or shuts down), since no later decision would clear
+// them and a stale one would answer the revision's requests at once the
+// next time it is at zero.
+func (c *Controller) StoppedDeciding() {
+	if n := c.opts.Registry.ClearActivationFailures(); n > 0 {
+		c.opts.Logger.Info("activation failures cleared: this replica stopped deciding", zap.Int("revisions", n))
+	}
+}

@@ -131,3 +131,30 @@ func TestActivationTimeoutAnswersHeldRequests(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestStoppedDecidingClearsActivationFailures: when the autoscaler stops
+// (leadership lost), the activation failures it caused are cleared; a
+// platform's failure stays.
+func TestStoppedDecidingClearsActivationFailures(t *testing.T) {
+	reg := revision.NewRegistry(revision.RegistryOptions{})
+	c := New(Options{Registry: reg, Confirmer: &fakeConfirmer{confirmed: map[revision.Key]uint64{}}})
+	a, b := revision.Key{Namespace: "ns", Name: "a"}, revision.Key{Namespace: "ns", Name: "b"}
+	reg.Upsert(a, newSpec())
+	reg.Upsert(b, newSpec())
+	for _, k := range []revision.Key{a, b} {
+		c.RecordDecision(autoscaler.Decision{Key: k, DesiredScale: 1, CurrentScale: 1, ActivationTimedOut: true})
+	}
+	reg.SetWakeFailure(b, &revision.WakeFailure{Reason: revision.WakeCrashLoopBackOff})
+	c.StoppedDeciding()
+	snap := reg.Snapshot()
+	if f := snap.Get(a).WakeFailure; f != nil {
+		t.Fatalf("a: %+v after StoppedDeciding, want none", f)
+	}
+	if f := snap.Get(b).WakeFailure; f == nil || f.Reason != revision.WakeCrashLoopBackOff {
+		t.Fatalf("b: %+v, want the platform's CrashLoopBackOff kept", f)
+	}
+	reg.SetWakeFailure(b, nil)
+	if f := reg.Snapshot().Get(b).WakeFailure; f != nil {
+		t.Fatalf("b: %+v after the platform cleared, want none (the activation failure was cleared too)", f)
+	}
+}

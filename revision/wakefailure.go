@@ -111,3 +111,25 @@ func (e *entry) publishedWakeFailure() *WakeFailure {
 	}
 	return e.activationFailure
 }
+
+// ClearActivationFailures clears every revision's activation failure
+// (SetActivationFailure) and returns how many it cleared. Mode control
+// calls it when its autoscaler stops deciding (leadership lost, shutdown):
+// no later decision would clear them. It visits every revision, so it is
+// for such rare moments only.
+func (r *Registry) ClearActivationFailures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for key, e := range r.entries {
+		if e.activationFailure == nil {
+			continue
+		}
+		e.activationFailure = nil
+		n++
+		if e.wakeFailure == nil {
+			r.changedEntryLocked(key, e)
+		}
+	}
+	return n
+}

@@ -318,6 +318,7 @@ func (a *App) runAutoscaler(ctx context.Context) error {
 		if err := a.scaler.Run(c, a.opts.Registry); err != nil && !errors.Is(err, context.Canceled) {
 			a.log.Error("autoscaler stopped", zap.Error(err))
 		}
+		a.modes.StoppedDeciding() // no decision clears its activation failures any more
 	}
 	if a.opts.Elector == nil {
 		lead(ctx)
