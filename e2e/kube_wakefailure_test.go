@@ -27,14 +27,17 @@ import (
 // never becomes Ready). The held request is answered 503 with Retry-After
 // and the reason within the client's deadline (10 s, against a 60 s hold
 // timeout); the Revision's Active condition carries the reason and a
-// WakeFailed Event is recorded.
+// WakeFailed Event is recorded. thaw runs with --max-held 1: while the
+// first request is held, a second one is refused at once (503,
+// Retry-After, outcome held_limit), which proves thaw run's held-request
+// bound at no extra cost.
 func TestKubeImagePullBackOffFailsFast(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{Namespace: "served-elsewhere"})
 	c := env.Cluster
 	installRevisionCRD(t, env)
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
 	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
+	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, "--max-held", "1")
 	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort)})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +91,21 @@ func TestKubeImagePullBackOffFailsFast(t *testing.T) {
 	select {
 	case a := <-done:
 		t.Fatalf("request answered before the pod failed: %+v", a)
+	default:
+	}
+	// The bound: one request is held, so a second one is refused at once.
+	ctx, cancel := context.WithTimeout(t.Context(), exitDeadline)
+	code, body, hdr, err := get(ctx, client(exitDeadline), th, host, "/")
+	cancel()
+	if err != nil || code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(body, "too many requests waiting") {
+		t.Fatalf("second request with --max-held 1: %d %q (Retry-After %q), err %v; want 503 held_limit at once", code, body, hdr.Get("Retry-After"), err)
+	}
+	if m := metricsText(t, th); !strings.Contains(m, `thaw_extproc_responses_total{outcome="held_limit"} 1`+"\n") {
+		t.Fatalf("thaw_extproc_responses_total{outcome=\"held_limit\"} is not 1 in /metrics")
+	}
+	select {
+	case a := <-done:
+		t.Fatalf("the held request was answered by the refusal of another: %+v", a)
 	default:
 	}
 	p := pods[0]
