@@ -358,6 +358,9 @@ func TestMultiscalerPublishesActivationTimeout(t *testing.T) {
 				if n2 != n || last.ActivationTimedOut {
 					t.Fatalf("published %+v: want the timeout cleared by the last decision", h.published())
 				}
+				if v, ok := metricValue(t, h.promReg, MetricActivationTimeouts, nil); !ok || v != 1 {
+					t.Fatalf("%s = %v (present %v), want 1", MetricActivationTimeouts, v, ok)
+				}
 				if want := map[bool]int32{true: 0, false: 1}[tt.toZero]; h.target.scale(keyA) != want {
 					t.Fatalf("scale = %d, want %d", h.target.scale(keyA), want)
 				}

@@ -151,6 +151,9 @@ func (m *Multiscaler) finish(st *decisionState, d *Decision, res *Result, spec *
 		}
 		st.lastEBC, st.lastInPanic, st.hasLastValid = d.ExcessBurstCapacity, d.InPanic, true
 	}
+	if d.ActivationTimedOut && !st.published.activationTimedOut {
+		m.totals.activationTimeouts.Add(1)
+	}
 	publish := !st.hasPublished || keyOf(d) != st.published
 	st.mu.Lock()
 	if st.stopped {
