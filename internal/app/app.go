@@ -380,6 +380,9 @@ func (a *App) Status() []RevisionStatus {
 		if err := a.xds.SkipReason(rev.Key); err != nil && row.Error == "" {
 			row.Error = "not routed: " + err.Error()
 		}
+		if rev.WakeFailure != nil && row.Error == "" {
+			row.Error = "wake-up failed: " + rev.WakeFailure.String()
+		}
 		rows = append(rows, row)
 	}
 	for key, err := range snap.Invalid {
