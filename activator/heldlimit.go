@@ -43,6 +43,7 @@ func (l *limitLog) refused(log *zap.Logger, key revision.Key, limit int64, now t
 	l.pending, l.last = 0, now
 	l.mu.Unlock()
 	log.Warn("refusing requests with 503: the activator holds as many requests as Envoy's open-file limit allows; "+
-		"raise Envoy's open-file limit (ulimit -n before thaw local, or the container's nofile limit)",
+		"raise Envoy's open-file limit (ulimit -n before thaw local; in Kubernetes the Envoy container's nofile limit, "+
+		"then thaw run's --envoy-open-files, or --max-held)",
 		zap.String("revision", key.String()), zap.Int64("maxHeld", limit), zap.Int("refused", n))
 }

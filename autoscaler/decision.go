@@ -28,6 +28,11 @@ type Decision struct {
 	// Reason says why DesiredScale differs from Recommended (Reason*
 	// constants), or is empty.
 	Reason string
+	// ActivationTimedOut is true while a wake-up from zero has had no
+	// ready pod for the revision's activation timeout, until the revision
+	// is back at zero or a pod is ready (GateOutput.ActivationTimedOut):
+	// mode control then answers its requests at once (a wake failure).
+	ActivationTimedOut bool
 	// CurrentScale and ReadyPods are the scale target's replicas and ready
 	// replicas when the decision was taken.
 	CurrentScale int32

@@ -105,16 +105,17 @@ func (st *decisionState) countError(get bool) {
 
 // publishedKey holds the fields of a published decision that decide whether
 // the next one is published: a decision is published when its desired or
-// recommended scale, WantZero, validity or the sign of its excess burst
-// capacity differ from the last published one. It keeps 12 bytes per
-// revision instead of a whole Decision.
+// recommended scale, WantZero, validity, the sign of its excess burst
+// capacity or ActivationTimedOut differ from the last published one. It
+// keeps 12 bytes per revision instead of a whole Decision.
 type publishedKey struct {
 	desired, recommended int32
 	wantZero, valid      bool
 	negativeEBC          bool
+	activationTimedOut   bool
 }
 
 func keyOf(d *Decision) publishedKey {
 	return publishedKey{desired: d.DesiredScale, recommended: d.Recommended, wantZero: d.WantZero,
-		valid: d.Valid, negativeEBC: d.ExcessBurstCapacity < 0}
+		valid: d.Valid, negativeEBC: d.ExcessBurstCapacity < 0, activationTimedOut: d.ActivationTimedOut}
 }

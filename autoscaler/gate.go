@@ -53,6 +53,11 @@ type GateOutput struct {
 	WantZero bool
 	// Reason says why Desired differs from Recommended ("" otherwise).
 	Reason string
+	// ActivationTimedOut is true while a wake-up from zero has had no
+	// ready pod for ActivationTimeout: from that decision until the
+	// revision is back at zero (or, when its bounds forbid zero, until a
+	// pod is ready). Mode control reports it as a wake failure.
+	ActivationTimedOut bool
 }
 
 // Gate is the per-revision scaler stage: scale bounds and the scale-to-zero
@@ -133,7 +138,7 @@ func (g *Gate) Decide(in GateInput) GateOutput {
 
 	if g.activating() && in.Ready == 0 && in.Current > 0 &&
 		in.Now.Sub(g.activationStart) >= spec.ActivationTimeout {
-		out.Reason = ReasonActivationTimeout
+		out.Reason, out.ActivationTimedOut = ReasonActivationTimeout, true
 		if lo > 0 {
 			return out // bounds forbid zero: keep trying
 		}

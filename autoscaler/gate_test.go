@@ -21,6 +21,7 @@ type gateStep struct {
 	wantRecommended int32
 	wantZero        bool
 	wantReason      string
+	wantTimedOut    bool
 }
 
 func gateSpec(fns ...func(*revision.Spec)) revision.Spec {
@@ -146,8 +147,10 @@ func TestGateScenarios(t *testing.T) {
 			// Load went away while waking: the pod is kept while activating.
 			{at: 70, rec: 0, current: 1, ready: 0, proxySince: 0, wantDesired: 1, wantReason: ReasonActivating},
 			{at: 101.9, rec: 1, current: 1, ready: 0, proxySince: 0, wantDesired: 1, wantRecommended: 1},
-			{at: 102, rec: 1, current: 1, ready: 0, proxySince: 0, wantDesired: 0, wantRecommended: 1, wantZero: true, wantReason: ReasonActivationTimeout},
-			// Stale load does not wake it again; a new request does.
+			{at: 102, rec: 1, current: 1, ready: 0, proxySince: 0, wantDesired: 0, wantRecommended: 1, wantZero: true, wantReason: ReasonActivationTimeout, wantTimedOut: true},
+			// Back at zero: no longer timed out (a new request's wake-up is
+			// the next attempt). Stale load does not wake it again; a new
+			// request does.
 			{at: 104, rec: 1, current: 0, ready: 0, proxySince: 0, wantDesired: 0, wantZero: true, wantReason: ReasonActivationFailed},
 			{at: 106, rec: 1, current: 0, ready: 0, proxySince: 0, poked: true, wantDesired: 1, wantRecommended: 1},
 		},
@@ -156,7 +159,19 @@ func TestGateScenarios(t *testing.T) {
 		spec: gateSpec(),
 		steps: []gateStep{
 			{at: 2, rec: 1, current: 0, ready: 0, proxySince: notConfirmed, wantDesired: 1, wantRecommended: 1},
-			{at: 102, rec: 1, current: 1, ready: 0, proxySince: notConfirmed, wantDesired: 1, wantRecommended: 1, wantZero: true, wantReason: ReasonActivationTimeout},
+			{at: 102, rec: 1, current: 1, ready: 0, proxySince: notConfirmed, wantDesired: 1, wantRecommended: 1, wantZero: true, wantReason: ReasonActivationTimeout, wantTimedOut: true},
+			{at: 104, rec: 1, current: 1, ready: 0, proxySince: notConfirmed, wantDesired: 1, wantRecommended: 1, wantZero: true, wantReason: ReasonActivationTimeout, wantTimedOut: true},
+			{at: 106, rec: 1, current: 1, ready: 0, proxySince: 105, wantDesired: 0, wantRecommended: 1, wantZero: true, wantReason: ReasonActivationTimeout, wantTimedOut: true},
+			{at: 108, rec: 0, current: 0, ready: 0, proxySince: 105, wantDesired: 0, wantZero: true},
+		},
+	}, {
+		name: "an activation timeout that bounds keep from zero lasts until a pod is ready",
+		spec: gateSpec(),
+		steps: []gateStep{
+			{at: 2, rec: 1, current: 0, ready: 0, proxySince: 0, wantDesired: 1, wantRecommended: 1},
+			{at: 102, rec: 1, current: 1, ready: 0, proxySince: 0, disableToZero: true, wantDesired: 1, wantRecommended: 1, wantReason: ReasonActivationTimeout, wantTimedOut: true},
+			{at: 300, rec: 1, current: 1, ready: 0, proxySince: 0, disableToZero: true, wantDesired: 1, wantRecommended: 1, wantReason: ReasonActivationTimeout, wantTimedOut: true},
+			{at: 302, rec: 1, current: 1, ready: 1, proxySince: 0, disableToZero: true, wantDesired: 1, wantRecommended: 1},
 		},
 	}, {
 		name: "an activation ends with the first ready pod",
@@ -180,7 +195,8 @@ func TestGateScenarios(t *testing.T) {
 					in.Result = Result{ScaleValid: true, DesiredPodCount: st.rec}
 				}
 				got := g.Decide(in)
-				want := GateOutput{Recommended: st.wantRecommended, Desired: st.wantDesired, WantZero: st.wantZero, Reason: st.wantReason}
+				want := GateOutput{Recommended: st.wantRecommended, Desired: st.wantDesired, WantZero: st.wantZero, Reason: st.wantReason,
+					ActivationTimedOut: st.wantTimedOut}
 				if got != want {
 					t.Errorf("step %d (t=%vs): got %+v, want %+v", i, st.at, got, want)
 				}

@@ -49,12 +49,18 @@ const (
 	MetricScaleTargetFailures = "thaw_autoscaler_scale_target_failures_total"
 	// MetricDecisions counts decisions taken (ticks and pokes).
 	MetricDecisions = "thaw_autoscaler_decisions_total"
+	// MetricActivationTimeouts counts wake-ups from zero that had no ready
+	// pod within their revision's activation timeout (all revisions); each
+	// made the revision's held and new requests fail fast
+	// (Decision.ActivationTimedOut).
+	MetricActivationTimeouts = "thaw_autoscaler_activation_timeouts_total"
 )
 
 // totals are the cluster-wide counters; they survive revisions.
 type totals struct {
 	changes, getErrors, setErrors atomic.Uint64
 	pastDecisions                 atomic.Uint64 // of the shards of Runs that ended
+	activationTimeouts            atomic.Uint64
 }
 
 // metricsCollector reads the multiscaler's state at scrape time: a decision
@@ -65,6 +71,7 @@ type metricsCollector struct {
 	perRevision bool
 
 	revisions, panicking, noData, pods, conc, rps, changesAll, failures, decisions *prometheus.Desc
+	activationTimeouts                                                             *prometheus.Desc
 	// per revision, in revGauges order
 	gauges           []*prometheus.Desc
 	changes, errsRev *prometheus.Desc
@@ -100,6 +107,8 @@ func newMetricsCollector(m *Multiscaler, perRevision bool) *metricsCollector {
 		changesAll: d(MetricAppliedScaleChanges, "Scale changes applied to scale targets, all revisions."),
 		failures:   d(MetricScaleTargetFailures, "Failed scale target calls, all revisions, by operation (get, set).", "op"),
 		decisions:  d(MetricDecisions, "Decisions taken (ticks and pokes), all revisions."),
+		activationTimeouts: d(MetricActivationTimeouts,
+			"Wake-ups from zero without a ready pod within the revision's activation timeout, all revisions (their requests were answered 503 ActivationTimeout)."),
 	}
 	if perRevision {
 		for _, g := range revGauges {
@@ -126,7 +135,7 @@ func registerMetrics(reg prometheus.Registerer, c *metricsCollector) {
 // Describe implements prometheus.Collector.
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.revisions, c.panicking, c.noData, c.pods, c.conc, c.rps,
-		c.changesAll, c.failures, c.decisions} {
+		c.changesAll, c.failures, c.decisions, c.activationTimeouts} {
 		ch <- d
 	}
 	if c.perRevision {
@@ -225,6 +234,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.failures, m.totals.getErrors.Load(), "get")
 	counter(c.failures, m.totals.setErrors.Load(), "set")
 	counter(c.decisions, decisions)
+	counter(c.activationTimeouts, m.totals.activationTimeouts.Load())
 }
 
 func boolFloat(b bool) float64 {

@@ -300,3 +300,71 @@ func TestMultiscalerFollowsRegistry(t *testing.T) {
 		h.stop()
 	})
 }
+
+// TestMultiscalerPublishesActivationTimeout: a wake-up without a ready pod
+// for the activation timeout publishes a decision with ActivationTimedOut
+// (mode control's wake failure), even when the scale it applies does not
+// change (bounds keep it from zero), and a later decision clears it: once
+// back at zero, or once a pod is ready.
+func TestMultiscalerPublishesActivationTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		toZero bool
+	}{
+		{"scaled back to zero", true},
+		{"bounds keep a pod until it is ready", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, func(o *MultiscalerOptions) { o.EnableScaleToZero = ptr.To(tt.toZero) })
+				h.target.followReady = false
+				h.target.set(keyA, 0, 0)
+				h.confirmer.confirm(keyA, time.Now())
+				h.reg.Upsert(keyA, testSpec(func(s *revision.Spec) { s.ActivationTimeout = 10 * time.Second }))
+				h.start()
+				defer h.stop()
+				synctest.Wait()
+				h.ms.Poke(keyA)
+				synctest.Wait()
+				if got := h.target.scale(keyA); got != 1 {
+					t.Fatalf("scale after the poke = %d, want 1", got)
+				}
+				timedOut := func() (n int, last Decision) {
+					for _, d := range h.published() {
+						if d.ActivationTimedOut {
+							n++
+						}
+						last = d
+					}
+					return n, last
+				}
+				time.Sleep(9 * time.Second)
+				synctest.Wait()
+				if n, _ := timedOut(); n != 0 {
+					t.Fatalf("timed out before the activation timeout")
+				}
+				time.Sleep(2 * time.Second) // the tick at 10 s
+				synctest.Wait()
+				n, last := timedOut()
+				if n != 1 || !last.ActivationTimedOut || last.Reason != ReasonActivationTimeout {
+					t.Fatalf("published %+v: want one last decision with ActivationTimedOut", h.published())
+				}
+				if !tt.toZero {
+					h.target.set(keyA, 1, 1)
+				}
+				time.Sleep(4 * time.Second)
+				synctest.Wait()
+				n2, last := timedOut()
+				if n2 != n || last.ActivationTimedOut {
+					t.Fatalf("published %+v: want the timeout cleared by the last decision", h.published())
+				}
+				if v, ok := metricValue(t, h.promReg, MetricActivationTimeouts, nil); !ok || v != 1 {
+					t.Fatalf("%s = %v (present %v), want 1", MetricActivationTimeouts, v, ok)
+				}
+				if want := map[bool]int32{true: 0, false: 1}[tt.toZero]; h.target.scale(keyA) != want {
+					t.Fatalf("scale = %d, want %d", h.target.scale(keyA), want)
+				}
+			})
+		})
+	}
+}

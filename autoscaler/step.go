@@ -151,6 +151,9 @@ func (m *Multiscaler) finish(st *decisionState, d *Decision, res *Result, spec *
 		}
 		st.lastEBC, st.lastInPanic, st.hasLastValid = d.ExcessBurstCapacity, d.InPanic, true
 	}
+	if d.ActivationTimedOut && !st.published.activationTimedOut {
+		m.totals.activationTimeouts.Add(1)
+	}
 	publish := !st.hasPublished || keyOf(d) != st.published
 	st.mu.Lock()
 	if st.stopped {
@@ -171,7 +174,7 @@ func (st *decisionState) decision(d *Decision, now time.Time, res *Result, out *
 	*d = Decision{
 		Key: st.key, Time: now,
 		DesiredScale: out.Desired, Recommended: out.Recommended, WantZero: out.WantZero, Reason: out.Reason,
-		CurrentScale: current, ReadyPods: ready,
+		CurrentScale: current, ReadyPods: ready, ActivationTimedOut: out.ActivationTimedOut,
 		ExcessBurstCapacity: res.ExcessBurstCapacity, InPanic: res.InPanic,
 		StableConcurrency: res.Stats.StableConcurrency, PanicConcurrency: res.Stats.PanicConcurrency,
 		StableRPS: res.Stats.StableRPS, PanicRPS: res.Stats.PanicRPS,

@@ -63,13 +63,15 @@ func New(opts Options) *Controller {
 
 // RecordDecision implements autoscaler.DecisionRecorder: it records the
 // decision's recommendation and writes the desired scale together with the
-// mode it implies, one registry update per decision.
+// mode it implies, one registry update per decision, and reports or clears
+// an activation timeout as a wake failure (recordActivation).
 func (c *Controller) RecordDecision(d autoscaler.Decision) {
 	c.mu.Lock()
 	c.recs[d.Key] = Recommendation{Valid: d.Valid, WantZero: d.WantZero, ExcessBurstCapacity: d.ExcessBurstCapacity}
 	c.mu.Unlock()
 	desired := d.DesiredScale
 	c.reconcile(d.Key, &desired)
+	c.recordActivation(&d)
 }
 
 // Run re-evaluates modes whenever the registry changes (backends appear or

@@ -115,3 +115,41 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestLocalActivationTimeoutFailsFast: a revision whose process runs but
+// never becomes ready (it listens nowhere, so its TCP readiness probe never
+// passes) answers a held request 503 with Retry-After and
+// x-thaw-wake-failure: ActivationTimeout once its activation timeout (2 s)
+// passes, long before its hold timeout (60 s): within the client's 30 s
+// deadline, which covers the wake-up, the timeout and one decision tick.
+func TestLocalActivationTimeoutFailsFast(t *testing.T) {
+	cfg := `revisions:
+  - name: neverready
+    hosts: [neverready.test]
+    command: [sleep, "300"]
+    autoscaling:
+      hold-timeout: 60s
+      activation-timeout: 2s
+`
+	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg})
+	const deadline = 30 * time.Second
+	c := client(deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	code, body, hdr, err := get(ctx, c, th, "neverready.test", "/")
+	if err != nil {
+		t.Fatalf("request to a never-ready revision: %v (after %v), want a 503 after the activation timeout", err, time.Since(start))
+	}
+	t.Logf("answered %d after %v: %q", code, time.Since(start), body)
+	if code != 503 || hdr.Get("Retry-After") == "" || hdr.Get("X-Thaw-Wake-Failure") != "ActivationTimeout" {
+		t.Fatalf("answer %d, Retry-After %q, x-thaw-wake-failure %q; want 503 with both (ActivationTimeout)",
+			code, hdr.Get("Retry-After"), hdr.Get("X-Thaw-Wake-Failure"))
+	}
+	if !strings.Contains(body, "local/neverready") || !strings.Contains(body, "activation timeout (2s)") {
+		t.Fatalf("body %q does not name the revision and the activation timeout", body)
+	}
+	if log := th.Log(); !strings.Contains(log, "wake-up failed") || !strings.Contains(log, "ActivationTimeout") {
+		t.Fatalf("thaw's log does not report the failed wake-up:\n%s", lastLines(log, 15))
+	}
+}

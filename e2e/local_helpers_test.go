@@ -248,3 +248,18 @@ func (e *envoyAdmin) get(path string) (string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
+
+// post sends an admin POST (e.g. /logging?upstream=debug); a status other
+// than 200 is an error.
+func (e *envoyAdmin) post(path string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Post(e.url+path, "", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("envoy admin POST %s: %s", path, resp.Status)
+	}
+	return nil
+}

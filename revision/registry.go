@@ -65,9 +65,12 @@ type entry struct {
 	created uint64
 	// modeGeneration is the generation at which mode last changed.
 	modeGeneration uint64
-	// wakeFailure is set by SetWakeFailure (nil: none).
+	// wakeFailure is set by SetWakeFailure (nil: none), the platform's.
 	wakeFailure *WakeFailure
-	cached      *Revision
+	// activationFailure is set by SetActivationFailure (nil: none), mode
+	// control's; published as WakeFailure when the platform reports none.
+	activationFailure *WakeFailure
+	cached            *Revision
 }
 
 type published struct {
@@ -356,7 +359,7 @@ func (r *Registry) publishLocked() {
 				if e.cached == nil {
 					e.cached = &Revision{Key: k, Spec: *e.spec, Backends: e.backends, Mode: e.mode,
 						DesiredScale: e.desired, Generation: e.generation, ModeGeneration: e.modeGeneration,
-						WakeFailure: e.wakeFailure}
+						WakeFailure: e.publishedWakeFailure()}
 				}
 				rev = e.cached
 			}

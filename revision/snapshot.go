@@ -24,8 +24,10 @@ type Revision struct {
 	// the revision has kept its initial proxy mode). A confirmation of
 	// Mode is current only if it was for a Generation >= ModeGeneration.
 	ModeGeneration uint64
-	// WakeFailure, when set, says waking this revision clearly failed (see
-	// Registry.SetWakeFailure); read-only.
+	// WakeFailure, when set, says waking this revision clearly failed: the
+	// platform's report (Registry.SetWakeFailure) or, when it has none,
+	// mode control's activation timeout (Registry.SetActivationFailure);
+	// read-only.
 	WakeFailure *WakeFailure
 }
 

@@ -75,3 +75,61 @@ func (r *Registry) SetWakeFailure(key Key, f *WakeFailure) {
 	r.pending[key] = struct{}{}
 	r.changedLocked()
 }
+
+// SetActivationFailure records (f != nil) or clears (f == nil) mode
+// control's verdict that a wake-up of basis's revision produced no ready
+// backend within its activation timeout (Reason WakeActivationTimeout).
+// It is a fact apart from the platform's (SetWakeFailure), so neither
+// writer clears the other's; a Revision's WakeFailure shows the platform's
+// when both are set. Like SetDecision it records nothing, and returns
+// false, when basis's revision is gone (deleted, or deleted and created
+// again since basis was read); it publishes only when the failure changed.
+// changed reports whether it did.
+func (r *Registry) SetActivationFailure(basis *Revision, f *WakeFailure) (changed bool) {
+	if f != nil {
+		c := *f
+		f = &c
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[basis.Key]
+	if e == nil || basis.Generation < e.created || wakeFailureEqual(e.activationFailure, f) {
+		return false
+	}
+	e.activationFailure = f
+	if e.wakeFailure == nil {
+		r.changedEntryLocked(basis.Key, e)
+	}
+	return true
+}
+
+// publishedWakeFailure is the failure a Revision shows: the platform's,
+// else mode control's.
+func (e *entry) publishedWakeFailure() *WakeFailure {
+	if e.wakeFailure != nil {
+		return e.wakeFailure
+	}
+	return e.activationFailure
+}
+
+// ClearActivationFailures clears every revision's activation failure
+// (SetActivationFailure) and returns how many it cleared. Mode control
+// calls it when its autoscaler stops deciding (leadership lost, shutdown):
+// no later decision would clear them. It visits every revision, so it is
+// for such rare moments only.
+func (r *Registry) ClearActivationFailures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for key, e := range r.entries {
+		if e.activationFailure == nil {
+			continue
+		}
+		e.activationFailure = nil
+		n++
+		if e.wakeFailure == nil {
+			r.changedEntryLocked(key, e)
+		}
+	}
+	return n
+}

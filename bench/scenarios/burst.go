@@ -25,6 +25,20 @@ const burstCC = 50
 // ready backend at once) and 50 (releases paced by free slots).
 var burstCCs = []int{0, burstCC}
 
+// parseCCs parses -burst-ccs: comma-separated container concurrencies
+// (each >= 0), at least one.
+func parseCCs(v string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want container concurrencies >= 0, comma-separated", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // burstRevAt is the revision the 1000-request burst wakes, with container
 // concurrency cc (0: none).
 func burstRevAt(cc int) rev {
@@ -84,7 +98,11 @@ func runBurst(e *env, n int, burstRev rev, name string) (*results.Burst, error) 
 		return nil, err
 	}
 	cc, _ := strconv.Atoi(burstRev.autoscaling["container-concurrency"])
-	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, burstRev))
+	var extra []string
+	if e.envoyFiles > 0 {
+		extra = []string{"--envoy-open-files", strconv.Itoa(e.envoyFiles)}
+	}
+	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, burstRev), extra...)
 	if err != nil {
 		return nil, err
 	}

@@ -76,9 +76,12 @@ type env struct {
 	// burstRuns is how many times burst10k repeats at each container
 	// concurrency.
 	burstRuns int
-	quick     bool
-	workDir   string
-	keep      bool
+	// envoyFiles is thaw local's --envoy-open-files for the bursts (0:
+	// thaw's default, the hard limit).
+	envoyFiles int
+	quick      bool
+	workDir    string
+	keep       bool
 	// root is the repository (the working directory).
 	root string
 }
@@ -145,6 +148,8 @@ func main() {
 	flag.IntVar(&e.rate, "rate", 1000, "requests per second of the constant-rate runs")
 	flag.IntVar(&e.burstRuns, "burst-runs", burstLargeRuns, "burst10k: runs at each container concurrency (0 and 50)")
 	flag.DurationVar(&burstLargeStartup, "burst-startup", burstLargeStartup, "burst10k: how long the backends take to start")
+	flag.IntVar(&e.envoyFiles, "envoy-open-files", 0, "burst and burst10k: Envoy's open-file limit (thaw local --envoy-open-files; 0: thaw's default, the hard limit)")
+	ccs := flag.String("burst-ccs", "0,50", "burst10k: container concurrencies to run at, comma-separated")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")
 	var pc peersConfig
@@ -167,6 +172,11 @@ func main() {
 		}
 		return
 	}
+	parsed, err := parseCCs(*ccs)
+	if err != nil {
+		log.Fatalf("-burst-ccs: %v", err)
+	}
+	burstCCs = parsed
 	peersOnly := strings.TrimSpace(*only) == "peers"
 	if !peersOnly && strings.Contains(*only, "peers") {
 		log.Fatal("-only peers runs alone (it needs a network namespace of its own)")

@@ -46,6 +46,7 @@ type runFlags struct {
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 	limits           app.Limits
+	files            runFiles
 	tls              tlsreload.Files
 	pprof            bool
 	eg               egFlags
@@ -96,6 +97,10 @@ See docs/kubernetes.md.`,
 	fl.BoolVar(&f.inlineRoutes, "inline-routes", false,
 		"send every virtual host inside route configuration thaw_http (resent whole on each host change) instead of over VHDS; only for Envoys on state-of-the-world ADS")
 	fl.DurationVar(&f.statusInterval, "status-interval", 5*time.Second, "least time between thaw.dev/status patches per workload")
+	fl.IntVar(&f.files.envoyFiles, "envoy-open-files", defaultFleetOpenFiles,
+		"open-file limit (nofile) of each Envoy of the fleet: split like thaw local's into Envoy's own files, thaw_activator_dst's connections (at most 4096) and the requests held at once (docs/reliability.md, \"Open files\")")
+	fl.IntVar(&f.files.maxHeld, "max-held", 0,
+		"most requests this replica's activator holds at once, over all revisions and the Envoys it serves; past it a request that would wait gets 503 + Retry-After (outcome held_limit). 0: what --envoy-open-files leaves for them; -1: no bound")
 	addLimitFlags(fl, &f.limits)
 	fl.StringVar(&f.tls.CertFile, "tls-cert-file", "", "serve gRPC with mutual TLS: thaw's certificate (PEM; reloaded when it changes). Needs --tls-key-file and --tls-client-ca-file; empty: plaintext")
 	fl.StringVar(&f.tls.KeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
@@ -139,10 +144,15 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	}
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	xcfg.InlineRoutes = f.inlineRoutes
+	maxHeld, err := f.files.budget(logger, &xcfg)
+	if err != nil {
+		return err
+	}
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,
 		NewPlatform: func(act *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
+			act.SetMaxHeld(maxHeld)
 			p, err := kube.New(kube.Options{Logger: logger.Named("kube"), Client: client, RESTConfig: cfg, Registry: reg,
 				Defaults: revision.DefaultSpec(), Limits: revision.Limits{HoldBudget: f.holdBudget}, Namespace: f.watchNamespace, LabelSelector: f.workloadSelector,
 				PodLabelSelector: f.podSelector, Registerer: metrics, Elected: elector != nil, StatusInterval: f.statusInterval,

@@ -318,6 +318,7 @@ func (a *App) runAutoscaler(ctx context.Context) error {
 		if err := a.scaler.Run(c, a.opts.Registry); err != nil && !errors.Is(err, context.Canceled) {
 			a.log.Error("autoscaler stopped", zap.Error(err))
 		}
+		a.modes.StoppedDeciding() // no decision clears its activation failures any more
 	}
 	if a.opts.Elector == nil {
 		lead(ctx)
@@ -378,6 +379,9 @@ func (a *App) Status() []RevisionStatus {
 		}
 		if err := a.xds.SkipReason(rev.Key); err != nil && row.Error == "" {
 			row.Error = "not routed: " + err.Error()
+		}
+		if rev.WakeFailure != nil && row.Error == "" {
+			row.Error = "wake-up failed: " + rev.WakeFailure.String()
 		}
 		rows = append(rows, row)
 	}

@@ -36,6 +36,10 @@ const fileReserveMax = 256
 // below it the budget leaves fewer than 64 held requests.
 const minFileLimit = 256
 
+// MinFileLimit is the smallest Envoy open-file limit thaw accepts (thaw
+// local's --envoy-open-files, thaw run's --envoy-open-files).
+const MinFileLimit = minFileLimit
+
 // NewFileBudget splits limit: Reserve is min(256, limit/8); Connections
 // is an eighth of the rest, at most translate.DefaultActivatorMaxConnections
 // (connections are reused: 112 of them, at 50 ms per request, carry over

@@ -28,17 +28,20 @@ func (p erroringPlatform) RevisionError(key revision.Key) string {
 }
 
 // TestStatusShowsPlatformErrors: a valid revision's row carries the
-// platform's last error; other rows stay clean; an invalid revision's row
-// carries its configuration error.
+// platform's last error, or else its wake failure (an activation timeout);
+// other rows stay clean; an invalid revision's row carries its
+// configuration error.
 func TestStatusShowsPlatformErrors(t *testing.T) {
 	reg := revision.NewRegistry(revision.RegistryOptions{})
 	crashy, fine, broken := revision.Key{Namespace: "local", Name: "crashy"}, revision.Key{Namespace: "local", Name: "fine"},
 		revision.Key{Namespace: "local", Name: "broken"}
-	for i, k := range []revision.Key{crashy, fine} {
+	slow := revision.Key{Namespace: "local", Name: "slow"}
+	for i, k := range []revision.Key{crashy, fine, slow} {
 		s := revision.DefaultSpec()
-		s.Hosts = []string{[]string{"crashy.localhost", "fine.localhost"}[i]}
+		s.Hosts = []string{[]string{"crashy.localhost", "fine.localhost", "slow.localhost"}[i]}
 		reg.Upsert(k, s)
 	}
+	reg.SetActivationFailure(reg.Snapshot().Get(slow), &revision.WakeFailure{Reason: revision.WakeActivationTimeout, Message: "no backend"})
 	reg.SetInvalid(broken, &revision.FieldError{Field: "hosts", Value: "x", Allowed: "y"})
 	a, err := New(Options{Registry: reg, GRPCAddress: "127.0.0.1:0", AdminAddress: "127.0.0.1:0",
 		XDS: translate.DefaultConfig(),
@@ -53,7 +56,8 @@ func TestStatusShowsPlatformErrors(t *testing.T) {
 	for _, r := range a.Status() {
 		got[r.Revision] = r.Error
 	}
-	if got["local/crashy"] != "crashy-1: exit status 3" || got["local/fine"] != "" || got["local/broken"] == "" || len(got) != 3 {
+	if got["local/crashy"] != "crashy-1: exit status 3" || got["local/fine"] != "" || got["local/broken"] == "" ||
+		got["local/slow"] != "wake-up failed: ActivationTimeout: no backend" || len(got) != 4 {
 		t.Errorf("status errors = %q", got)
 	}
 }

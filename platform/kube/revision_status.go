@@ -83,8 +83,13 @@ func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 		case in.rev.WakeFailure != nil:
 			// The reason is the kubelet's or scheduler's own word
 			// (ImagePullBackOff, CrashLoopBackOff, Unschedulable, ...).
+			until := "until a pod starts again"
+			if in.rev.WakeFailure.Reason == revision.WakeActivationTimeout {
+				// Mode control's verdict (no pod ready in time).
+				until = "until the revision is back at zero (the next request wakes it again) or a pod is ready"
+			}
 			set(v1alpha1.ConditionActive, false, in.rev.WakeFailure.Reason,
-				"waking failed: "+in.rev.WakeFailure.String()+"; requests are answered 503 until a pod starts again")
+				"waking failed: "+in.rev.WakeFailure.String()+"; requests are answered 503 "+until)
 		case in.rev.DesiredScale > 0 || (in.rev.DesiredScale < 0 && in.replicas > 0):
 			set(v1alpha1.ConditionActive, false, v1alpha1.ReasonWaking,
 				fmt.Sprintf("waiting for a ready pod (%d replicas wanted)", max(in.rev.DesiredScale, in.replicas)))

@@ -63,6 +63,13 @@ func TestRevisionStatus(t *testing.T) {
 			ready: cond{metav1.ConditionTrue, v1alpha1.ReasonRouted}, active: cond{metav1.ConditionFalse, revision.WakeImagePullBackOff},
 		},
 		{
+			name: "wake failed: activation timeout",
+			in: statusInput{rev: &revision.Revision{Mode: revision.ModeProxy, DesiredScale: 0,
+				WakeFailure: &revision.WakeFailure{Reason: revision.WakeActivationTimeout, Message: "no backend became ready within the activation timeout (10m0s) of the wake-up"}}, replicas: 1},
+			mode: "proxy", desired: ptrTo[int32](0),
+			ready: cond{metav1.ConditionTrue, v1alpha1.ReasonRouted}, active: cond{metav1.ConditionFalse, revision.WakeActivationTimeout},
+		},
+		{
 			name: "wake failure of one pod while another serves",
 			in: statusInput{rev: &revision.Revision{Mode: revision.ModeServe, DesiredScale: 2, Backends: ready[:1],
 				WakeFailure: &revision.WakeFailure{Reason: revision.WakeCrashLoopBackOff}}, replicas: 2},
