@@ -53,6 +53,7 @@ func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revisi
 			Key:           r.Key.String(),
 			QueueDepth:    r.Spec.QueueDepth,
 			HoldTimeoutMs: r.Spec.HoldTimeout.Milliseconds(),
+			Wake:          r.Spec.Wake.HolderConfig(),
 		}
 		if ru.QueueDepth < 1 {
 			ru.QueueDepth = revision.DefaultQueueDepth

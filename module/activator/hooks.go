@@ -160,6 +160,9 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		return statusContinue
 	}
 	f.grpc = isGRPC(ep)
+	if wakeAnswer(ep, f, r) {
+		return statusStopIteration
+	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
 	w, err := r.Hold(func(*state.Waiter) {
@@ -179,7 +182,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		setOverrideHost(ep, f.backend.Addr)
 		return statusContinue
 	}
-	f.waiter, f.hold = w, h
+	f.waiter, f.hold, f.heldAt = w, h, time.Now()
 	return statusStopAllIterationAndWatermark
 }
 
@@ -200,6 +203,9 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 	case state.Granted:
 		f.waiter = nil
 		f.backend = w.Take()
+		if f.rev.ColdStartHeader() {
+			f.coldStart, f.coldStartMs = true, time.Since(f.heldAt).Milliseconds()
+		}
 		setOverrideHost(ep, f.backend.Addr)
 		continueDecoding(ep)
 	case state.TimedOut:
@@ -244,6 +250,16 @@ func endFilter(f *filter) {
 		f.hold = nil
 		h.drop()
 	}
+}
+
+//export envoy_dynamic_module_on_http_filter_response_headers
+func envoy_dynamic_module_on_http_filter_response_headers(ep, mod uintptr, a1 bool) int32 {
+	defer recoverLog("response headers")
+	if f := lookupFilter(mod); f != nil && f.coldStart {
+		f.coldStart = false
+		setColdStart(ep, f)
+	}
+	return statusContinue
 }
 
 //export envoy_dynamic_module_on_http_filter_stream_complete

@@ -28,6 +28,7 @@ type Revision struct {
 	limits   atomic.Pointer[limits]
 	held     atomic.Int64 // requests waiting in queue
 	inFlight atomic.Int64 // requests holding a slot
+	wake     atomic.Pointer[wakeState]
 
 	mu    sync.Mutex // queue and backend list changes
 	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
@@ -246,8 +247,11 @@ func (r *Revision) compactLocked() {
 
 // set installs ru: backends kept by address (their in-flight counts go
 // on), new ones added, missing ones dropped (requests on them finish and
-// free their slot on the old object), then held requests are granted.
-func (r *Revision) set(ru *RevisionUpdate) {
+// free their slot on the old object), the wake policy compiled when it
+// changed, then held requests are granted. The error is a wake policy
+// that did not compile (the rest of ru is installed).
+func (r *Revision) set(ru *RevisionUpdate) error {
+	werr := r.setWake(ru.Wake)
 	r.mu.Lock()
 	old := *r.backends.Load()
 	byAddr := make(map[string]*Backend, len(old)+len(r.draining))
@@ -287,4 +291,5 @@ func (r *Revision) set(ru *RevisionUpdate) {
 	if r.held.Load() > 0 {
 		r.dispatch()
 	}
+	return werr
 }
