@@ -10,7 +10,9 @@ typedef struct { const char* ptr; size_t length; } thaw_buf;
 import "C"
 
 import (
+	"os/signal"
 	"runtime/cgo"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -45,6 +47,11 @@ func envoy_dynamic_module_on_program_init() (v *C.char) {
 			v = nil
 		}
 	}()
+	// Envoy ignores SIGPIPE; Go's runtime, loaded as a library, installs
+	// its own handler and kills the process when a write to stderr (fd 2)
+	// hits a closed pipe: the module's log lines, once the process that
+	// reads Envoy's stderr (thaw local) is gone. Ignore it in Go too.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := resolveCallbacks(); err != nil {
 		logf("%v", err)
 		return nil
