@@ -2,7 +2,9 @@ package modsvc
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/thaw-dev/thaw/module/state"
 	"github.com/thaw-dev/thaw/revision"
@@ -85,5 +87,31 @@ func TestReportWakeCounts(t *testing.T) {
 	}
 	if len(got) != 2 || got["ns/a/probe"] != 3 || got["ns/a/page"] != 2 {
 		t.Fatalf("counted %v, want ns/a/probe 3 and ns/a/page 2 only", got)
+	}
+}
+
+// TestUpdateCarriesWakeFailure: a revision whose wake-up failed and that
+// has no ready backend carries the failure; the module accepts it.
+func TestUpdateCarriesWakeFailure(t *testing.T) {
+	reg, k := testRegistry(t, 0)
+	at := time.Unix(1_800_000_000, 0)
+	reg.SetWakeFailure(k, &revision.WakeFailure{Reason: revision.WakeProcessExited, Message: "exit status 3", RetryAt: at})
+	var u *state.Update
+	for i := 0; i < 100; i++ { // the registry publishes asynchronously
+		if u = Update(reg.Snapshot(), 1, 0); u.Revisions[0].WakeFailure != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f := u.Revisions[0].WakeFailure
+	if f == nil || f.Reason != "ProcessExited" || f.Message != "exit status 3" || f.RetryAtMs != at.UnixMilli() {
+		t.Fatalf("wake failure %+v", f)
+	}
+	if err := state.NewTable(0, 1).Apply(u); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(u)
+	if _, err := state.DecodeUpdate(b); err != nil {
+		t.Fatalf("the module refuses thaw's update: %v", err)
 	}
 }

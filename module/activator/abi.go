@@ -214,5 +214,11 @@ func sendResponse(f uintptr, code uint32, h *C.thaw_header, nh int, body *C.char
 	C.thaw_send_response(C.uintptr_t(f), C.uint32_t(code), h, C.size_t(nh), body, C.size_t(nbody), details, C.size_t(ndetails))
 }
 
+// sendHeaders sends a headers-only local reply (end of stream) whose
+// headers are in C memory; Envoy copies them.
+func sendHeaders(f uintptr, h *C.thaw_header, nh int) {
+	C.thaw_send_headers(C.uintptr_t(f), h, C.size_t(nh))
+}
+
 // isGRPC reports whether the request is gRPC (content-type).
 func isGRPC(f uintptr) bool { return bool(C.thaw_is_grpc(C.uintptr_t(f))) }

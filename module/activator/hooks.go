@@ -10,6 +10,7 @@ typedef struct { const char* ptr; size_t length; } thaw_buf;
 import "C"
 
 import (
+	"errors"
 	"os/signal"
 	"runtime/cgo"
 	"syscall"
@@ -179,6 +180,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	if err != nil {
 		h.refs.Store(1)
 		h.drop()
+		var wf *state.WakeFailedError
+		if errors.As(err, &wf) {
+			sendWakeFailure(ep, f, r.Key, wf.Failure)
+			return statusStopIteration
+		}
 		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)
 		return statusStopIteration
 	}
@@ -218,6 +224,9 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 	case state.TimedOut:
 		f.waiter = nil
 		sendAnswer(ep, f.cfg.answers.holdTimeout, f.grpc)
+	case state.WakeFailed:
+		f.waiter = nil
+		sendWakeFailure(ep, f, f.rev.Key, w.Failure())
 	}
 }
 

@@ -13,6 +13,7 @@ import "C"
 
 import (
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -31,6 +32,10 @@ import (
 const (
 	detailsWakeRule    = "thaw_wake_rule"
 	detailsWaitingPage = "thaw_wake_waiting_page"
+	detailsWakeFailed  = "thaw_activator_wake_failed"
+	// wakeFailureHeader is extproc.WakeFailureHeader (the module does not
+	// import the ext_proc server).
+	wakeFailureHeader = "x-thaw-wake-failure"
 )
 
 // wakeRequest is what the policy's rules see of the request on ep: its
@@ -74,8 +79,25 @@ func wakeAnswer(ep uintptr, f *filter, r *state.Revision) bool {
 // sendDynamic sends a local reply built from Go values. send_response
 // reads a header array that must hold no Go pointer, so everything is
 // copied into one C block for the call and freed after it (Envoy copies
-// the reply). Only wake answers at zero take this path.
+// the reply). Only answers at zero (wake policies, failed wake-ups) take
+// this path. grpc sends the trailers-only gRPC form instead: HTTP 200,
+// grpc-status 14 (UNAVAILABLE) and the body as grpc-message, the other
+// headers kept.
 func sendDynamic(ep uintptr, code int, headers []wake.Header, body, details string) {
+	sendDynamicAs(ep, code, headers, body, details, false)
+}
+
+func sendDynamicAs(ep uintptr, code int, headers []wake.Header, body, details string, grpc bool) {
+	if grpc {
+		hs := []wake.Header{{Name: ":status", Value: "200"}, {Name: "content-type", Value: "application/grpc"},
+			{Name: "grpc-status", Value: "14"}, {Name: "grpc-message", Value: strings.TrimSuffix(body, "\n")}}
+		for _, h := range headers {
+			if h.Name != "content-type" {
+				hs = append(hs, h)
+			}
+		}
+		headers, body, details = hs, "", ""
+	}
 	size := uintptr(len(headers)) * unsafe.Sizeof(C.thaw_header{})
 	for _, h := range headers {
 		size += uintptr(len(h.Name) + len(h.Value))
@@ -103,9 +125,23 @@ func sendDynamic(ep uintptr, code int, headers []wake.Header, body, details stri
 	if len(headers) > 0 {
 		hp = &hs[0]
 	}
+	if grpc {
+		sendHeaders(ep, hp, len(headers))
+		return
+	}
 	bp, bn := put(body)
 	dp, dn := put(details)
 	sendResponse(ep, uint32(code), hp, len(headers), bp, bn, dp, dn)
+}
+
+// sendWakeFailure answers a request of revision key whose wake-up failed
+// (f): 503, Retry-After until the platform's next attempt, the reason in
+// x-thaw-wake-failure, as the ext_proc activator answers.
+func sendWakeFailure(ep uintptr, f *filter, key string, wf *state.WakeFailure) {
+	hs := []wake.Header{{Name: "content-type", Value: "text/plain; charset=utf-8"},
+		{Name: "retry-after", Value: strconv.FormatInt(wf.RetryAfter(time.Now()), 10)},
+		{Name: wakeFailureHeader, Value: wf.Reason}}
+	sendDynamicAs(ep, 503, hs, wf.Body(key), detailsWakeFailed, f.grpc)
 }
 
 // coldStartKey is wake.HeaderColdStart in C memory.

@@ -55,6 +55,9 @@ type RevisionUpdate struct {
 	// module compiles it when it differs from the revision's last one
 	// (Table.Apply), never per request.
 	Wake json.RawMessage `json:"wake,omitempty"`
+	// WakeFailure, when set while the revision has no backend, says its
+	// wake-up failed: held and new requests are answered at once.
+	WakeFailure *WakeFailure `json:"wakeFailure,omitempty"`
 }
 
 // BackendUpdate is one ready backend and this Envoy's slots on it.
@@ -103,6 +106,11 @@ func DecodeUpdate(b []byte) (*Update, error) {
 		}
 		if r.HoldTimeoutMs < 1 || r.HoldTimeoutMs > int64(24*time.Hour/time.Millisecond) {
 			return nil, fmt.Errorf("%w: revision %q: holdTimeoutMs %d not in [1, 86400000]", ErrInvalid, r.Key, r.HoldTimeoutMs)
+		}
+		if r.WakeFailure != nil {
+			if err := r.WakeFailure.validate(); err != nil {
+				return nil, fmt.Errorf("%w: revision %q: %w", ErrInvalid, r.Key, err)
+			}
 		}
 		if len(r.Wake) > MaxWakeBytes {
 			return nil, fmt.Errorf("%w: revision %q: wake policy of %d bytes, limit %d", ErrInvalid, r.Key, len(r.Wake), MaxWakeBytes)

@@ -29,6 +29,7 @@ type Revision struct {
 	held     atomic.Int64 // requests waiting in queue
 	inFlight atomic.Int64 // requests holding a slot
 	wake     atomic.Pointer[wakeState]
+	failure  atomic.Pointer[WakeFailure] // nil: none
 
 	mu    sync.Mutex // queue and backend list changes
 	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
@@ -88,10 +89,14 @@ const (
 	Granted
 	TimedOut
 	Canceled
+	// WakeFailed: the revision's wake-up failed while the request waited
+	// (Waiter.Failure says why).
+	WakeFailed
 )
 
 // Waiter is one held request. Notify is called once, outside every lock,
-// when it leaves Waiting for Granted or TimedOut (not for Cancel); it runs
+// when it leaves Waiting for Granted, TimedOut or WakeFailed (not for
+// Cancel); it runs
 // on whatever goroutine or thread made the change and must not block.
 type Waiter struct {
 	r       *Revision
@@ -99,6 +104,14 @@ type Waiter struct {
 	backend *Backend
 	timer   *time.Timer
 	notify  func(*Waiter)
+	failure *WakeFailure // WakeFailed only
+}
+
+// Failure returns why the wake-up failed (WakeFailed only).
+func (w *Waiter) Failure() *WakeFailure {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.failure
 }
 
 // Outcome returns where w stands; read it in Notify or after it.
@@ -118,8 +131,10 @@ func (w *Waiter) Backend() *Backend {
 
 // Hold queues a request that Acquire could not place. It returns a Waiter
 // that is already Granted when a slot freed meanwhile (notify is then not
-// called), ErrQueueFull past the revision's queue depth, or a Waiting
-// Waiter that notify reports on within the revision's hold timeout.
+// called), ErrQueueFull past the revision's queue depth, a
+// *WakeFailedError while the revision's wake-up has failed and it has no
+// backend, or a Waiting Waiter that notify reports on within the
+// revision's hold timeout.
 func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 	r.mu.Lock()
 	l := r.limits.Load()
@@ -131,6 +146,10 @@ func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 			r.mu.Unlock()
 			return w, nil
 		}
+	}
+	if f := r.WakeFailure(); f != nil {
+		r.mu.Unlock()
+		return nil, &WakeFailedError{Failure: f}
 	}
 	if int(r.held.Load()) >= l.queueDepth {
 		r.mu.Unlock()
@@ -252,6 +271,7 @@ func (r *Revision) compactLocked() {
 // that did not compile (the rest of ru is installed).
 func (r *Revision) set(ru *RevisionUpdate) error {
 	werr := r.setWake(ru.Wake)
+	r.failure.Store(ru.WakeFailure)
 	r.mu.Lock()
 	old := *r.backends.Load()
 	byAddr := make(map[string]*Backend, len(old)+len(r.draining))
@@ -287,7 +307,15 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 		}
 	}
 	r.limits.Store(&limits{queueDepth: ru.QueueDepth, holdTimeout: ru.HoldTimeout()})
+	var failed []*Waiter
+	if f := ru.WakeFailure; f != nil && len(bs) == 0 {
+		failed = r.failAllLocked(f)
+	}
 	r.mu.Unlock()
+	for _, w := range failed {
+		w.timer.Stop()
+		w.notify(w)
+	}
 	if r.held.Load() > 0 {
 		r.dispatch()
 	}

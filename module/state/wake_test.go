@@ -192,3 +192,53 @@ func TestDecodeReportWake(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeFailure: a published wake failure answers held requests at once
+// (WakeFailed, notified) and refuses new ones; a backend clears it.
+func TestWakeFailure(t *testing.T) {
+	tab := NewTable(time.Minute, 10)
+	tab.Apply(update("ns/a", 10, time.Minute))
+	r := tab.Lookup("ns/a")
+	notified := make(chan *Waiter, 2)
+	w, err := r.Hold(func(w *Waiter) { notified <- w })
+	if err != nil || w.Outcome() != Waiting {
+		t.Fatalf("Hold = %v, %v", w, err)
+	}
+	f := &WakeFailure{Reason: "ProcessExited", Message: "exit status 3\nline two", RetryAtMs: time.Now().Add(5 * time.Second).UnixMilli()}
+	u := update("ns/a", 10, time.Minute)
+	u.Revisions[0].WakeFailure = f
+	if err := tab.Apply(u); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-notified:
+		if got != w || w.Outcome() != WakeFailed || w.Failure() != f {
+			t.Fatalf("held request: outcome %v failure %+v", w.Outcome(), w.Failure())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("held request not answered when the failure was published")
+	}
+	if r.Held() != 0 {
+		t.Fatalf("Held = %d after the failure", r.Held())
+	}
+	var we *WakeFailedError
+	if _, err := r.Hold(func(*Waiter) {}); !errors.As(err, &we) || !errors.Is(err, ErrWakeFailed) || we.Failure != f {
+		t.Fatalf("Hold during a failure = %v, want a WakeFailedError", err)
+	}
+	if ra := f.RetryAfter(time.Now()); ra < 4 || ra > 5 {
+		t.Fatalf("RetryAfter = %d s, want 5", ra)
+	}
+	if b := f.Body("ns/a"); b != "revision ns/a could not be woken: ProcessExited: exit status 3 line two\n" {
+		t.Fatalf("Body = %q", b)
+	}
+	// A backend clears it: no failure while the revision has one.
+	u = update("ns/a", 10, time.Minute, BackendUpdate{Addr: "127.0.0.1:1"})
+	u.Revisions[0].WakeFailure = f
+	tab.Apply(u)
+	if r.WakeFailure() != nil {
+		t.Fatal("failure reported while a backend is ready")
+	}
+	if _, err := DecodeUpdate([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wakeFailure":{"reason":"bad reason"}}]}`)); err == nil {
+		t.Fatal("a reason with a space was accepted")
+	}
+}
