@@ -66,7 +66,14 @@ func TestLocalEnvoyExitsAtStart(t *testing.T) {
 // ready answers a held request with 503, Retry-After and the reason long
 // before its hold timeout (60 s): within the client's 10 s deadline, which
 // covers the wake-up and the first exit.
-func TestLocalCrashLoopFailsFast(t *testing.T) {
+func TestLocalCrashLoopFailsFast(t *testing.T) { testLocalCrashLoopFailsFast(t, nil) }
+
+// TestLocalModuleCrashLoopFailsFast is TestLocalCrashLoopFailsFast with the
+// activator module: thaw's state stream carries the failure, and the
+// module answers the held request at once.
+func TestLocalModuleCrashLoopFailsFast(t *testing.T) { testLocalCrashLoopFailsFast(t, moduleArgs(t)) }
+
+func testLocalCrashLoopFailsFast(t *testing.T, args []string) {
 	cfg := `revisions:
   - name: crash
     hosts: [crash.test]
@@ -74,7 +81,7 @@ func TestLocalCrashLoopFailsFast(t *testing.T) {
     autoscaling:
       hold-timeout: 60s
 `
-	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg})
+	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg, Args: args})
 	c := client(exitDeadline)
 	ctx, cancel := context.WithTimeout(context.Background(), exitDeadline)
 	defer cancel()

@@ -140,6 +140,13 @@ func (e *envoyAdmin) endpointsInternal(name string) (bool, error) {
 // admin /metrics.
 func extprocAnswers(t *testing.T, th *harness.Thaw) float64 {
 	t.Helper()
+	return metricSum(t, th, "thaw_extproc_responses_total{")
+}
+
+// metricSum sums the samples of thaw's /metrics whose line starts with
+// prefix (a metric name and "{" for every series, or more labels).
+func metricSum(t *testing.T, th *harness.Thaw, prefix string) float64 {
+	t.Helper()
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(th.AdminURL + "/metrics")
 	if err != nil {
@@ -151,7 +158,7 @@ func extprocAnswers(t *testing.T, th *harness.Thaw) float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "thaw_extproc_responses_total{") {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)

@@ -14,6 +14,17 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
+// moduleArgs are thaw local's arguments for the activator module
+// (bin/thaw-activator.so, built by `make build`).
+func moduleArgs(t testing.TB) []string {
+	t.Helper()
+	so := filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
+	if _, err := os.Stat(so); err != nil {
+		t.Fatalf("%s missing: run `make build` (%v)", so, err)
+	}
+	return []string{"--activator=module", "--activator-module", so}
+}
+
 // TestLocalModuleActivator runs the real thaw binary with
 // `--activator=module`: Envoy loads bin/thaw-activator.so, thaw streams it
 // state (modsvc) and sends a backend only after Envoy ACKed endpoints
@@ -22,11 +33,7 @@ import (
 // container concurrency (2) requests in flight; past queue-depth a request
 // at zero gets 503 with Retry-After at once.
 func TestLocalModuleActivator(t *testing.T) {
-	so := filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
-	if _, err := os.Stat(so); err != nil {
-		t.Fatalf("%s missing: run `make build` (%v)", so, err)
-	}
-	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--activator=module", "--activator-module", so},
+	th := harness.StartThaw(t, harness.ThawOptions{Args: moduleArgs(t),
 		Config: localConfig(t,
 			revisionYAML{Name: "mod", Host: "mod.test", StartupDelay: 200 * time.Millisecond, Latency: 100 * time.Millisecond,
 				Autoscaling: fast(map[string]string{"container-concurrency": "2", "max-scale": "3", "target": "2", "initial-scale": "0"})},

@@ -20,10 +20,23 @@ import (
 // stops the backends: every request that started before the signal gets
 // its 200, and a request started after it is either served or refused
 // (connection refused), never reset half-way.
-func TestLocalSIGTERMDrainsEnvoy(t *testing.T) {
+func TestLocalSIGTERMDrainsEnvoy(t *testing.T) { testLocalSIGTERM(t, nil, 0) }
+
+// TestLocalModuleSIGTERMDrainsHeld is TestLocalSIGTERMDrainsEnvoy with the
+// activator module, and with 300 requests held in Envoy for a revision at
+// zero (its backend starts in 1 s) when SIGTERM arrives: Envoy's drain
+// waits for them (they are active requests of its listener) while thaw
+// still runs, so the revision wakes and every held request gets its 200.
+func TestLocalModuleSIGTERMDrainsHeld(t *testing.T) { testLocalSIGTERM(t, moduleArgs(t), 300) }
+
+// testLocalSIGTERM runs the SIGTERM test with thaw's extra args; held > 0
+// also holds that many requests at zero when the signal is sent.
+func testLocalSIGTERM(t *testing.T, args []string, held int) {
 	cfg := localConfig(t, revisionYAML{Name: "warm", Host: "warm.test", StartupDelay: 100 * time.Millisecond,
-		Latency: 300 * time.Millisecond, Autoscaling: fast(map[string]string{"min-scale": "2", "target-burst-capacity": "0"})})
-	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg})
+		Latency: 300 * time.Millisecond, Autoscaling: fast(map[string]string{"min-scale": "2", "target-burst-capacity": "0"})},
+		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: time.Second, Latency: 20 * time.Millisecond,
+			Autoscaling: fast(map[string]string{"max-scale": "1", "hold-timeout": "30s"})})
+	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg, Args: args})
 	waitStatus(t, th, "local/warm", 60*time.Second, "serve mode with 2 ready backends", func(r map[string]any) bool {
 		return r["mode"] == "serve" && num(r, "ready") >= 2
 	})
@@ -67,6 +80,18 @@ func TestLocalSIGTERMDrainsEnvoy(t *testing.T) {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
+	var burst chan []burstOutcome
+	if held > 0 {
+		burst = make(chan []burstOutcome, 1)
+		go func() { burst <- burstAll(th, "cold.test", held, 45*time.Second) }()
+		deadline := time.Now().Add(20 * time.Second)
+		for envoyStat(t, th, "http.thaw_http.downstream_rq_active") < held {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %d requests active in Envoy", held)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	signalled := time.Now()
 	if err := th.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -119,5 +144,21 @@ func TestLocalSIGTERMDrainsEnvoy(t *testing.T) {
 	}
 	if err := th.ExitErr(); err != nil {
 		t.Errorf("thaw exit: %v", err)
+	}
+	if held > 0 {
+		res := <-burst
+		ok := 0
+		var fails []string
+		for _, r := range res {
+			if r.err == nil && r.code == 200 && strings.Contains(r.body, "hello from cold") {
+				ok++
+			} else if len(fails) < 10 {
+				fails = append(fails, fmt.Sprintf("code=%d err=%v body=%.80q", r.code, r.err, r.body))
+			}
+		}
+		t.Logf("held at zero when SIGTERM arrived: %d/%d served (%s)", ok, held, tookQuantiles(res))
+		if ok != held {
+			t.Errorf("%d of %d requests held at SIGTERM failed: %v", held-ok, held, fails)
+		}
 	}
 }

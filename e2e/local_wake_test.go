@@ -66,7 +66,14 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*
 //   - once awake, a kube-probe request reaches the application.
 //
 // The access log carries cold_start_ms.
-func TestLocalWakePolicy(t *testing.T) {
+func TestLocalWakePolicy(t *testing.T) { testLocalWakePolicy(t, nil) }
+
+// TestLocalModuleWakePolicy is TestLocalWakePolicy with the activator
+// module (`--activator=module`): the module evaluates the policy inside
+// Envoy and sets the cold-start header itself.
+func TestLocalModuleWakePolicy(t *testing.T) { testLocalWakePolicy(t, moduleArgs(t)) }
+
+func testLocalWakePolicy(t *testing.T, args []string) {
 	policy := `rules:
   - name: kube-probe
     userAgent: "kube-probe/.*"
@@ -87,7 +94,7 @@ coldStartHeader: true
 			Autoscaling: fast(nil)}, policy) +
 		wakeRevision(t, revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 300 * time.Millisecond,
 			Autoscaling: fast(nil)}, "coldStartHeader: true\n")
-	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg, Args: []string{"--access-log", accessLog}})
+	th := harness.StartThaw(t, harness.ThawOptions{Config: cfg, Args: append([]string{"--access-log", accessLog}, args...)})
 	c := client(30 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
@@ -153,6 +160,27 @@ coldStartHeader: true
 	code, _, hdr, err = send(ctx, c, th, "GET", "cold.test", "/", nil)
 	if err != nil || code != 200 || hdr.Get("X-Thaw-Cold-Start") != "" {
 		t.Fatalf("warm request: code=%d err=%v x-thaw-cold-start=%q, want none", code, err, hdr.Get("X-Thaw-Cold-Start"))
+	}
+
+	// Both activators count their answers into the same metrics (the
+	// module reports them every second).
+	var rules, bots, pages float64
+	for i := 0; ; i++ {
+		rules = metricSum(t, th, `thaw_wake_rule_responses_total{revision="local/sleepy",rule="kube-probe"}`)
+		bots = metricSum(t, th, `thaw_wake_rule_responses_total{revision="local/sleepy",rule="bots"}`)
+		pages = metricSum(t, th, `thaw_wake_waiting_pages_total{revision="local/sleepy"}`)
+		if rules >= float64(probes) && bots >= 1 && pages >= 1 {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("wake metrics: kube-probe %v (want >= %d), bots %v, waiting pages %v (want >= 1)", rules, probes, bots, pages)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(args) > 0 {
+		if n := extprocAnswers(t, th); n != 0 {
+			t.Errorf("thaw's ext_proc answered %v requests; with the module it must see none", n)
+		}
 	}
 
 	// The access log has the field (Envoy flushes it within a second).

@@ -52,8 +52,15 @@ func echo(t *testing.T, c *websocket.Conn, label string, n int) {
 // TestLocalWebSocket: a WebSocket upgrade to a revision at zero is held and
 // wakes it (cold), echoes 100 messages, stays open across the flip to
 // serve mode, and a second connection works on the warm path.
-func TestLocalWebSocket(t *testing.T) {
-	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, revisionYAML{
+func TestLocalWebSocket(t *testing.T) { testLocalWebSocket(t, nil) }
+
+// TestLocalModuleWebSocket is TestLocalWebSocket with the activator module:
+// the module holds the upgrade at zero and pins it; Envoy proxies the
+// upgraded stream itself.
+func TestLocalModuleWebSocket(t *testing.T) { testLocalWebSocket(t, moduleArgs(t)) }
+
+func testLocalWebSocket(t *testing.T, args []string) {
+	th := harness.StartThaw(t, harness.ThawOptions{Args: args, Config: localConfig(t, revisionYAML{
 		Name: "ws", Host: "ws.test", StartupDelay: 300 * time.Millisecond,
 		Autoscaling: fast(map[string]string{"target-burst-capacity": "0"}),
 	})})
@@ -94,8 +101,18 @@ func TestLocalWebSocket(t *testing.T) {
 // TestLocalWebSocketContainerConcurrency: with container concurrency 1 and
 // one process, an open WebSocket takes the only slot: a second upgrade is
 // held until the first connection closes.
-func TestLocalWebSocketContainerConcurrency(t *testing.T) {
-	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, revisionYAML{
+func TestLocalWebSocketContainerConcurrency(t *testing.T) { testLocalWebSocketCC(t, nil) }
+
+// TestLocalModuleWebSocketContainerConcurrency is
+// TestLocalWebSocketContainerConcurrency with the activator module: the
+// module's slot is held for the upgraded stream's life and freed when it
+// ends.
+func TestLocalModuleWebSocketContainerConcurrency(t *testing.T) {
+	testLocalWebSocketCC(t, moduleArgs(t))
+}
+
+func testLocalWebSocketCC(t *testing.T, args []string) {
+	th := harness.StartThaw(t, harness.ThawOptions{Args: args, Config: localConfig(t, revisionYAML{
 		Name: "wscc", Host: "wscc.test", StartupDelay: 100 * time.Millisecond,
 		Autoscaling: fast(map[string]string{"container-concurrency": "1", "max-scale": "1"}),
 	})})

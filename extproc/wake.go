@@ -145,3 +145,20 @@ func (s *Server) coldStart(key revision.Key, pod activator.Pod, d time.Duration)
 	}
 	return coldStartRoute(pod.Address, !pod.Tracked, d)
 }
+
+// CountWakeAnswers adds n requests of revision key answered by its wake
+// policy's rule (page false) or waiting page (page true) to the same
+// metrics the ext_proc path counts (thaw_wake_rule_responses_total,
+// thaw_wake_waiting_pages_total): the in-Envoy module reports its own
+// answers through modsvc. Callers pass only rule names of the revision's
+// policy, so the label set stays bounded by the configuration.
+func (s *Server) CountWakeAnswers(key revision.Key, rule string, page bool, n int64) {
+	if n <= 0 {
+		return
+	}
+	if page {
+		s.wake.pages.WithLabelValues(key.String()).Add(float64(n))
+		return
+	}
+	s.wake.rules.WithLabelValues(key.String(), rule).Add(float64(n))
+}

@@ -160,3 +160,18 @@ func TestStaticResponsesValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCountWakeAnswers: the module's reported answers land in the same
+// metrics as the ext_proc path's own.
+func TestCountWakeAnswers(t *testing.T) {
+	e := newEnv(t, 10*time.Second)
+	e.srv.CountWakeAnswers(sleepy, "kube-probe", false, 3)
+	e.srv.CountWakeAnswers(sleepy, "", true, 2)
+	e.srv.CountWakeAnswers(sleepy, "kube-probe", false, 0)
+	if got := testutil.ToFloat64(e.srv.wake.rules.WithLabelValues(sleepy.String(), "kube-probe")); got != 3 {
+		t.Fatalf("rule metric = %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(e.srv.wake.pages.WithLabelValues(sleepy.String())); got != 2 {
+		t.Fatalf("page metric = %v, want 2", got)
+	}
+}

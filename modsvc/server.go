@@ -32,7 +32,10 @@ type Server struct {
 	// Confirmer, when set, holds each backend back from a node's module
 	// until that node ACKed endpoints listing it (nil: sent at once).
 	Confirmer Confirmer
-	Logger    *zap.Logger
+	// WakeCounter counts the requests the module's wake policies
+	// answered without holding them (nil: not counted).
+	WakeCounter WakeCounter
+	Logger      *zap.Logger
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
 }
@@ -127,7 +130,15 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// apply records held counts and pokes.
+// WakeCounter takes wake policy answers (extproc.Server implements it,
+// so both activators count into the same metrics).
+type WakeCounter interface {
+	// CountWakeAnswers adds n answers of revision key's rule (page false)
+	// or waiting page (page true).
+	CountWakeAnswers(key revision.Key, rule string, page bool, n int64)
+}
+
+// apply records held counts, pokes and wake answers.
 func (s *Server) apply(rep *state.Report) error {
 	now := time.Now
 	if s.Now != nil {
@@ -152,5 +163,38 @@ func (s *Server) apply(rep *state.Report) error {
 			s.Poker.Poke(key)
 		}
 	}
+	s.countWake(rep.Wake)
 	return nil
+}
+
+// countWake passes wake answers on, only for revisions and rules of the
+// current configuration (a report names what it likes; metric labels stay
+// bounded by the configuration).
+func (s *Server) countWake(counts []state.WakeCount) {
+	if s.WakeCounter == nil || len(counts) == 0 {
+		return
+	}
+	snap := s.Registry.Snapshot()
+	for _, c := range counts {
+		key, err := revision.ParseKey(c.Key)
+		if err != nil {
+			continue
+		}
+		rev := snap.Get(key)
+		if rev == nil || rev.Spec.Wake == nil {
+			continue
+		}
+		if c.Page {
+			if rev.Spec.Wake.Page != nil {
+				s.WakeCounter.CountWakeAnswers(key, "", true, c.Count)
+			}
+			continue
+		}
+		for _, r := range rev.Spec.Wake.Rules {
+			if r.Name == c.Rule {
+				s.WakeCounter.CountWakeAnswers(key, c.Rule, false, c.Count)
+				break
+			}
+		}
+	}
 }

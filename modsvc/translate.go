@@ -53,12 +53,19 @@ func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revisi
 			Key:           r.Key.String(),
 			QueueDepth:    r.Spec.QueueDepth,
 			HoldTimeoutMs: r.Spec.HoldTimeout.Milliseconds(),
+			Wake:          r.Spec.Wake.HolderConfig(),
 		}
 		if ru.QueueDepth < 1 {
 			ru.QueueDepth = revision.DefaultQueueDepth
 		}
 		if ru.HoldTimeoutMs < 1 {
 			ru.HoldTimeoutMs = revision.DefaultHoldTimeout.Milliseconds()
+		}
+		if f := r.WakeFailure; f != nil && len(r.ReadyBackends()) == 0 {
+			ru.WakeFailure = &state.WakeFailure{Reason: f.Reason, Message: f.Message}
+			if !f.RetryAt.IsZero() {
+				ru.WakeFailure.RetryAtMs = f.RetryAt.UnixMilli()
+			}
 		}
 		var allow map[string]bool
 		if allowed != nil {

@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -188,6 +189,13 @@ func Compile(c *Config) (*Policy, []error) {
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	if len(c.Rules) > 0 || c.WaitingPage != nil || c.ColdStartHeader {
+		b, err := json.Marshal(&Config{Rules: c.Rules, WaitingPage: c.WaitingPage, ColdStartHeader: c.ColdStartHeader})
+		if err != nil {
+			return nil, []error{fmt.Errorf("wake: encoding the policy for holders: %w", err)}
+		}
+		p.holder = b
 	}
 	return p, nil
 }

@@ -24,6 +24,22 @@ type Policy struct {
 	ColdStartHeader bool
 	// Windows are the warm windows.
 	Windows []Window
+	// holder is HolderConfig's value, encoded once by Compile.
+	holder []byte
+}
+
+// HolderConfig returns, as JSON, the part of the policy's Config that
+// request holders apply (rules, waiting page, cold-start header; no
+// schedule, which the autoscaler applies), or nil when that part is empty.
+// It is encoded once by Compile and deterministic (map keys sorted), so a
+// holder that receives it again can compare bytes instead of recompiling.
+// The in-Envoy activator module gets it on thaw's state stream (modsvc)
+// and compiles it again with Compile.
+func (p *Policy) HolderConfig() []byte {
+	if p == nil {
+		return nil
+	}
+	return p.holder
 }
 
 // Rule is a compiled RuleConfig.

@@ -110,7 +110,13 @@ func renderNamed(d *doc, name string) ([]byte, error) {
 			return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 		},
 		"sides": func(p *results.Paths) []results.Side {
-			return []results.Side{p.Static, p.Serve, p.ServeWithProxy, p.Proxy}
+			out := []results.Side{p.Static, p.Serve, p.ServeWithProxy, p.Proxy}
+			for _, s := range []*results.Side{p.ServeWithModule, p.Module, p.ModuleCC4} {
+				if s != nil {
+					out = append(out, *s)
+				}
+			}
+			return out
 		},
 	}).Parse(docTemplate)
 	if err == nil {
@@ -182,6 +188,7 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.PathRounds = pathRounds(d.Paths)
 	d.Protocols = newProtocolsView(in.Scenarios.Protocols)
 	d.Summary = append(d.Summary, pathRows(d.Paths)...)
+	d.Summary = append(d.Summary, moduleRows(d.Paths)...)
 	d.Summary = append(d.Summary, coldRows(d.Cold)...)
 	d.Summary = append(d.Summary, protocolRows(in.Scenarios.Protocols)...)
 	d.Summary = append(d.Summary, burstRows(d.Burst)...)

@@ -139,6 +139,8 @@ func cpuCell(us float64, n int64, vs string) string {
 type pathRound struct {
 	N                                    int
 	Static, Serve, ServeWithProxy, Proxy string
+	// ServeWithModule and Module are empty when the module did not run.
+	ServeWithModule, Module string
 }
 
 func pathRounds(p *results.Paths) []pathRound {
@@ -153,8 +155,12 @@ func pathRounds(p *results.Paths) []pathRound {
 	}
 	var out []pathRound
 	for i := range len(p.Serve.RoundP50Ms) {
-		out = append(out, pathRound{N: i + 1, Static: cell(p.Static, i), Serve: cell(p.Serve, i),
-			ServeWithProxy: cell(p.ServeWithProxy, i), Proxy: cell(p.Proxy, i)})
+		r := pathRound{N: i + 1, Static: cell(p.Static, i), Serve: cell(p.Serve, i),
+			ServeWithProxy: cell(p.ServeWithProxy, i), Proxy: cell(p.Proxy, i)}
+		if p.Module != nil && p.ServeWithModule != nil {
+			r.ServeWithModule, r.Module = cell(*p.ServeWithModule, i), cell(*p.Module, i)
+		}
+		out = append(out, r)
 	}
 	return out
 }

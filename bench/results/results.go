@@ -115,6 +115,15 @@ type Paths struct {
 	// serve-mode revision as Serve, measured back to back with Proxy).
 	ServeWithProxy Side `json:"serveWithProxy"`
 	Proxy          Side `json:"proxy"`
+	// Module and ModuleCC4 are the activator module's sides (a second
+	// `thaw local` with --activator=module, warm backend,
+	// target-burst-capacity -1; container concurrency 0 and 4), and
+	// ServeWithModule the serve-mode side measured back to back with
+	// Module; nil when not run. ModuleCC4 runs in the closed-loop rounds
+	// only (at Concurrency in flight, most of its requests are held).
+	ServeWithModule *Side `json:"serveWithModule,omitempty"`
+	Module          *Side `json:"module,omitempty"`
+	ModuleCC4       *Side `json:"moduleCC4,omitempty"`
 }
 
 // Cold is the cold-start overhead for one backend startup delay.

@@ -13,8 +13,10 @@ import (
 // same binary: a plain Envoy with a static config routing to the serve
 // revision's own backend process (baseline), thaw's serve mode (Envoy
 // routes straight to the backend) and thaw's proxy mode with a warm backend
-// (every request goes through the activator over ext_proc). Rounds are
-// interleaved, rotating the order, so background load hits all sides alike.
+// (every request goes through the activator over ext_proc), and the
+// activator module's sides from a second thaw (paths_module.go). Rounds
+// are interleaved, rotating the order, so background load hits all sides
+// alike.
 func runPaths(e *env) (*results.Paths, error) {
 	dir, err := e.tempDir("paths")
 	if err != nil {
@@ -50,12 +52,17 @@ func runPaths(e *env) (*results.Paths, error) {
 		return nil, err
 	}
 	defer e.stopLogged(se.process)
+	const maxConns = 256
+	ms, err := startModuleSides(e, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	defer e.stopLogged(ms.th.process)
 
 	p := &results.Paths{RateRPS: e.rate, Rounds: 20, RoundSeconds: 2, Concurrency: 16, ThroughputRounds: 10, ThroughputSeconds: 2}
 	if e.quick {
 		p.Rounds, p.RoundSeconds, p.ThroughputRounds, p.ThroughputSeconds = 2, 1, 1, 1
 	}
-	const maxConns = 256
 	static := newTarget("static", se.httpURL, serveRev.host(), maxConns)
 	serve := newTarget("serve", th.httpURL, serveRev.host(), maxConns)
 	proxy := newTarget("proxy", th.httpURL, proxyRev.host(), maxConns)
@@ -73,12 +80,14 @@ func runPaths(e *env) (*results.Paths, error) {
 	p.Serve.Description = "thaw serve mode: Envoy routes straight to the backend (alongside static)"
 	p.ServeWithProxy.Description = "thaw serve mode (back to back with proxy)"
 	p.Proxy.Description = "thaw proxy mode (target-burst-capacity -1): every request through the activator (ext_proc), warm backend"
+	newModuleResults(p)
 	pairs := []*pair{
 		{a: static, b: serve, sa: &p.Static, sb: &p.Serve, interleaved: true},
 		{a: serve, b: proxy, sa: &p.ServeWithProxy, sb: &p.Proxy},
+		{a: serve, b: ms.cc0, sa: p.ServeWithModule, sb: p.Module},
 	}
 	round := time.Duration(p.RoundSeconds * float64(time.Second))
-	e.logf("paths: warm-up, then %d rounds: static+serve interleaved, serve and proxy back to back; %s per side, %d rps per side",
+	e.logf("paths: warm-up, then %d rounds: static+serve interleaved, serve and proxy, serve and module back to back; %s per side, %d rps per side",
 		p.Rounds, round, p.RateRPS)
 	for _, pr := range pairs {
 		pairedRate(pr.a, pr.b, p.RateRPS, time.Second, nil, nil)
@@ -125,19 +134,21 @@ func runPaths(e *env) (*results.Paths, error) {
 		return nil, err
 	}
 	sides := []struct {
-		t     *target
-		envoy int
-		out   []*results.Side
-		cpu   [2]time.Duration
-		n     float64
-	}{{t: static, envoy: se.Pid(), out: []*results.Side{&p.Static}},
-		{t: serve, envoy: thawEnvoy, out: []*results.Side{&p.Serve, &p.ServeWithProxy}},
-		{t: proxy, envoy: thawEnvoy, out: []*results.Side{&p.Proxy}}}
+		t           *target
+		thaw, envoy int
+		out         []*results.Side
+		cpu         [2]time.Duration
+		n           float64
+	}{{t: static, thaw: th.Pid(), envoy: se.Pid(), out: []*results.Side{&p.Static}},
+		{t: serve, thaw: th.Pid(), envoy: thawEnvoy, out: []*results.Side{&p.Serve, &p.ServeWithProxy, p.ServeWithModule}},
+		{t: proxy, thaw: th.Pid(), envoy: thawEnvoy, out: []*results.Side{&p.Proxy}},
+		{t: ms.cc0, thaw: ms.th.Pid(), envoy: ms.envoy, out: []*results.Side{p.Module}},
+		{t: ms.cc4, thaw: ms.th.Pid(), envoy: ms.envoy, out: []*results.Side{p.ModuleCC4}}}
 	tdur := time.Duration(p.ThroughputSeconds * float64(time.Second))
 	for r := range p.ThroughputRounds {
 		for i := range sides {
 			sd := &sides[(i+r)%len(sides)]
-			m := startCPU(th.Pid(), sd.envoy)
+			m := startCPU(sd.thaw, sd.envoy)
 			rps, errs := closedLoop(sd.t, p.Concurrency, tdur)
 			used := m.stop()
 			sd.cpu[0] += used[0]
@@ -171,7 +182,10 @@ func runPaths(e *env) (*results.Paths, error) {
 	}, proxyRev.name); err != nil {
 		return nil, err
 	}
-	for _, s := range []*results.Side{&p.Static, &p.Serve, &p.ServeWithProxy, &p.Proxy} {
+	if err := ms.check(e.ctx); err != nil {
+		return nil, err
+	}
+	for _, s := range []*results.Side{&p.Static, &p.Serve, &p.ServeWithProxy, &p.Proxy, p.ServeWithModule, p.Module} {
 		e.logf("paths: %-6s p50 %.3f ms p99 %.3f ms, %d/%d errors, %.0f rps sent; closed loop %.0f rps (%d errors)",
 			s.Name, s.Latency.P50Ms, s.Latency.P99Ms, s.Latency.Errors, s.Latency.Requests,
 			s.Latency.RateRPS, s.ThroughputRPS, s.ThroughputErrors)

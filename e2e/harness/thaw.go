@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,12 @@ func ThawBinary(t testing.TB) string {
 	}
 	return bin
 }
+
+// ActivatorEnv names the environment variable that, when set (extproc or
+// module), adds --activator=<value> to every `thaw local` a test starts
+// without an --activator flag of its own: the whole TestLocal* suite runs
+// on the activator module with THAW_E2E_ACTIVATOR=module (docs/activator.md).
+const ActivatorEnv = "THAW_E2E_ACTIVATOR"
 
 // ThawOptions configures StartThaw.
 type ThawOptions struct {
@@ -143,6 +150,9 @@ func launchThaw(t testing.TB, opts ThawOptions, dir, cfg string) *Thaw {
 		"--envoy", EnvoyBinary(t),
 		"--state-dir", opts.StateDir,
 	}, opts.Args...)
+	if a := os.Getenv(ActivatorEnv); a != "" && !slices.ContainsFunc(opts.Args, func(s string) bool { return strings.HasPrefix(s, "--activator=") }) {
+		args = append(args, "--activator="+a)
+	}
 	th.cmd = exec.Command(ThawBinary(t), args...)
 	th.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.Create(th.LogPath)

@@ -17,7 +17,7 @@ import (
 // shuts down (they would otherwise hold its shutdown for 5 s).
 func (a *App) mountModule(poker autoscaler.Poker) {
 	svc := &modsvc.Server{Registry: a.opts.Registry, Recorder: a.collector, Poker: poker, Confirmer: a.xds,
-		Logger: a.log.Named("modsvc")}
+		WakeCounter: a.ext, Logger: a.log.Named("modsvc")}
 	stopped, stop := context.WithCancel(context.Background())
 	a.admin.srv.RegisterOnShutdown(stop)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

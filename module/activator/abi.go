@@ -33,6 +33,7 @@ enum {
   THAW_CB_SCHED_DELETE,
   THAW_CB_GET_HEADER,
   THAW_CB_SEND_HEADERS,
+  THAW_CB_SET_HEADER,
   THAW_CB_COUNT
 };
 static const char* const thaw_cb_names[THAW_CB_COUNT] = {
@@ -45,6 +46,7 @@ static const char* const thaw_cb_names[THAW_CB_COUNT] = {
   "envoy_dynamic_module_callback_http_filter_scheduler_delete",
   "envoy_dynamic_module_callback_http_get_header",
   "envoy_dynamic_module_callback_http_send_response_headers",
+  "envoy_dynamic_module_callback_http_set_header",
 };
 static void* thaw_cb[THAW_CB_COUNT];
 
@@ -98,6 +100,18 @@ static bool thaw_is_grpc(uintptr_t f) {
     if (v.ptr[i] != want[i]) return false;
   }
   return true;
+}
+// thaw_request_header reads the first value of request header k (header
+// type 0, RequestHeader) into out, pointing into Envoy's buffer.
+static bool thaw_request_header(uintptr_t f, const char* k, size_t nk, thaw_buf* out) {
+  return ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf*, size_t, size_t*))thaw_cb[THAW_CB_GET_HEADER])(
+      f, 0, (thaw_buf){k, nk}, out, 0, NULL);
+}
+// thaw_set_response_header sets response header k to v (header type 2,
+// ResponseHeader); Envoy copies both.
+static bool thaw_set_response_header(uintptr_t f, const char* k, size_t nk, const char* v, size_t nv) {
+  return ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf))thaw_cb[THAW_CB_SET_HEADER])(
+      f, 2, (thaw_buf){k, nk}, (thaw_buf){v, nv});
 }
 static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
   ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
@@ -173,6 +187,37 @@ func sendAnswer(f uintptr, a *answer, grpc bool) {
 	}
 	C.thaw_send_response(C.uintptr_t(f), C.uint32_t(a.code), a.headers, C.size_t(a.nHeaders),
 		a.body, C.size_t(a.nBody), a.details, C.size_t(a.nDetails))
+}
+
+// requestHeader returns a copy of the first value of request header name
+// (lower case; pseudo-headers such as ":path" included).
+func requestHeader(f uintptr, name string) (string, bool) {
+	var v C.thaw_buf
+	if !C.thaw_request_header(C.uintptr_t(f), (*C.char)(unsafe.Pointer(unsafe.StringData(name))), C.size_t(len(name)), &v) || v.ptr == nil {
+		return "", false
+	}
+	return C.GoStringN(v.ptr, C.int(v.length)), true
+}
+
+// setResponseHeader sets response header key (C memory, nk bytes) to v
+// (Go memory without pointers); Envoy copies both during the call.
+func setResponseHeader(f uintptr, key *C.char, nk int, v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	return bool(C.thaw_set_response_header(C.uintptr_t(f), key, C.size_t(nk), (*C.char)(unsafe.Pointer(&v[0])), C.size_t(len(v))))
+}
+
+// sendResponse sends a local reply whose headers, body and details are in
+// C memory; Envoy copies them.
+func sendResponse(f uintptr, code uint32, h *C.thaw_header, nh int, body *C.char, nbody int, details *C.char, ndetails int) {
+	C.thaw_send_response(C.uintptr_t(f), C.uint32_t(code), h, C.size_t(nh), body, C.size_t(nbody), details, C.size_t(ndetails))
+}
+
+// sendHeaders sends a headers-only local reply (end of stream) whose
+// headers are in C memory; Envoy copies them.
+func sendHeaders(f uintptr, h *C.thaw_header, nh int) {
+	C.thaw_send_headers(C.uintptr_t(f), h, C.size_t(nh))
 }
 
 // isGRPC reports whether the request is gRPC (content-type).

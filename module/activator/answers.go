@@ -40,6 +40,9 @@ type answer struct {
 // request into a gRPC status itself.
 type answerSet struct {
 	queueFull, holdTimeout, moduleError *answer
+	// asleep answers a request a wake policy rule without a response
+	// matched at zero (the ext_proc path's wake_rule answer).
+	asleep *answer
 }
 
 var (
@@ -59,6 +62,7 @@ func answersFor(retryAfter int) *answerSet {
 		queueFull:   newAnswer(503, "revision is busy: too many requests waiting\n", "thaw_activator_queue_full", ra),
 		holdTimeout: newAnswer(503, "revision did not become ready in time\n", "thaw_activator_hold_timeout", ra),
 		moduleError: newAnswer(503, "activator module error\n", "thaw_activator_module_error", ra),
+		asleep:      newAnswer(503, "revision is asleep; this request does not wake it\n", "thaw_activator_wake_rule", ra),
 	}
 	answersBy[retryAfter] = a
 	return a

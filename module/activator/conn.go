@@ -121,7 +121,9 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 			logf("state stream: message refused: %v", err)
 			continue
 		}
-		table.Apply(u)
+		if err := table.Apply(u); err != nil {
+			logf("state stream: %v", err)
+		}
 		delivered = true
 	}
 	if err := sc.Err(); err != nil {
@@ -180,8 +182,9 @@ func (c *conn) report(ctx context.Context) {
 				}
 				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight})
 			})
+			rep.Wake = table.WakeCounts()
 		}
-		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 {
+		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 && len(rep.Wake) == 0 {
 			continue
 		}
 		c.post(ctx, &rep)

@@ -10,7 +10,10 @@ typedef struct { const char* ptr; size_t length; } thaw_buf;
 import "C"
 
 import (
+	"errors"
+	"os/signal"
 	"runtime/cgo"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -45,6 +48,11 @@ func envoy_dynamic_module_on_program_init() (v *C.char) {
 			v = nil
 		}
 	}()
+	// Envoy ignores SIGPIPE; Go's runtime, loaded as a library, installs
+	// its own handler and kills the process when a write to stderr (fd 2)
+	// hits a closed pipe: the module's log lines, once the process that
+	// reads Envoy's stderr (thaw local) is gone. Ignore it in Go too.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := resolveCallbacks(); err != nil {
 		logf("%v", err)
 		return nil
@@ -160,6 +168,9 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		return statusContinue
 	}
 	f.grpc = isGRPC(ep)
+	if wakeAnswer(ep, f, r) {
+		return statusStopIteration
+	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
 	w, err := r.Hold(func(*state.Waiter) {
@@ -169,6 +180,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	if err != nil {
 		h.refs.Store(1)
 		h.drop()
+		var wf *state.WakeFailedError
+		if errors.As(err, &wf) {
+			sendWakeFailure(ep, f, r.Key, wf.Failure)
+			return statusStopIteration
+		}
 		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)
 		return statusStopIteration
 	}
@@ -179,7 +195,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		setOverrideHost(ep, f.backend.Addr)
 		return statusContinue
 	}
-	f.waiter, f.hold = w, h
+	f.waiter, f.hold, f.heldAt = w, h, time.Now()
 	return statusStopAllIterationAndWatermark
 }
 
@@ -200,11 +216,17 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 	case state.Granted:
 		f.waiter = nil
 		f.backend = w.Take()
+		if f.rev.ColdStartHeader() {
+			f.coldStart, f.coldStartMs = true, time.Since(f.heldAt).Milliseconds()
+		}
 		setOverrideHost(ep, f.backend.Addr)
 		continueDecoding(ep)
 	case state.TimedOut:
 		f.waiter = nil
 		sendAnswer(ep, f.cfg.answers.holdTimeout, f.grpc)
+	case state.WakeFailed:
+		f.waiter = nil
+		sendWakeFailure(ep, f, f.rev.Key, w.Failure())
 	}
 }
 
@@ -244,6 +266,16 @@ func endFilter(f *filter) {
 		f.hold = nil
 		h.drop()
 	}
+}
+
+//export envoy_dynamic_module_on_http_filter_response_headers
+func envoy_dynamic_module_on_http_filter_response_headers(ep, mod uintptr, a1 bool) int32 {
+	defer recoverLog("response headers")
+	if f := lookupFilter(mod); f != nil && f.coldStart {
+		f.coldStart = false
+		setColdStart(ep, f)
+	}
+	return statusContinue
 }
 
 //export envoy_dynamic_module_on_http_filter_stream_complete

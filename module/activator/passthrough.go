@@ -23,11 +23,6 @@ func envoy_dynamic_module_on_http_filter_request_trailers(a1, a2 uintptr) int32 
 	return statusContinue
 }
 
-//export envoy_dynamic_module_on_http_filter_response_headers
-func envoy_dynamic_module_on_http_filter_response_headers(a1, a2 uintptr, a3 bool) int32 {
-	return statusContinue
-}
-
 //export envoy_dynamic_module_on_http_filter_response_body
 func envoy_dynamic_module_on_http_filter_response_body(a1, a2 uintptr, a3 bool) int32 {
 	return statusContinue

@@ -5,6 +5,7 @@ package main
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/thaw-dev/thaw/module/state"
 )
@@ -20,6 +21,13 @@ type filter struct {
 	hold    *holdRef
 	failed  bool
 	grpc    bool // the request is gRPC (answers take the gRPC form)
+	// heldAt is when the request started waiting (held requests only).
+	heldAt time.Time
+	// coldStart: the response gets wake.HeaderColdStart with coldStartMs
+	// (a held request of a revision whose wake policy asks for it).
+	coldStart    bool
+	coldStartMs  int64
+	coldStartBuf [20]byte
 }
 
 // holdRef owns a held request's Envoy scheduler: whichever of the

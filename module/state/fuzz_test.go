@@ -3,6 +3,8 @@ package state
 import (
 	"testing"
 	"time"
+
+	"github.com/thaw-dev/thaw/wake"
 )
 
 // FuzzDecodeUpdate: no input panics the decoder, and whatever it accepts
@@ -10,6 +12,8 @@ import (
 func FuzzDecodeUpdate(f *testing.F) {
 	f.Add([]byte(`{"full":true,"revisions":[{"key":"ns/a","queueDepth":10,"holdTimeoutMs":1000,"backends":[{"addr":"127.0.0.1:80","slots":4}]}]}`))
 	f.Add([]byte(`{"removed":["ns/a"]}`))
+	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wake":{"rules":[{"name":"probe","userAgent":"kube-probe/.*"}],"waitingPage":{"refresh":"1s"},"coldStartHeader":true}}]}`))
+	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wake":{"rules":[{"name":"x","path":"(("}]}}]}`))
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"backends":[{"addr":"[::1]:80","slots":-1}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		u, err := DecodeUpdate(b)
@@ -17,12 +21,13 @@ func FuzzDecodeUpdate(f *testing.F) {
 			return
 		}
 		tab := NewTable(time.Minute, 10)
-		tab.Apply(u)
+		_ = tab.Apply(u) // a wake policy that does not compile is reported, not fatal
 		for _, ru := range u.Revisions {
 			if r := tab.Lookup(ru.Key); r != nil {
 				if b := r.Acquire(); b != nil {
 					r.Release(b)
 				}
+				r.WakeAnswer(func() wake.Request { return wake.Request{Method: "GET", Path: "/"} })
 			}
 		}
 	})
@@ -46,6 +51,7 @@ func FuzzDecodeConfig(f *testing.F) {
 // FuzzDecodeReport covers the report thaw decodes from modules.
 func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":1,"inFlight":2}],"pokes":["ns/a"]}`))
+	f.Add([]byte(`{"node":"n","wake":[{"key":"ns/a","rule":"probe","count":3},{"key":"ns/a","page":true,"count":1}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeReport(b)
 		if err != nil {
@@ -54,6 +60,11 @@ func FuzzDecodeReport(f *testing.F) {
 		for _, c := range r.Revisions {
 			if c.Held < 0 || c.InFlight < 0 {
 				t.Fatalf("accepted negative counts %+v", c)
+			}
+		}
+		for _, c := range r.Wake {
+			if c.Count < 0 || (c.Rule == "") != c.Page {
+				t.Fatalf("accepted wake count %+v", c)
 			}
 		}
 	})

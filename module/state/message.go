@@ -21,6 +21,9 @@ const (
 	MaxQueueDepth = 1_000_000
 	// MaxMessageBytes is the largest state message decoded.
 	MaxMessageBytes = 64 << 20
+	// MaxWakeBytes is the largest wake policy of one revision (a policy
+	// within wake's own bounds is far smaller).
+	MaxWakeBytes = 8 << 20
 )
 
 // ErrInvalid is wrapped by every decoding error.
@@ -46,6 +49,15 @@ type RevisionUpdate struct {
 	HoldTimeoutMs int64 `json:"holdTimeoutMs"`
 	// Backends are the ready backends with this Envoy's share of each.
 	Backends []BackendUpdate `json:"backends,omitempty"`
+	// Wake is the part of the revision's wake policy that request holders
+	// apply (wake.Policy.HolderConfig: rules, waiting page, cold-start
+	// header), JSON in the shape of wake.Config; absent: no policy. The
+	// module compiles it when it differs from the revision's last one
+	// (Table.Apply), never per request.
+	Wake json.RawMessage `json:"wake,omitempty"`
+	// WakeFailure, when set while the revision has no backend, says its
+	// wake-up failed: held and new requests are answered at once.
+	WakeFailure *WakeFailure `json:"wakeFailure,omitempty"`
 }
 
 // BackendUpdate is one ready backend and this Envoy's slots on it.
@@ -94,6 +106,14 @@ func DecodeUpdate(b []byte) (*Update, error) {
 		}
 		if r.HoldTimeoutMs < 1 || r.HoldTimeoutMs > int64(24*time.Hour/time.Millisecond) {
 			return nil, fmt.Errorf("%w: revision %q: holdTimeoutMs %d not in [1, 86400000]", ErrInvalid, r.Key, r.HoldTimeoutMs)
+		}
+		if r.WakeFailure != nil {
+			if err := r.WakeFailure.validate(); err != nil {
+				return nil, fmt.Errorf("%w: revision %q: %w", ErrInvalid, r.Key, err)
+			}
+		}
+		if len(r.Wake) > MaxWakeBytes {
+			return nil, fmt.Errorf("%w: revision %q: wake policy of %d bytes, limit %d", ErrInvalid, r.Key, len(r.Wake), MaxWakeBytes)
 		}
 		if len(r.Backends) > MaxBackends {
 			return nil, fmt.Errorf("%w: revision %q: %d backends, limit %d", ErrInvalid, r.Key, len(r.Backends), MaxBackends)
@@ -215,6 +235,9 @@ type Report struct {
 	Node      string           `json:"node,omitempty"`
 	Revisions []RevisionCounts `json:"revisions,omitempty"`
 	Pokes     []string         `json:"pokes,omitempty"`
+	// Wake counts the requests that wake policies answered without
+	// holding them since the previous report (Table.WakeCounts).
+	Wake []WakeCount `json:"wake,omitempty"`
 }
 
 // RevisionCounts are a revision's requests held and in flight in one
@@ -239,8 +262,16 @@ func DecodeReport(b []byte) (*Report, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("%w: report: %w", ErrInvalid, err)
 	}
-	if len(r.Revisions)+len(r.Pokes) > MaxRevisions {
-		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes), MaxRevisions)
+	if len(r.Revisions)+len(r.Pokes)+len(r.Wake) > MaxRevisions {
+		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes)+len(r.Wake), MaxRevisions)
+	}
+	for i, c := range r.Wake {
+		if err := validKey(c.Key); err != nil {
+			return nil, fmt.Errorf("%w: report wake[%d]: %w", ErrInvalid, i, err)
+		}
+		if c.Count < 0 || len(c.Rule) > 63 || (c.Rule == "") != c.Page {
+			return nil, fmt.Errorf("%w: report wake[%d]: want a rule name (at most 63 bytes) or page, and a count >= 0", ErrInvalid, i)
+		}
 	}
 	for i, c := range r.Revisions {
 		if err := validKey(c.Key); err != nil {

@@ -28,6 +28,8 @@ type Revision struct {
 	limits   atomic.Pointer[limits]
 	held     atomic.Int64 // requests waiting in queue
 	inFlight atomic.Int64 // requests holding a slot
+	wake     atomic.Pointer[wakeState]
+	failure  atomic.Pointer[WakeFailure] // nil: none
 
 	mu    sync.Mutex // queue and backend list changes
 	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
@@ -78,47 +80,12 @@ func (r *Revision) Release(b *Backend) {
 	}
 }
 
-// Outcome is where a held request stands.
-type Outcome int32
-
-// Outcomes of a Waiter.
-const (
-	Waiting Outcome = iota
-	Granted
-	TimedOut
-	Canceled
-)
-
-// Waiter is one held request. Notify is called once, outside every lock,
-// when it leaves Waiting for Granted or TimedOut (not for Cancel); it runs
-// on whatever goroutine or thread made the change and must not block.
-type Waiter struct {
-	r       *Revision
-	state   Outcome // guarded by r.mu
-	backend *Backend
-	timer   *time.Timer
-	notify  func(*Waiter)
-}
-
-// Outcome returns where w stands; read it in Notify or after it.
-func (w *Waiter) Outcome() Outcome {
-	w.r.mu.Lock()
-	defer w.r.mu.Unlock()
-	return w.state
-}
-
-// Backend returns the backend granted to w (Granted only); the caller owns
-// the slot and frees it with Revision.Release.
-func (w *Waiter) Backend() *Backend {
-	w.r.mu.Lock()
-	defer w.r.mu.Unlock()
-	return w.backend
-}
-
 // Hold queues a request that Acquire could not place. It returns a Waiter
 // that is already Granted when a slot freed meanwhile (notify is then not
-// called), ErrQueueFull past the revision's queue depth, or a Waiting
-// Waiter that notify reports on within the revision's hold timeout.
+// called), ErrQueueFull past the revision's queue depth, a
+// *WakeFailedError while the revision's wake-up has failed and it has no
+// backend, or a Waiting Waiter that notify reports on within the
+// revision's hold timeout.
 func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 	r.mu.Lock()
 	l := r.limits.Load()
@@ -130,6 +97,10 @@ func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 			r.mu.Unlock()
 			return w, nil
 		}
+	}
+	if f := r.WakeFailure(); f != nil {
+		r.mu.Unlock()
+		return nil, &WakeFailedError{Failure: f}
 	}
 	if int(r.held.Load()) >= l.queueDepth {
 		r.mu.Unlock()
@@ -144,57 +115,6 @@ func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 		r.t.poke(r.Key)
 	}
 	return w, nil
-}
-
-// expire ends w with TimedOut when it is still waiting.
-func (w *Waiter) expire() {
-	r := w.r
-	r.mu.Lock()
-	if w.state != Waiting {
-		r.mu.Unlock()
-		return
-	}
-	w.state = TimedOut
-	r.held.Add(-1)
-	r.compactLocked()
-	r.mu.Unlock()
-	w.notify(w)
-}
-
-// Cancel ends w (its request went away). wasWaiting reports that w was
-// still waiting, so Notify will never be called for it; otherwise Notify
-// has run or is running. b is the backend when w had been granted one and
-// not yet taken (Backend): the caller frees it with Release.
-func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
-	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch w.state {
-	case Waiting:
-		w.state = Canceled
-		r.held.Add(-1)
-		if w.timer != nil {
-			w.timer.Stop()
-		}
-		r.compactLocked()
-		return nil, true
-	case Granted:
-		b = w.backend
-		w.backend = nil
-		w.state = Canceled
-		return b, false
-	}
-	return nil, false
-}
-
-// Take hands a Granted w's backend to the caller (nil otherwise); after it
-// Cancel returns no backend.
-func (w *Waiter) Take() *Backend {
-	w.r.mu.Lock()
-	defer w.r.mu.Unlock()
-	b := w.backend
-	w.backend = nil
-	return b
 }
 
 // dispatch grants free slots to held requests in FIFO order and notifies
@@ -246,8 +166,12 @@ func (r *Revision) compactLocked() {
 
 // set installs ru: backends kept by address (their in-flight counts go
 // on), new ones added, missing ones dropped (requests on them finish and
-// free their slot on the old object), then held requests are granted.
-func (r *Revision) set(ru *RevisionUpdate) {
+// free their slot on the old object), the wake policy compiled when it
+// changed, then held requests are granted. The error is a wake policy
+// that did not compile (the rest of ru is installed).
+func (r *Revision) set(ru *RevisionUpdate) error {
+	werr := r.setWake(ru.Wake)
+	r.failure.Store(ru.WakeFailure)
 	r.mu.Lock()
 	old := *r.backends.Load()
 	byAddr := make(map[string]*Backend, len(old)+len(r.draining))
@@ -283,8 +207,17 @@ func (r *Revision) set(ru *RevisionUpdate) {
 		}
 	}
 	r.limits.Store(&limits{queueDepth: ru.QueueDepth, holdTimeout: ru.HoldTimeout()})
+	var failed []*Waiter
+	if f := ru.WakeFailure; f != nil && len(bs) == 0 {
+		failed = r.failAllLocked(f)
+	}
 	r.mu.Unlock()
+	for _, w := range failed {
+		w.timer.Stop()
+		w.notify(w)
+	}
 	if r.held.Load() > 0 {
 		r.dispatch()
 	}
+	return werr
 }

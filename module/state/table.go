@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,14 +82,18 @@ func (t *Table) Revision(key string) *Revision {
 // now have a free slot are granted in FIFO order; those of removed
 // revisions keep waiting for their hold timeout (a removed revision may
 // come back in the next message, and a request must not fail for a
-// reordering).
-func (t *Table) Apply(u *Update) {
+// reordering). The error joins the wake policies that did not compile:
+// those revisions run without a policy, everything else is installed.
+func (t *Table) Apply(u *Update) error {
+	var errs []error
 	listed := make(map[string]bool, len(u.Revisions))
 	for i := range u.Revisions {
 		ru := &u.Revisions[i]
 		listed[ru.Key] = true
 		if r := t.Revision(ru.Key); r != nil {
-			r.set(ru)
+			if err := r.set(ru); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	t.mu.Lock()
@@ -109,6 +114,7 @@ func (t *Table) Apply(u *Update) {
 			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // Counts calls fn for every revision with its held and in-flight requests

@@ -1,0 +1,103 @@
+package state
+
+import "time"
+
+// Outcome is where a held request stands.
+type Outcome int32
+
+// Outcomes of a Waiter.
+const (
+	Waiting Outcome = iota
+	Granted
+	TimedOut
+	Canceled
+	// WakeFailed: the revision's wake-up failed while the request waited
+	// (Waiter.Failure says why).
+	WakeFailed
+)
+
+// Waiter is one held request. Notify is called once, outside every lock,
+// when it leaves Waiting for Granted, TimedOut or WakeFailed (not for
+// Cancel); it runs
+// on whatever goroutine or thread made the change and must not block.
+type Waiter struct {
+	r       *Revision
+	state   Outcome // guarded by r.mu
+	backend *Backend
+	timer   *time.Timer
+	notify  func(*Waiter)
+	failure *WakeFailure // WakeFailed only
+}
+
+// Failure returns why the wake-up failed (WakeFailed only).
+func (w *Waiter) Failure() *WakeFailure {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.failure
+}
+
+// Outcome returns where w stands; read it in Notify or after it.
+func (w *Waiter) Outcome() Outcome {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.state
+}
+
+// Backend returns the backend granted to w (Granted only); the caller owns
+// the slot and frees it with Revision.Release.
+func (w *Waiter) Backend() *Backend {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return w.backend
+}
+
+// expire ends w with TimedOut when it is still waiting.
+func (w *Waiter) expire() {
+	r := w.r
+	r.mu.Lock()
+	if w.state != Waiting {
+		r.mu.Unlock()
+		return
+	}
+	w.state = TimedOut
+	r.held.Add(-1)
+	r.compactLocked()
+	r.mu.Unlock()
+	w.notify(w)
+}
+
+// Cancel ends w (its request went away). wasWaiting reports that w was
+// still waiting, so Notify will never be called for it; otherwise Notify
+// has run or is running. b is the backend when w had been granted one and
+// not yet taken (Backend): the caller frees it with Release.
+func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch w.state {
+	case Waiting:
+		w.state = Canceled
+		r.held.Add(-1)
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		r.compactLocked()
+		return nil, true
+	case Granted:
+		b = w.backend
+		w.backend = nil
+		w.state = Canceled
+		return b, false
+	}
+	return nil, false
+}
+
+// Take hands a Granted w's backend to the caller (nil otherwise); after it
+// Cancel returns no backend.
+func (w *Waiter) Take() *Backend {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	b := w.backend
+	w.backend = nil
+	return b
+}
