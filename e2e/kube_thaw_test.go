@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,24 +56,81 @@ func startThawRunAt(t *testing.T, kubeconfig, grpcIP, identity string, grpcPort,
 }
 
 // TestKubeThawRun drives `thaw run` end to end on the real control plane
-// with a real Envoy, over mutual TLS as in manifests/ (certificates from
-// `thaw certgen` as its ServiceAccount): scale from zero through /scale,
-// steady load to N replicas in serve mode, a thaw crash and restart under
-// load with no failed request, and scale to zero after the load stops.
+// with real Envoy, over mutual TLS as in manifests/ (certificates from
+// `thaw certgen` as its ServiceAccount), once per activator: scale from
+// zero through /scale, steady load to N replicas in serve mode, a thaw
+// crash and restart under load with no failed request, and scale to zero
+// after the load stops.
+//
+//   - extproc: one Envoy, the ext_proc activator.
+//   - module: two Envoys loading the activator module
+//     (--activator=module), each started with its own --service-node as the
+//     fleet's manifests do, reaching thaw's module port through its
+//     loopback bridge (envoy.ModuleBridge, mutual TLS). The cold start
+//     checks that each Envoy's module gets the new backend only after that
+//     Envoy ACKed it: Envoy B's xDS traffic is held back (pauseProxy) while
+//     the revision wakes; Envoy A serves its share of a burst, B's share
+//     stays held (never a 503 "no healthy upstream" from a pin to a host B
+//     does not know yet) and is served once B's xDS flows again.
+//
+// Both Envoys get the same listeners from thaw, so they share the data-plane
+// port and the bridge port on this one machine (Envoy binds listeners with
+// SO_REUSEPORT; in a cluster each pod has its own loopback): the kernel
+// spreads new connections over both.
 func TestKubeThawRun(t *testing.T) {
+	for _, mode := range []string{activatorExtProcMode, activatorModuleMode} {
+		t.Run(mode, func(t *testing.T) { testKubeThawRun(t, mode) })
+	}
+}
+
+const (
+	activatorExtProcMode = "extproc"
+	activatorModuleMode  = "module"
+)
+
+func testKubeThawRun(t *testing.T, mode string) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 300 * time.Millisecond, Latency: 100 * time.Millisecond})
 	c := env.Cluster
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
 	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", grpcPort)
 	tlsArgs, envoyTLS := kubeMutualTLS(t, env)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, tlsArgs...)
+	runArgs := tlsArgs
+	params := envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: grpcAddr, TLS: envoyTLS}
+	var envoyArgs []string
+	module := mode == activatorModuleMode
+	if module {
+		modulePort, bridgePort := harness.FreePort(t), harness.FreePort(t)
+		runArgs = append(slices.Clone(tlsArgs), "--activator=module", "--activator-module="+moduleObject(t),
+			fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort))
+		// The manifests' shape: a placeholder node id in the shared
+		// bootstrap, each Envoy's own on its command line.
+		params.NodeID = "envoy-fleet"
+		params.Module = &envoy.ModuleBridge{Address: fmt.Sprintf("127.0.0.1:%d", modulePort), ListenPort: uint32(bridgePort)}
+		envoyArgs = []string{"--service-node", "envoy-a"}
+	}
+	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, runArgs...)
 
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort),
-		TLS: envoyTLS})
+	bootstrap, err := envoy.RenderBootstrap(params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
+	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: envoyArgs, Name: "envoy-a"})
+	var proxyB *harness.Envoy
+	var slowXDS *pauseProxy
+	if module {
+		// Envoy B: the same bootstrap, its xDS through a proxy the test
+		// can pause (ext_proc and stats straight to thaw).
+		slowXDS = startPauseProxy(t, grpcAddr)
+		pb := params
+		pb.XDSAddress, pb.ExtProcAddress, pb.StatsAddress = slowXDS.Addr(), grpcAddr, grpcAddr
+		bootstrapB, err := envoy.RenderBootstrap(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxyB = harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrapB), Args: []string{"--service-node", "envoy-b"},
+			Name: "envoy-b"})
+	}
 	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
 
 	const ns = "apps"
@@ -88,24 +145,21 @@ func TestKubeThawRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	const host = "hello.example.com"
+	key := revision.Key{Namespace: ns, Name: "hello"}
 	waitStatus(t, th, ns+"/hello", 30*time.Second, "the revision in proxy mode at zero", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
-	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "hello"})
-	checkIntrudersRefused(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envoyTLS)
-	checkConnectedNodes(t, run.adminURL, 1)
-
-	// Scale from zero: the request is held while /scale goes to 1 and the pod starts.
-	cl := client(60 * time.Second)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	start := time.Now()
-	code, body, _, err := get(ctx, cl, th, host, "/")
-	cancel()
-	cold := time.Since(start)
-	if err != nil || code != 200 || !strings.Contains(body, ns+"/hello-") {
-		t.Fatalf("cold request: code=%d err=%v body=%q\n%s", code, err, body, run.proc.LogTail(40))
+	waitEnvoyRoutes(t, proxy, key)
+	checkIntrudersRefused(t, grpcAddr, envoyTLS)
+	if !module {
+		checkConnectedNodes(t, run.adminURL, 1)
+		coldStart(t, th, run, host, ns+"/hello-")
+	} else {
+		waitEnvoyRoutes(t, proxyB, key)
+		checkConnectedNodes(t, run.adminURL, 2)
+		waitMetric(t, run.adminURL, "thaw_module_connected_nodes 2")
+		coldStartPerEnvoyACK(t, th, proxy, proxyB, slowXDS, host, ns+"/hello-")
 	}
-	t.Logf("scale from zero: first response after %v (pod startup delay 300ms)", cold)
 
 	// Steady load: 20 in flight with target 5 at 70% → ceil(20/3.5) = 6 replicas.
 	load := startLoad(th, host, ns+"/hello-", 20)
@@ -121,7 +175,7 @@ func TestKubeThawRun(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	okWhileDown := load.ok.Load() - okBefore
-	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, tlsArgs...) // same ports: Envoy reconnects to it
+	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, runArgs...) // same ports: Envoy reconnects to it
 	time.Sleep(3 * time.Second)
 	ok, failed, fails := load.stop()
 	t.Logf("steady load: %d ok (%d while thaw was down), %d failed", ok, okWhileDown, failed)

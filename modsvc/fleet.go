@@ -92,3 +92,11 @@ func (f *fleet) notifyLocked() {
 		f.ch = nil
 	}
 }
+
+// ConnectedNodes returns how many Envoys (node ids) have a state stream
+// open on s (for the metric thaw_module_connected_nodes).
+func (s *Server) ConnectedNodes() int {
+	s.fleet.mu.Lock()
+	defer s.fleet.mu.Unlock()
+	return len(s.fleet.sorted)
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/thaw-dev/thaw/autoscaler"
@@ -30,6 +31,11 @@ import (
 func (a *App) mountModule(poker autoscaler.Poker) error {
 	svc := &modsvc.Server{Registry: a.opts.Registry, Recorder: a.collector, Poker: poker, Confirmer: a.xds,
 		Logger: a.log.Named("modsvc")}
+	if err := a.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thaw_module_connected_nodes",
+		Help: "Envoys (node ids) with an activator-module state stream open on this replica."},
+		func() float64 { return float64(svc.ConnectedNodes()) })); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
 	if a.opts.ModuleAddress == "" {
 		stopped, stop := context.WithCancel(context.Background())
 		a.admin.srv.RegisterOnShutdown(stop)
