@@ -108,9 +108,14 @@ func coldStartPerEnvoyACK(t *testing.T, th *harness.Thaw, a, b *harness.Envoy, s
 	var heldB int64
 	err := pollFor(t, func() bool {
 		heldB = active(b)
-		return heldB >= 1 && active(a) == 0 && done.Load()+heldB == n
+		return done.Load() == n || (heldB >= 1 && active(a) == 0 && done.Load()+heldB == n)
 	})
 	servedByA := done.Load()
+	if servedByA == n {
+		collect(n)
+		t.Fatalf("every request was answered with envoy-b's xDS held back, want envoy-b to hold its share until its ACK; failures: %d %v",
+			len(fails), fails)
+	}
 	if err != nil {
 		t.Fatalf("with envoy-b's xDS held back: %d of %d answered, envoy-a active %d, envoy-b active %d (want envoy-a done and envoy-b holding the rest): %v",
 			servedByA, n, active(a), heldB, err)
