@@ -155,6 +155,13 @@ func testKubeThawRun(t *testing.T, mode string) {
 		checkConnectedNodes(t, run.adminURL, 1)
 		coldStart(t, th, run, host, ns+"/hello-")
 	} else {
+		// `kubectl apply --dry-run=server -k manifests/overlays/activator-module`:
+		// the module's init container, volume and ports pass validation
+		// and PodSecurity "restricted" of thaw-system.
+		objs := kustomizeBuild(t, "manifests/overlays/activator-module")
+		if err := applyObjects(t.Context(), c.Config, objs, true); err != nil {
+			t.Fatalf("dry-run apply of manifests/overlays/activator-module: %v", err)
+		}
 		waitEnvoyRoutes(t, proxyB, key)
 		checkConnectedNodes(t, run.adminURL, 2)
 		waitMetric(t, run.adminURL, "thaw_module_connected_nodes 2")
@@ -162,11 +169,13 @@ func testKubeThawRun(t *testing.T, mode string) {
 	}
 
 	// Steady load: 20 in flight with target 5 at 70% → ceil(20/3.5) = 6 replicas.
+	phase := time.Now()
 	load := startLoad(th, host, ns+"/hello-", 20)
 	waitStatus(t, th, ns+"/hello", 90*time.Second, "4..8 ready replicas in serve mode", func(r map[string]any) bool {
 		ready := num(r, "ready")
 		return r["mode"] == "serve" && ready >= 4 && ready <= 8
 	})
+	t.Logf("steady load: 4..8 replicas in serve mode after %v", time.Since(phase).Round(time.Millisecond))
 
 	// thaw crashes and restarts under load: Envoy keeps its configuration.
 	okBefore := load.ok.Load()
@@ -187,6 +196,7 @@ func testKubeThawRun(t *testing.T, mode string) {
 	}
 
 	// Idle: proxy mode, confirmed by Envoy, grace period, /scale to 0.
+	phase = time.Now()
 	waitStatus(t, th, ns+"/hello", 90*time.Second, "scaled to zero in proxy mode", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
 	})
@@ -195,4 +205,5 @@ func testKubeThawRun(t *testing.T, mode string) {
 		t.Fatalf("/scale replicas = %v, %v; want 0", sc, err)
 	}
 	waitEvent(t, c.Client, ns, "hello", "Scaled")
+	t.Logf("scaled to zero %v after the load stopped", time.Since(phase).Round(time.Millisecond))
 }
