@@ -89,6 +89,8 @@ const (
 )
 
 func testKubeThawRun(t *testing.T, mode string) {
+	t0 := time.Now()
+	mark := func(what string) { t.Logf("%s at %v", what, time.Since(t0).Round(time.Millisecond)) }
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 300 * time.Millisecond, Latency: 100 * time.Millisecond})
 	c := env.Cluster
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
@@ -109,13 +111,17 @@ func testKubeThawRun(t *testing.T, mode string) {
 		params.Module = &envoy.ModuleBridge{Address: fmt.Sprintf("127.0.0.1:%d", modulePort), ListenPort: uint32(bridgePort)}
 		envoyArgs = []string{"--service-node", "envoy-a"}
 	}
+	mark("certificates ready")
 	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, runArgs...)
+	mark("thaw run ready")
 
 	bootstrap, err := envoy.RenderBootstrap(params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: envoyArgs, Name: "envoy-a"})
+	// Both Envoys start at once: with no revision yet, each waits out its
+	// initial VHDS fetch timeout (15 s) before it reports ready.
+	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: envoyArgs, Name: "envoy-a", SkipWaitReady: module})
 	var proxyB *harness.Envoy
 	var slowXDS *pauseProxy
 	if module {
@@ -129,9 +135,17 @@ func testKubeThawRun(t *testing.T, mode string) {
 			t.Fatal(err)
 		}
 		proxyB = harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrapB), Args: []string{"--service-node", "envoy-b"},
-			Name: "envoy-b"})
+			Name: "envoy-b", SkipWaitReady: true})
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		for _, e := range []*harness.Envoy{proxy, proxyB} {
+			if err := e.WaitReady(ctx); err != nil {
+				t.Fatalf("envoy not ready: %v", err)
+			}
+		}
 	}
 	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	mark("Envoys ready")
 
 	const ns = "apps"
 	createNamespace(t, c, ns)
@@ -150,6 +164,7 @@ func testKubeThawRun(t *testing.T, mode string) {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
 	waitEnvoyRoutes(t, proxy, key)
+	mark("revision routed")
 	checkIntrudersRefused(t, grpcAddr, envoyTLS)
 	if !module {
 		checkConnectedNodes(t, run.adminURL, 1)
@@ -162,12 +177,15 @@ func testKubeThawRun(t *testing.T, mode string) {
 		if err := applyObjects(t.Context(), c.Config, objs, true); err != nil {
 			t.Fatalf("dry-run apply of manifests/overlays/activator-module: %v", err)
 		}
+		mark("overlay dry-run")
 		waitEnvoyRoutes(t, proxyB, key)
 		checkConnectedNodes(t, run.adminURL, 2)
 		waitMetric(t, run.adminURL, "thaw_module_connected_nodes 2")
+		mark("both modules connected")
 		coldStartPerEnvoyACK(t, th, proxy, proxyB, slowXDS, host, ns+"/hello-")
 	}
 
+	mark("cold start done")
 	// Steady load: 20 in flight with target 5 at 70% → ceil(20/3.5) = 6 replicas.
 	phase := time.Now()
 	load := startLoad(th, host, ns+"/hello-", 20)
