@@ -159,7 +159,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	var modTLS *tls.Config
 	if xcfg.Module != nil {
 		if f.eg.enabled {
-			return errors.New("--activator=module is not supported with --envoy-gateway yet (docs/activator.md); use --activator=extproc")
+			return errors.New("--activator=module is not supported with --eg-extension yet (docs/activator.md, \"Envoy Gateway\"); use --activator=extproc")
 		}
 		if modTLS, err = moduleTLS(logger, f.tls); err != nil {
 			return err
