@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -100,9 +102,11 @@ func testKubeThawRun(t *testing.T, mode string) {
 	runArgs := tlsArgs
 	params := envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: grpcAddr, TLS: envoyTLS}
 	var envoyArgs []string
+	var modulePort int
 	module := mode == activatorModuleMode
 	if module {
-		modulePort, bridgePort := harness.FreePort(t), harness.FreePort(t)
+		var bridgePort int
+		modulePort, bridgePort = harness.FreePort(t), harness.FreePort(t)
 		runArgs = append(slices.Clone(tlsArgs), "--activator=module", "--activator-module="+moduleObject(t),
 			fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort))
 		// The manifests' shape: a placeholder node id in the shared
@@ -118,6 +122,21 @@ func testKubeThawRun(t *testing.T, mode string) {
 	bootstrap, err := envoy.RenderBootstrap(params)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if module {
+		// Envoy A runs the manifests' fleet bootstrap (kube.FleetBootstrap):
+		// thaw by DNS name (a test DNS server stands in for the headless
+		// Service), gRPC health checks following the leader, and the HTTP
+		// health check of the module bridge on thaw's module port.
+		dnsAddr := startDNS(t, "thaw-grpc.test.", []string{"127.0.0.1"})
+		pa := params
+		pa.XDSAddress = fmt.Sprintf("thaw-grpc.test:%d", grpcPort)
+		pa.Module = &envoy.ModuleBridge{Address: fmt.Sprintf("thaw-grpc.test:%d", modulePort), ListenPort: params.Module.ListenPort}
+		fleet, err := kube.FleetBootstrap(pa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bootstrap = withTestResolver(t, fleet, dnsAddr)
 	}
 	// Both Envoys start at once: with no revision yet, each waits out its
 	// initial VHDS fetch timeout (15 s) before it reports ready.
@@ -181,6 +200,15 @@ func testKubeThawRun(t *testing.T, mode string) {
 		waitEnvoyRoutes(t, proxyB, key)
 		checkConnectedNodes(t, run.adminURL, 2)
 		waitMetric(t, run.adminURL, "thaw_module_connected_nodes 2")
+		// The leader passes the bridge's health check on thaw's module port.
+		healthy := fmt.Sprintf("thaw_module::127.0.0.1:%d::health_flags::healthy", modulePort)
+		if err := pollFor(t, func() bool {
+			out, _, err := proxy.Admin(t.Context(), "/clusters")
+			return err == nil && strings.Contains(out, healthy)
+		}); err != nil {
+			out, _, _ := proxy.Admin(t.Context(), "/clusters")
+			t.Fatalf("envoy-a: %s not reported: %v\n%s", healthy, err, grepLines(out, "thaw_module::"))
+		}
 		mark("both modules connected")
 		coldStartPerEnvoyACK(t, th, proxy, proxyB, slowXDS, host, ns+"/hello-")
 	}
