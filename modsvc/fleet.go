@@ -23,7 +23,8 @@ var ErrTooManyNodes = errors.New("modsvc: too many Envoys with a state stream")
 // When an Envoy joins or leaves, every stream recomputes its shares
 // (changed): for the moments in between, the Envoys that have not yet
 // applied their new share may together exceed a backend's container
-// concurrency (a join), or use less of it (a leave).
+// concurrency (a join), or use less of it (a leave). A module whose stream
+// ended but that still serves keeps its last share until it reconnects.
 type fleet struct {
 	mu     sync.Mutex
 	open   map[string]int // open streams per node
