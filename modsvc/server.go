@@ -17,6 +17,10 @@ import (
 const (
 	StatePath  = "/activator/v1/state"
 	ReportPath = "/activator/v1/report"
+	// HealthPath answers 200 on the replica that serves modules (the
+	// leader; thaw's fleet bootstrap health-checks it on cluster
+	// thaw_module), 503 elsewhere. Served by internal/app, not Server.
+	HealthPath = "/activator/v1/healthz"
 )
 
 // Server serves the module's state stream and takes its reports.
@@ -27,7 +31,8 @@ type Server struct {
 	Recorder autoscaler.Recorder
 	Poker    autoscaler.Poker
 	// Envoys returns how many Envoys share every backend and this one's
-	// index (nil: one Envoy, index 0).
+	// index (nil: the Envoys with a state stream open on this Server, and
+	// this one's rank among their sorted node ids; see fleet).
 	Envoys func(node string) (n, index int)
 	// Confirmer, when set, holds each backend back from a node's module
 	// until that node ACKed endpoints listing it (nil: sent at once).
@@ -38,6 +43,8 @@ type Server struct {
 	Logger      *zap.Logger
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
+
+	fleet fleet
 }
 
 // ServeHTTP implements http.Handler for StatePath and ReportPath.
@@ -65,27 +72,45 @@ func (s *Server) logger() *zap.Logger {
 // Confirmer); updates withheld for that are sent when the ACK arrives.
 func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	node := r.URL.Query().Get("node")
+	if node == "" {
+		// Backends are ordered after each node's own ACK: a stream that
+		// names no node could be neither confirmed nor told apart.
+		http.Error(w, "node is required (the Envoy's xDS node id)", http.StatusBadRequest)
+		return
+	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	envoys := s.Envoys
+	var members <-chan struct{}
+	if envoys == nil {
+		leave, err := s.fleet.join(node)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer leave()
+		envoys = s.fleet.share
+	}
 	w.Header().Set("content-type", "application/x-ndjson")
 	st := &stream{node: node, confirmer: s.Confirmer}
 	var last uint64
-	first, withheld := true, 0
+	first, withheld, lastN, lastIdx := true, 0, 0, 0
 	for {
 		ch := s.Registry.Changed()
 		var acks <-chan struct{}
 		if s.Confirmer != nil {
 			acks = s.Confirmer.Changed()
 		}
+		if s.Envoys == nil {
+			members = s.fleet.changed()
+		}
 		snap := s.Registry.Snapshot()
-		if first || snap.Version != last || withheld > 0 {
-			n, idx := 1, 0
-			if s.Envoys != nil {
-				n, idx = s.Envoys(node)
-			}
+		n, idx := envoys(node)
+		if first || snap.Version != last || withheld > 0 || n != lastN || idx != lastIdx {
+			lastN, lastIdx = n, idx
 			b, changed, held, err := st.next(snap, n, idx)
 			if err != nil {
 				s.logger().Error("activator module state", zap.Error(err))
@@ -105,6 +130,7 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ch:
 		case <-acks:
+		case <-members:
 		case <-r.Context().Done():
 			return
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ func newEnvoyBootstrapCmd() *cobra.Command {
 	var adminPort uint16
 	var tlsc envoy.ClientTLS
 	var eg bool
+	var moduleAddr string
+	var bridgePort uint16
 	cmd := &cobra.Command{
 		Use:   "envoy-bootstrap",
 		Short: "Print the Envoy bootstrap YAML that connects one Envoy to thaw",
@@ -35,6 +38,12 @@ moved into the certificate directory.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.AdminPort = uint32(adminPort)
+			if moduleAddr != "" {
+				if eg {
+					return errors.New("--module-address: the activator module is not wired for Envoy Gateway yet (docs/activator.md)")
+				}
+				p.Module = &envoy.ModuleBridge{Address: moduleAddr, ListenPort: uint32(bridgePort)}
+			}
 			if tlsc.CertDir != "" {
 				if err := writeSDS(&tlsc); err != nil {
 					return err
@@ -69,6 +78,8 @@ moved into the certificate directory.`,
 	f.StringVar(&tlsc.SDSDir, "tls-sds-dir", "", "where the SDS files for --tls-cert-dir are written (default: --tls-cert-dir)")
 	f.StringVar(&tlsc.ServerName, "tls-server-name", "thaw-grpc.thaw-system.svc", "SNI sent to thaw and DNS name required in thaw's certificate")
 	f.BoolVar(&eg, "envoy-gateway", false, "print the fragment for Envoy Gateway's EnvoyProxy spec.bootstrap (type Merge) instead: thaw's static clusters, thaw_activator_dst, the internal listener thaw_activator and the stats sink, without node, ADS or admin (docs/envoy-gateway.md); --node-id is then not needed")
+	f.StringVar(&moduleAddr, "module-address", "", "with thaw run --activator=module: thaw's --module-address host:port; adds the module's loopback bridge (listener and cluster thaw_module, docs/activator.md)")
+	f.Uint16Var(&bridgePort, "module-bridge-port", envoy.DefaultModuleBridgePort, "loopback port of the module bridge (thaw run --module-bridge-port)")
 	_ = cmd.MarkFlagRequired("xds-address")
 	return cmd
 }

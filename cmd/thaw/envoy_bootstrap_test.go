@@ -35,3 +35,26 @@ func TestEnvoyBootstrapCmdRequiresFlags(t *testing.T) {
 		t.Fatalf("error = %v, want a missing --xds-address error", err)
 	}
 }
+
+func TestEnvoyBootstrapCmdModuleBridge(t *testing.T) {
+	cmd := newEnvoyBootstrapCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--node-id", "envoy-7", "--xds-address", "127.0.0.1:18000", "--module-address", "127.0.0.1:18001",
+		"--module-bridge-port", "18019"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"name: thaw_module", "port_value: 18001", "port_value: 18019", "envoy.filters.network.tcp_proxy"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q", s)
+		}
+	}
+	cmd = newEnvoyBootstrapCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--envoy-gateway", "--xds-address", "127.0.0.1:18000", "--module-address", "127.0.0.1:18001"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "Envoy Gateway") {
+		t.Errorf("module bridge for Envoy Gateway: %v, want a refusal", err)
+	}
+}

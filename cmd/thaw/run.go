@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,6 +52,7 @@ type runFlags struct {
 	tls              tlsreload.Files
 	pprof            bool
 	eg               egFlags
+	module           fleetModuleFlags
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -106,6 +109,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.tls.KeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
 	fl.StringVar(&f.tls.ClientCAFile, "tls-client-ca-file", "", "CA bundle (PEM) that signs the Envoy fleet's client certificates; other clients are refused at the handshake")
 	f.eg.add(fl)
+	f.module.add(fl)
 	fl.BoolVar(&f.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on --admin-address (off: the admin port is reachable from the pod network)")
 	return cmd
 }
@@ -148,6 +152,22 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	if xcfg.Module, err = f.module.moduleConfig(); err != nil {
+		return err
+	}
+	var moduleAddress string
+	var modTLS *tls.Config
+	if xcfg.Module != nil {
+		if f.eg.enabled {
+			return errors.New("--activator=module is not supported with --eg-extension yet (docs/activator.md, \"Envoy Gateway\"); use --activator=extproc")
+		}
+		if modTLS, err = moduleTLS(logger, f.tls); err != nil {
+			return err
+		}
+		moduleAddress = f.module.address
+		logger.Info("activator: dynamic module in the fleet's Envoys", zap.String("module", xcfg.Module.Path),
+			zap.String("moduleAddress", moduleAddress), zap.String("bridge", xcfg.Module.StateURL))
+	}
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,
@@ -177,6 +197,8 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		RevisionMetrics:       f.revMetrics,
 		DrainTimeout:          f.drainTimeout,
 		Limits:                f.limits,
+		ModuleAddress:         moduleAddress,
+		ModuleTLS:             modTLS,
 	}
 	if elector != nil {
 		opts.Elector = elector
@@ -186,6 +208,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		return err
 	}
 	logger.Info("thaw run started", zap.String("grpc", a.GRPCAddress()), zap.String("admin", a.AdminAddress()),
+		zap.String("module", a.ModuleAddress()),
 		zap.Bool("leaderElect", f.leaderElect), zap.String("identity", f.identity), zap.Bool("mTLS", f.tls.CertFile != ""))
 	return a.Run(ctx)
 }

@@ -71,6 +71,9 @@ type EnvoyOptions struct {
 	// empty means the names StartEnvoy has always used (bootstrap.yaml,
 	// envoy.log, ...).
 	Name string
+	// Args are more command-line arguments (for example --service-node,
+	// as the fleet's manifests pass it).
+	Args []string
 }
 
 // Envoy is a running Envoy process started by StartEnvoy or LaunchEnvoy.
@@ -145,6 +148,7 @@ func LaunchEnvoy(ctx context.Context, dir string, opts EnvoyOptions) (*Envoy, er
 	if opts.ComponentLogLevel != "" {
 		args = append(args, "--component-log-level", opts.ComponentLogLevel)
 	}
+	args = append(args, opts.Args...)
 	// The process's own log file holds Envoy's stdout and stderr.
 	name := strings.TrimSuffix(files.stdout, ".stdout") + "-stdout"
 	p, err := LaunchProcess(ProcessConfig{Name: name, Path: opts.Binary, Args: args, LogDir: dir})

@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -79,6 +81,14 @@ type Options struct {
 	// EGInitialFetchTimeout is the initial_fetch_timeout the EG hooks put
 	// on revision clusters (0: egext.DefaultInitialFetchTimeout).
 	EGInitialFetchTimeout time.Duration
+	// ModuleAddress, with XDS.Module, serves the activator module's state
+	// stream and reports on a server of their own, answered by the leader
+	// only (thaw run; see mountModule). Empty: on the admin server (thaw
+	// local, loopback).
+	ModuleAddress string
+	// ModuleTLS is that server's TLS (mutual TLS, ALPN http/1.1); nil:
+	// plaintext.
+	ModuleTLS *tls.Config
 	// OnNodeExcluded, when set, is told about each xDS stream thaw closed
 	// because it stalled (node id, reason), e.g. to record an Event.
 	OnNodeExcluded func(node, reason string)
@@ -104,6 +114,9 @@ type App struct {
 	platform  Platform
 	leading   atomic.Bool
 	ready     atomic.Bool
+	lead      leadership
+	moduleSrv *http.Server
+	moduleLn  net.Listener
 }
 
 // lazyPoker forwards pokes to the multiscaler, which is built after the
@@ -223,7 +236,11 @@ func New(opts Options) (*App, error) {
 	}
 	a.admin.Handle(ExcludedPath, excludedHandler(a.xds))
 	if opts.XDS.Module != nil {
-		a.mountModule(poker)
+		if err := a.mountModule(poker); err != nil {
+			a.grpcLn.Close()
+			a.admin.ln.Close()
+			return nil, err
+		}
 	}
 	return a, nil
 }
@@ -264,6 +281,9 @@ func (a *App) Run(ctx context.Context) error {
 	goRun("control", func(c context.Context) error { a.modes.Run(c); return nil })
 	goRun("activator", func(c context.Context) error { a.act.Run(c, reg); return nil })
 	goRun("admin", func(c context.Context) error { a.admin.Run(c, a.log); return nil })
+	if a.moduleSrv != nil {
+		goRun("module server", a.runModuleServer)
+	}
 	platformCtx, stopPlatform := context.WithCancel(context.Background())
 	defer stopPlatform()
 	platformDone := make(chan error, 1)
@@ -313,6 +333,7 @@ func (a *App) shutdown(stopPlatform context.CancelFunc, platformDone chan error)
 func (a *App) runAutoscaler(ctx context.Context) error {
 	lead := func(c context.Context) {
 		a.leading.Store(true)
+		a.lead.set(true)
 		a.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		a.log.Info("leading: running the autoscaler")
 		if err := a.scaler.Run(c, a.opts.Registry); err != nil && !errors.Is(err, context.Canceled) {
@@ -327,6 +348,7 @@ func (a *App) runAutoscaler(ctx context.Context) error {
 	a.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	a.opts.Elector.Run(ctx, lead, func() {
 		a.leading.Store(false)
+		a.lead.set(false)
 		a.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 		a.log.Info("stopped leading")
 	})

@@ -179,3 +179,20 @@ func build(raw [3][]byte) (*tls.Config, error) {
 		ClientCAs:    pool,
 	}, nil
 }
+
+// HTTP1ServerConfig is ServerConfig for an HTTP/1.1 server (ALPN
+// "http/1.1" instead of "h2"): the activator module's state and report
+// server, which Envoy reaches through a TCP proxy whose upstream TLS
+// offers http/1.1. Same certificates, client CA and reloading.
+func (r *Reloader) HTTP1ServerConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			r.maybeReload()
+			c := r.cur.Load().Clone()
+			c.NextProtos = []string{"http/1.1"}
+			return c, nil
+		},
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ var (
 )
 
 func acquireConn(cfg state.FilterConfig) *conn {
+	if cfg.Node == "" {
+		cfg.Node = envoyNode()
+	}
 	key := cfg.StateURL + "\x00" + cfg.ReportURL + "\x00" + cfg.Node
 	connsMu.Lock()
 	defer connsMu.Unlock()
@@ -130,6 +134,23 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 		return delivered, err
 	}
 	return delivered, io.ErrUnexpectedEOF
+}
+
+// envoyNode is this Envoy's node id from its command line
+// (--service-node), for filter configurations that name no node: the
+// fleet's listener is the same for every Envoy. "" when Envoy has none
+// (thaw then refuses the stream and the module keeps retrying).
+func envoyNode() string {
+	b, err := os.ReadFile("/proc/self/cmdline")
+	if err != nil {
+		logf("reading this Envoy's command line for --service-node: %v", err)
+		return ""
+	}
+	node := state.ServiceNode(b)
+	if node == "" {
+		logf("the filter configuration names no node and Envoy was started without --service-node: thaw cannot tell this Envoy apart")
+	}
+	return node
 }
 
 type httpError struct{ status string }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/extproc"
+	"github.com/thaw-dev/thaw/modsvc"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
 
@@ -101,6 +102,14 @@ func withLeaderHealthChecks(raw []byte) ([]byte, error) {
 	}
 	found := 0
 	for _, c := range b.GetStaticResources().GetClusters() {
+		if c.GetName() == ModuleCluster {
+			if c.GetType() != clusterv3.Cluster_STRICT_DNS {
+				return nil, fmt.Errorf("kube: cluster %s is %s: give thaw's module address as a DNS name (the headless Service) so Envoy sees every replica",
+					c.GetName(), c.GetType())
+			}
+			addModuleHealthCheck(c)
+			continue
+		}
 		service, ok := thawClusters[c.GetName()]
 		if !ok {
 			continue
@@ -127,6 +136,21 @@ func withLeaderHealthChecks(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("kube: bootstrap YAML: %w", err)
 	}
 	return y, nil
+}
+
+// ModuleCluster is the bootstrap cluster of the activator module's bridge
+// (envoy.ModuleBridge): health-checked on modsvc.HealthPath, which only the
+// leader passes, so each Envoy's module streams from the leader.
+const ModuleCluster = "thaw_module"
+
+// addModuleHealthCheck gives the module cluster an HTTP health check of
+// modsvc.HealthPath (over the cluster's mutual TLS) with the timing and
+// panic settings of addHealthCheck.
+func addModuleHealthCheck(c *clusterv3.Cluster) {
+	addHealthCheck(c, "")
+	c.HealthChecks[0].HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{
+		HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{Path: modsvc.HealthPath},
+	}
 }
 
 func addHealthCheck(c *clusterv3.Cluster, service string) {

@@ -167,7 +167,7 @@ func TestManifestsCertManagerOverlay(t *testing.T) {
 // into its Go type, refusing unknown fields (a typo the apiserver would
 // drop or refuse; the e2e dry-run checks the rest).
 func TestManifestsStrictFields(t *testing.T) {
-	for _, dir := range []string{"", "overlays/cert-manager"} {
+	for _, dir := range []string{"", "overlays/cert-manager", "overlays/activator-module"} {
 		for _, o := range buildManifests(t, dir) {
 			obj, err := scheme.Scheme.New(o.GroupVersionKind())
 			if err != nil {

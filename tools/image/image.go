@@ -26,6 +26,13 @@ const (
 	User = "65532:65532"
 	// BinaryPath is where the binary lives in the image.
 	BinaryPath = "/thaw"
+	// ModulePath is where the activator module (Envoy dynamic module,
+	// bin/thaw-activator.so) lives in the image: `thaw install-module`
+	// copies it from there into the fleet's Envoy pods
+	// (manifests/components/activator-module).
+	ModulePath = "/thaw-activator.so"
+	// moduleInitSymbol is the hook every Envoy dynamic module exports.
+	moduleInitSymbol = "envoy_dynamic_module_on_program_init"
 	// OS is the image's operating system.
 	OS = "linux"
 )
@@ -42,6 +49,9 @@ var machines = map[string]elf.Machine{
 type Options struct {
 	// Binary is the path of a statically linked linux thaw binary.
 	Binary string
+	// Module, when set, is the activator module (a linux shared object
+	// for Arch, built with cgo) added at ModulePath.
+	Module string
 	// Arch is the GOARCH the binary was built for ("amd64").
 	Arch string
 	// Tag names the image inside the tarball
@@ -81,23 +91,64 @@ func checkBinary(path, arch string) error {
 	return nil
 }
 
-// layerTar returns a tar stream holding only the binary at BinaryPath
-// (mode 0755, owned by root: the runtime user may run it, not change it).
+// layerTar returns a tar stream holding the binary at BinaryPath (mode
+// 0755, owned by root: the runtime user may run it, not change it) and,
+// when module is not nil, the activator module at ModulePath (0444).
 // thaw writes no files (its pod's root filesystem is read-only).
-func layerTar(binary []byte) ([]byte, error) {
+func layerTar(binary, module []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: BinaryPath[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: epoch, Format: tar.FormatPAX}
-	if err := tw.WriteHeader(h); err != nil {
-		return nil, err
+	files := []struct {
+		path string
+		mode int64
+		data []byte
+	}{{BinaryPath, 0o755, binary}}
+	if module != nil {
+		files = append(files, struct {
+			path string
+			mode int64
+			data []byte
+		}{ModulePath, 0o444, module})
 	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, err
+	for _, f := range files {
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.path[1:], Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// checkModule returns an error unless path is an ELF shared object for
+// arch that exports moduleInitSymbol (what Envoy looks up first).
+func checkModule(path, arch string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("module %s: %w", path, err)
+	}
+	defer f.Close()
+	if want := machines[arch]; f.Machine != want {
+		return fmt.Errorf("module %s is for %v, want %v (GOARCH=%s)", path, f.Machine, want, arch)
+	}
+	if f.Type != elf.ET_DYN {
+		return fmt.Errorf("module %s is %v, want a shared object (go build -buildmode=c-shared)", path, f.Type)
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return fmt.Errorf("module %s: %w", path, err)
+	}
+	for _, s := range syms {
+		if s.Name == moduleInitSymbol {
+			return nil
+		}
+	}
+	return fmt.Errorf("module %s does not export %s: not an Envoy dynamic module", path, moduleInitSymbol)
 }
 
 // Build makes the image of opts and writes it to opts.Out. Errors: an
@@ -114,7 +165,16 @@ func Build(opts Options) error {
 	if err != nil {
 		return err
 	}
-	content, err := layerTar(bin)
+	var mod []byte
+	if opts.Module != "" {
+		if err := checkModule(opts.Module, opts.Arch); err != nil {
+			return err
+		}
+		if mod, err = os.ReadFile(opts.Module); err != nil {
+			return err
+		}
+	}
+	content, err := layerTar(bin, mod)
 	if err != nil {
 		return fmt.Errorf("layer: %w", err)
 	}
@@ -159,8 +219,9 @@ func Build(opts Options) error {
 // unless it is an OCI image layout with one OCI image (plus the
 // manifest.json `docker load` reads) whose config has user User,
 // entrypoint [BinaryPath], os OS and architecture arch, and whose only
-// layer holds BinaryPath as a static executable for arch.
-func Check(path, arch string) error {
+// layer holds BinaryPath as a static executable for arch and, with
+// withModule, ModulePath as an Envoy dynamic module for arch.
+func Check(path, arch string, withModule bool) error {
 	img, cleanup, err := readArchive(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -191,7 +252,7 @@ func Check(path, arch string) error {
 		errs = append(errs, fmt.Errorf("%d layers, want 1 (an empty base)", len(layers)))
 	}
 	if len(layers) > 0 {
-		if err := checkLayer(layers[0], arch); err != nil {
+		if err := checkLayer(layers[0], arch, withModule); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -201,40 +262,65 @@ func Check(path, arch string) error {
 	return nil
 }
 
-// checkLayer finds BinaryPath in a layer and checks it like checkBinary.
-func checkLayer(l v1.Layer, arch string) error {
+// checkLayer finds BinaryPath in a layer and checks it like checkBinary,
+// and ModulePath (required with withModule) like checkModule.
+func checkLayer(l v1.Layer, arch string, withModule bool) error {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
+	var errs []error
+	found := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("no %s in the layer", BinaryPath)
+			break
 		}
 		if err != nil {
 			return err
 		}
-		if "/"+h.Name != BinaryPath {
+		var check func(string, string) error
+		switch "/" + h.Name {
+		case BinaryPath:
+			if h.Mode&0o111 == 0 {
+				errs = append(errs, fmt.Errorf("%s mode %o: not executable", BinaryPath, h.Mode))
+			}
+			check = checkBinary
+		case ModulePath:
+			check = checkModule
+		default:
 			continue
 		}
-		if h.Mode&0o111 == 0 {
-			return fmt.Errorf("%s mode %o: not executable", BinaryPath, h.Mode)
+		found["/"+h.Name] = true
+		if err := checkEntry(tr, arch, check); err != nil {
+			errs = append(errs, err)
 		}
-		tmp, err := os.CreateTemp("", "thaw-image-check-*")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmp.Name())
-		if _, err := io.Copy(tmp, tr); err != nil {
-			tmp.Close()
-			return err
-		}
-		if err := tmp.Close(); err != nil {
-			return err
-		}
-		return checkBinary(tmp.Name(), arch)
 	}
+	if !found[BinaryPath] {
+		errs = append(errs, fmt.Errorf("no %s in the layer", BinaryPath))
+	}
+	if withModule && !found[ModulePath] {
+		errs = append(errs, fmt.Errorf("no %s in the layer", ModulePath))
+	}
+	return errors.Join(errs...)
+}
+
+// checkEntry copies the current tar entry to a temporary file and runs
+// check on it.
+func checkEntry(tr *tar.Reader, arch string, check func(path, arch string) error) error {
+	tmp, err := os.CreateTemp("", "thaw-image-check-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, tr); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return check(tmp.Name(), arch)
 }

@@ -45,10 +45,13 @@ func TestBuildAndCheck(t *testing.T) {
 	if err := Build(opts); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	if err := Check(out, "amd64"); err != nil {
+	if err := Check(out, "amd64", false); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	if err := Check(out, "arm64"); err == nil || !strings.Contains(err.Error(), "platform linux/amd64, want linux/arm64") {
+	if err := Check(out, "amd64", true); err == nil || !strings.Contains(err.Error(), "no /thaw-activator.so") {
+		t.Errorf("Check with the module required, on an image without it = %v", err)
+	}
+	if err := Check(out, "arm64", false); err == nil || !strings.Contains(err.Error(), "platform linux/amd64, want linux/arm64") {
 		t.Errorf("Check for arm64 = %v, want a platform mismatch", err)
 	}
 
@@ -111,5 +114,42 @@ func TestBuildRefusesUnusableBinaries(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Build error %v, want one containing %q", name, err, c.want)
 		}
+	}
+}
+
+// TestBuildWithModule: the activator module rides in the image at
+// ModulePath (a c-shared object exporting Envoy's init hook); anything
+// else is refused.
+func TestBuildWithModule(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("builds a linux/amd64 c-shared object with the host's C compiler")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no C compiler: a c-shared object needs cgo")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "mod.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"C\"\n\n//export "+moduleInitSymbol+"\nfunc "+moduleInitSymbol+"() *C.char { return nil }\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so := filepath.Join(dir, "mod.so")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", so, src)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=", "GO111MODULE=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildmode=c-shared: %v\n%s", err, b)
+	}
+	bin := buildTiny(t, false)
+	out := filepath.Join(t.TempDir(), "image.tar")
+	if err := Build(Options{Binary: bin, Module: so, Arch: "amd64", Tag: "ghcr.io/thaw-dev/thaw:x", Out: out}); err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if err := Check(out, "amd64", true); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	// A static executable is not a module.
+	err := Build(Options{Binary: bin, Module: bin, Arch: "amd64", Tag: "ghcr.io/thaw-dev/thaw:x", Out: filepath.Join(t.TempDir(), "i.tar")})
+	if err == nil || !strings.Contains(err.Error(), "shared object") {
+		t.Errorf("Build with an executable as module: %v, want a refusal", err)
 	}
 }

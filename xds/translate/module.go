@@ -37,7 +37,9 @@ type ModuleConfig struct {
 	ReportURL string
 	// Node is the Envoy's xDS node id: thaw sends a backend to this
 	// Envoy's module only once this node ACKed the ClusterLoadAssignment
-	// listing it (modsvc.Confirmer).
+	// listing it (modsvc.Confirmer). Empty (a fleet, where every Envoy
+	// gets the same listener): each module uses its own Envoy's
+	// --service-node (state.ServiceNode).
 	Node string
 	// ReportInterval is how often the module reports counts (0: 1 s).
 	ReportInterval time.Duration
@@ -56,9 +58,6 @@ func (m *ModuleConfig) Validate() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("%w: Module.%s %q: want an http(s) URL", ErrInvalidConfig, name, u)
 		}
-	}
-	if m.Node == "" {
-		return fmt.Errorf("%w: Module.Node is empty", ErrInvalidConfig)
 	}
 	if m.ReportInterval < 0 || m.RetryAfterSeconds < 0 {
 		return fmt.Errorf("%w: Module.ReportInterval and RetryAfterSeconds must be >= 0", ErrInvalidConfig)

@@ -57,7 +57,6 @@ func TestModuleConfigValidate(t *testing.T) {
 		"relative path":  func(m *ModuleConfig) { m.Path = "bin/thaw-activator.so" },
 		"bad state URL":  func(m *ModuleConfig) { m.StateURL = "unix:///tmp/x" },
 		"bad report URL": func(m *ModuleConfig) { m.ReportURL = "" },
-		"no node":        func(m *ModuleConfig) { m.Node = "" },
 		"negative":       func(m *ModuleConfig) { m.RetryAfterSeconds = -1 },
 	} {
 		m := good
@@ -71,5 +70,11 @@ func TestModuleConfigValidate(t *testing.T) {
 	cfg := moduleTestConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("valid module config refused: %v", err)
+	}
+	// A fleet's shared listener names no node: each module takes its
+	// Envoy's --service-node.
+	cfg.Module.Node = ""
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("module config without node refused: %v", err)
 	}
 }
