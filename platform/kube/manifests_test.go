@@ -89,6 +89,8 @@ func TestManifestsBase(t *testing.T) {
 		"autoscaling/horizontalpodautoscalers": {"list", "watch"},
 		"thaw.dev/revisions":                   {"get", "list", "watch"},
 		"thaw.dev/revisions/status":            {"patch"},
+		"thaw.dev/revisionsplits":              {"list", "watch"},
+		"thaw.dev/revisionsplits/status":       {"patch"},
 		"/pods":                                {"get", "list", "watch", "patch"},
 		"/events":                              {"create", "patch"},
 	}

@@ -18,6 +18,9 @@ const (
 	MetricCostPatches = "thaw_kube_deletion_cost_patches_total"
 	// MetricRevisionStatusPatches counts Revision status writes by result.
 	MetricRevisionStatusPatches = "thaw_kube_revision_status_patches_total"
+	// MetricSplitStatusPatches counts RevisionSplit status writes by
+	// result.
+	MetricSplitStatusPatches = "thaw_kube_revisionsplit_status_patches_total"
 )
 
 type metrics struct {
@@ -44,6 +47,9 @@ type metrics struct {
 	// revisionStatusPatches counts Revision status writes by result
 	// ("ok", "error").
 	revisionStatusPatches *prometheus.CounterVec
+	// splitStatusPatches counts RevisionSplit status writes by result
+	// ("ok", "error").
+	splitStatusPatches *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -69,6 +75,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		revisionStatusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRevisionStatusPatches, Help: "Writes of Revision status (thaw.dev/v1alpha1, status subresource), by result (ok, error).",
 		}, []string{"result"}),
+		splitStatusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSplitStatusPatches, Help: "Writes of RevisionSplit status (thaw.dev/v1alpha1, status subresource), by result (ok, error).",
+		}, []string{"result"}),
 		costPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricCostPatches, Help: "Patches of pods' controller.kubernetes.io/pod-deletion-cost before a scale-down, by result (ok, error).",
 		}, []string{"result"}),
@@ -77,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches} {
+	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches, m.splitStatusPatches} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
