@@ -52,6 +52,9 @@ type Platform struct {
 	// hpas caches HorizontalPodAutoscalers indexed by scale target
 	// (autoscalers.go).
 	hpas cache.Indexer
+	// scaledObjects caches KEDA ScaledObjects (*scaledObject) indexed by
+	// scale target; nil when KEDA's CRD is not served (keda.go).
+	scaledObjects cache.Indexer
 	// splits reports RevisionSplits; nil when they are not watched
 	// (splits.go).
 	splits  *splitReconciler
@@ -189,6 +192,10 @@ func (p *Platform) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	kedaFactory, kedaInf, err := p.startScaledObjects()
+	if err != nil {
+		return err
+	}
 	workloadHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onWorkload(nil, obj) },
 		UpdateFunc: p.onWorkload,
@@ -231,6 +238,9 @@ func (p *Platform) Run(ctx context.Context) error {
 		if splitFactory != nil {
 			splitFactory.Shutdown()
 		}
+		if kedaFactory != nil {
+			kedaFactory.Shutdown()
+		}
 	}()
 	workloads.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
@@ -243,6 +253,10 @@ func (p *Platform) Run(ctx context.Context) error {
 	if splitFactory != nil {
 		splitFactory.Start(ctx.Done())
 		synced = append(synced, splitInf.HasSynced)
+	}
+	if kedaFactory != nil {
+		kedaFactory.Start(ctx.Done())
+		synced = append(synced, kedaInf.HasSynced)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("kube: waiting for informer caches: %w", context.Cause(ctx))

@@ -49,19 +49,23 @@ func splitTestRevision(name string) *v1alpha1.Revision {
 // fake dynamic client, with every status patch counted.
 type splitEnv struct {
 	*testEnv
-	dyn     *dynamicfake.FakeDynamicClient
-	patches atomic.Int32
+	dyn           *dynamicfake.FakeDynamicClient
+	statusPatches atomic.Int32
 }
 
-func newSplitEnv(t *testing.T, thaw []runtime.Object, kubeObjs ...runtime.Object) *splitEnv {
+// newSplitEnv starts the platform with the Revision and RevisionSplit
+// CRDs served, and KEDA's ScaledObject CRD too when keda is set; thaw
+// holds the dynamic client's objects.
+func newSplitEnv(t *testing.T, keda bool, thaw []runtime.Object, kubeObjs ...runtime.Object) *splitEnv {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{
 		v1alpha1.RevisionsResource: "RevisionList", v1alpha1.RevisionSplitsResource: "RevisionSplitList",
+		ScaledObjectsResource: "ScaledObjectList",
 	}
 	se := &splitEnv{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, thaw...)}
 	se.dyn.PrependReactor("patch", "revisionsplits", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" {
-			se.patches.Add(1)
+			se.statusPatches.Add(1)
 		}
 		return false, nil, nil
 	})
@@ -69,6 +73,10 @@ func newSplitEnv(t *testing.T, thaw []runtime.Object, kubeObjs ...runtime.Object
 		GroupVersion: v1alpha1.SchemeGroupVersion.String(),
 		APIResources: []metav1.APIResource{{Name: "revisions", Namespaced: true}, {Name: "revisionsplits", Namespaced: true}},
 	}}}}
+	if keda {
+		disc.Resources = append(disc.Resources, &metav1.APIResourceList{GroupVersion: ScaledObjectsResource.GroupVersion().String(),
+			APIResources: []metav1.APIResource{{Name: ScaledObjectsResource.Resource, Namespaced: true}}})
+	}
 	se.testEnv = newEnv(t, func(o *Options) {
 		o.Revisions, o.Dynamic, o.Discovery = RevisionsOn, se.dyn, disc
 		o.Scales.(*scalefake.FakeScaleClient).AddReactor("get", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -154,7 +162,7 @@ func TestRevisionSplitStatus(t *testing.T) {
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 3,
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "v3"}},
 	}
-	se := newSplitEnv(t, thaw, deployment("v1", 1, nil), deployment("v2", 1, nil), deployment("v3", 1, nil), hpaObj)
+	se := newSplitEnv(t, false, thaw, deployment("v1", 1, nil), deployment("v2", 1, nil), deployment("v3", 1, nil), hpaObj)
 
 	good := se.ready(t, "good", v1alpha1.ReasonResolved)
 	if good.ObservedGeneration != 3 || len(good.Traffic) != 2 || good.Traffic[1].Tag != "canary" || good.Traffic[1].Reason != v1alpha1.ReasonRouted {
@@ -175,13 +183,13 @@ func TestRevisionSplitStatus(t *testing.T) {
 	se.events(t, "Warning RevisionNotFound", "Warning ScaledByOtherAutoscaler", "Warning InvalidSplit")
 
 	// Nothing changed: reconciling again writes nothing.
-	n := se.patches.Load()
+	n := se.statusPatches.Load()
 	for _, name := range []string{"good", "missing", "hpa", "bad"} {
 		if err := se.p.reconcileSplit(se.ctx, key(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := se.patches.Load(); got != n {
+	if got := se.statusPatches.Load(); got != n {
 		t.Errorf("%d status writes without a change", got-n)
 	}
 	if n != 4 {
