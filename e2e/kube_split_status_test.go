@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,21 @@ func TestKubeRevisionSplitStatus(t *testing.T) {
 		return hasCondition(st, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonOtherAutoscaler)
 	})
 	waitSplitEvents(t, env, ns, map[string]string{"ghost": v1alpha1.ReasonRevisionNotFound, "keda": v1alpha1.ReasonOtherAutoscaler})
+	// `kubectl get rsplit`: the CRD's printer columns show Ready and why.
+	body, err := c.Client.Discovery().RESTClient().Get().
+		AbsPath("/apis", v1alpha1.GroupName, v1alpha1.Version, "namespaces", ns, "revisionsplits", "ghost").
+		SetHeader("Accept", "application/json;as=Table;g=meta.k8s.io;v=v1").DoRaw(t.Context())
+	var table metav1.Table
+	if err != nil || json.Unmarshal(body, &table) != nil || len(table.Rows) != 1 {
+		t.Fatalf("get rsplit ghost as Table: %v %s", err, body)
+	}
+	cols := map[string]any{}
+	for i, col := range table.ColumnDefinitions {
+		cols[col.Name] = table.Rows[0].Cells[i]
+	}
+	if cols["Ready"] != "False" || cols["Reason"] != v1alpha1.ReasonRevisionNotFound {
+		t.Errorf("kubectl get rsplit ghost: %v, want Ready False, Reason %s", cols, v1alpha1.ReasonRevisionNotFound)
+	}
 
 	patch := []byte(`{"spec":{"traffic":[{"revisionName":"v1","percent":50},{"revisionName":"v2","percent":50}]}}`)
 	if _, err := splits.Patch(t.Context(), "shop", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

@@ -21,6 +21,9 @@ const (
 	// MetricSplitStatusPatches counts RevisionSplit status writes by
 	// result.
 	MetricSplitStatusPatches = "thaw_kube_revisionsplit_status_patches_total"
+	// MetricSplits counts RevisionSplits by the reason of their Ready
+	// condition.
+	MetricSplits = "thaw_kube_revisionsplits"
 )
 
 type metrics struct {
@@ -50,6 +53,9 @@ type metrics struct {
 	// splitStatusPatches counts RevisionSplit status writes by result
 	// ("ok", "error").
 	splitStatusPatches *prometheus.CounterVec
+	// splits counts RevisionSplits by Ready reason (Resolved,
+	// RevisionNotFound, ...; a fixed set).
+	splits *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -78,6 +84,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		splitStatusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricSplitStatusPatches, Help: "Writes of RevisionSplit status (thaw.dev/v1alpha1, status subresource), by result (ok, error).",
 		}, []string{"result"}),
+		splits: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricSplits, Help: "RevisionSplits by the reason of their Ready condition (Resolved, InvalidSplit, RevisionNotFound, ScaledByOtherAutoscaler, RevisionInvalid, Pending).",
+		}, []string{"reason"}),
 		costPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricCostPatches, Help: "Patches of pods' controller.kubernetes.io/pod-deletion-cost before a scale-down, by result (ok, error).",
 		}, []string{"result"}),
@@ -86,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches, m.splitStatusPatches} {
+	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches, m.splitStatusPatches, m.splits} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

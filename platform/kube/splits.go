@@ -76,6 +76,9 @@ type splitReconciler struct {
 	queue workqueue.TypedRateLimitingInterface[revision.Key]
 	mu    sync.Mutex
 	recs  map[revision.Key]*splitRecord
+	// reasons: every cached split's Ready reason, on every replica (the
+	// thaw_kube_revisionsplits gauge).
+	reasons map[revision.Key]string
 }
 
 // splitsServed reports whether the apiserver serves revisionsplits.thaw.dev.
@@ -113,7 +116,7 @@ func (p *Platform) startSplits() (dynamicinformer.DynamicSharedInformerFactory, 
 		return nil, nil, fmt.Errorf("kube: RevisionSplit index: %w", err)
 	}
 	sr := &splitReconciler{
-		cache: inf.GetIndexer(), recs: map[revision.Key]*splitRecord{},
+		cache: inf.GetIndexer(), recs: map[revision.Key]*splitRecord{}, reasons: map[revision.Key]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[revision.Key](),
 			workqueue.TypedRateLimitingQueueConfig[revision.Key]{Name: "thaw-kube-splits"}),
 	}
@@ -209,7 +212,9 @@ func (p *Platform) runSplits(ctx context.Context) {
 	}
 }
 
-// reconcileSplit reports one RevisionSplit (leader only): one Event per
+// reconcileSplit computes one RevisionSplit's status and counts it in the
+// thaw_kube_revisionsplits gauge by Ready reason (every replica), and
+// reports it (leader only): one Event per
 // distinct Ready condition per leadership term (Warning while not Ready,
 // Normal when it becomes Ready again; none while Pending) and a status
 // write when the computed status differs from the object's and from the
@@ -222,10 +227,8 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 	if err != nil || !ok || s == nil || s.DeletionTimestamp != nil {
 		sr.mu.Lock()
 		delete(sr.recs, key)
+		p.setSplitReasonLocked(key, "")
 		sr.mu.Unlock()
-		return nil
-	}
-	if !p.Leading() {
 		return nil
 	}
 	in := splitInput{split: s, now: p.opts.Clock.Now(), decodeErr: s.Annotations[annotationDecodeError]}
@@ -237,8 +240,12 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 	status := splitStatus(in)
 	fp := splitStatusFingerprint(status)
 	ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
-
 	sr.mu.Lock()
+	p.setSplitReasonLocked(key, ready.Reason)
+	if !p.Leading() {
+		sr.mu.Unlock()
+		return nil
+	}
 	rec := sr.recs[key]
 	if rec == nil {
 		rec = &splitRecord{}
@@ -283,6 +290,25 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 	}
 	sr.mu.Unlock()
 	return nil
+}
+
+// setSplitReasonLocked moves key to reason ("" once it is gone) in the
+// thaw_kube_revisionsplits gauge. Call with splits.mu held.
+func (p *Platform) setSplitReasonLocked(key revision.Key, reason string) {
+	sr := p.splits
+	old := sr.reasons[key]
+	if old == reason {
+		return
+	}
+	if old != "" {
+		p.metrics.splits.WithLabelValues(old).Dec()
+	}
+	if reason == "" {
+		delete(sr.reasons, key)
+		return
+	}
+	p.metrics.splits.WithLabelValues(reason).Inc()
+	sr.reasons[key] = reason
 }
 
 // splitRef is the Event reference of a RevisionSplit.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -201,4 +202,10 @@ func TestRevisionSplitStatus(t *testing.T) {
 	}
 	se.ready(t, "hpa", v1alpha1.ReasonResolved)
 	se.events(t, "Normal Resolved")
+	for reason, want := range map[string]float64{v1alpha1.ReasonResolved: 2, v1alpha1.ReasonRevisionNotFound: 1,
+		v1alpha1.ReasonOtherAutoscaler: 0, v1alpha1.ReasonInvalidSplit: 1} {
+		if got := testutil.ToFloat64(se.p.metrics.splits.WithLabelValues(reason)); got != want {
+			t.Errorf("%s{reason=%q} = %v, want %v", MetricSplits, reason, got, want)
+		}
+	}
 }
