@@ -94,6 +94,15 @@ func TestKubeRevisionSplitStatus(t *testing.T) {
 	waitRevisionStatus(t, revs, "v3", "refused: a ScaledObject scales its target", func(st v1alpha1.RevisionStatus) bool {
 		return hasCondition(st, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonOtherAutoscaler)
 	})
+	d, err := c.Client.AppsV1().Deployments(ns).Get(t.Context(), "v3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range d.ManagedFields {
+		if mf.Manager == kube.FieldManager {
+			t.Errorf("thaw wrote Deployment v3 (%s %s) while a ScaledObject scales it", mf.Operation, mf.Subresource)
+		}
+	}
 	waitSplitEvents(t, env, ns, map[string]string{"ghost": v1alpha1.ReasonRevisionNotFound, "keda": v1alpha1.ReasonOtherAutoscaler})
 	// `kubectl get rsplit`: the CRD's printer columns show Ready and why.
 	body, err := c.Client.Discovery().RESTClient().Get().
