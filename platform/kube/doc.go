@@ -58,7 +58,8 @@
 // With the RevisionSplit CRD served, the leader writes each split's status
 // (Ready and why, observedGeneration, status.traffic) from the registry's
 // view of the revisions it names, only when it changes, with a Warning
-// Event per distinct problem (splits.go, split_status.go).
+// Event per distinct problem (splits.go, split_status.go,
+// split_reconcile.go).
 //
 // # Writes and leadership
 //

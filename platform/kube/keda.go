@@ -78,30 +78,12 @@ func indexByScaledObjectTarget(obj any) ([]string, error) {
 	return []string{s.target.String()}, nil
 }
 
-// scaledObjectsServed reports whether the apiserver serves KEDA's
-// scaledobjects.keda.sh/v1alpha1.
-func (p *Platform) scaledObjectsServed() bool {
-	if p.opts.Discovery == nil || p.opts.Dynamic == nil {
-		return false
-	}
-	list, err := p.opts.Discovery.ServerResourcesForGroupVersion(ScaledObjectsResource.GroupVersion().String())
-	if err != nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == ScaledObjectsResource.Resource {
-			return true
-		}
-	}
-	return false
-}
-
 // startScaledObjects sets up the ScaledObject informer (not started) when
 // the apiserver serves KEDA's CRD; both results are nil otherwise (no
 // KEDA: nothing to watch; installing KEDA later needs a thaw restart to
 // see its ScaledObjects, while KEDA's own HPAs are seen at once).
 func (p *Platform) startScaledObjects() (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, error) {
-	if !p.scaledObjectsServed() {
+	if !p.served(ScaledObjectsResource) {
 		return nil, nil, nil
 	}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.opts.Dynamic, 0, p.opts.Namespace, nil)
