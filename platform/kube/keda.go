@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -79,11 +80,12 @@ func indexByScaledObjectTarget(obj any) ([]string, error) {
 }
 
 // startScaledObjects sets up the ScaledObject informer (not started) when
-// the apiserver serves KEDA's CRD; both results are nil otherwise (no
-// KEDA: nothing to watch; installing KEDA later needs a thaw restart to
-// see its ScaledObjects, while KEDA's own HPAs are seen at once).
-func (p *Platform) startScaledObjects() (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, error) {
-	if !p.served(ScaledObjectsResource) {
+// the apiserver serves KEDA's CRD and thaw may list ScaledObjects; both
+// results are nil otherwise (no KEDA: nothing to watch; installing KEDA
+// later needs a thaw restart to see its ScaledObjects, while KEDA's own
+// HPAs are seen at once).
+func (p *Platform) startScaledObjects(ctx context.Context) (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, error) {
+	if !p.optional(ctx, ScaledObjectsResource) {
 		return nil, nil, nil
 	}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.opts.Dynamic, 0, p.opts.Namespace, nil)

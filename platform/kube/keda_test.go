@@ -5,9 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/revision"
@@ -70,4 +73,21 @@ func TestScaledObjectLeavesWorkloadAlone(t *testing.T) {
 	}
 	se.waitFor(t, "web valid once its ScaledObject is gone", func(s *revision.Snapshot) bool { return s.Get(key("web")) != nil })
 	se.ready(t, "web", v1alpha1.ReasonResolved)
+}
+
+// TestScaledObjectsNotListable: KEDA's CRD is served but thaw may not list
+// ScaledObjects (RBAC narrowed): the platform still syncs (an informer it
+// may not list would never sync), without ScaledObject detection.
+func TestScaledObjectsNotListable(t *testing.T) {
+	forbid := func(d *dynamicfake.FakeDynamicClient) {
+		d.PrependReactor("list", "scaledobjects", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(ScaledObjectsResource.GroupResource(), "", errors.New("RBAC"))
+		})
+	}
+	thaw := []runtime.Object{toUnstructured(t, splitTestRevision("web"), v1alpha1.RevisionKind), scaledObjectFor("web-so", "web", "")}
+	se := newSplitEnvWith(t, true, forbid, thaw, deployment("web", 1, nil))
+	snap := se.waitFor(t, "sync without ScaledObjects", func(s *revision.Snapshot) bool { return s.Synced })
+	if snap.Get(key("web")) == nil || se.p.scaledObjects != nil {
+		t.Errorf("web %v (invalid: %v), ScaledObjects watched: %v; want routed, not watched", snap.Get(key("web")), snap.Invalid[key("web")], se.p.scaledObjects != nil)
+	}
 }

@@ -188,11 +188,11 @@ func (p *Platform) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	splitFactory, splitInf, err := p.startSplits()
+	splitFactory, splitInf, err := p.startSplits(ctx)
 	if err != nil {
 		return err
 	}
-	kedaFactory, kedaInf, err := p.startScaledObjects()
+	kedaFactory, kedaInf, err := p.startScaledObjects(ctx)
 	if err != nil {
 		return err
 	}

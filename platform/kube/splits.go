@@ -1,9 +1,12 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sync"
 
+	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,30 +79,34 @@ type splitReconciler struct {
 	reasons map[revision.Key]string
 }
 
-// served reports whether the apiserver serves gvr (discovery; false when
-// its group version is not served or discovery fails).
-func (p *Platform) served(gvr schema.GroupVersionResource) bool {
+// optional reports whether the optional resource gvr (RevisionSplits,
+// KEDA ScaledObjects) can be watched: the apiserver serves it
+// (discovery) and thaw may list it in its namespace scope (one list of
+// one item). When it is served but the list fails (RBAC narrowed, an
+// older ClusterRole), it logs why and returns false: an informer thaw may
+// not list would never sync, and Run would wait for it forever.
+func (p *Platform) optional(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	if p.opts.Discovery == nil || p.opts.Dynamic == nil {
 		return false
 	}
 	list, err := p.opts.Discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if err != nil {
+	if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource }) {
 		return false
 	}
-	for _, r := range list.APIResources {
-		if r.Name == gvr.Resource {
-			return true
-		}
+	if _, err := p.opts.Dynamic.Resource(gvr).Namespace(p.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		p.log.Warn("served but not listable: not watched (grant list and watch, see manifests/base/rbac.yaml)",
+			zap.String("resource", gvr.String()), zap.Error(err))
+		return false
 	}
-	return false
+	return true
 }
 
 // startSplits sets up the RevisionSplit informer (not started) when
-// Revisions are watched and the CRD is served; both results are nil
+// Revisions are watched and the CRD is served and listable; both results are nil
 // otherwise (an older install without the RevisionSplit CRD keeps
 // working; installing it later needs a restart).
-func (p *Platform) startSplits() (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, error) {
-	if p.revisions == nil || !p.served(v1alpha1.RevisionSplitsResource) {
+func (p *Platform) startSplits(ctx context.Context) (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, error) {
+	if p.revisions == nil || !p.optional(ctx, v1alpha1.RevisionSplitsResource) {
 		p.log.Info("RevisionSplit CRD not served or Revisions off: RevisionSplit status is not written")
 		return nil, nil, nil
 	}

@@ -58,6 +58,12 @@ type splitEnv struct {
 // CRDs served, and KEDA's ScaledObject CRD too when keda is set; thaw
 // holds the dynamic client's objects.
 func newSplitEnv(t *testing.T, keda bool, thaw []runtime.Object, kubeObjs ...runtime.Object) *splitEnv {
+	return newSplitEnvWith(t, keda, nil, thaw, kubeObjs...)
+}
+
+// newSplitEnvWith is newSplitEnv with reactors added to the dynamic
+// client before the platform starts.
+func newSplitEnvWith(t *testing.T, keda bool, react func(*dynamicfake.FakeDynamicClient), thaw []runtime.Object, kubeObjs ...runtime.Object) *splitEnv {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{
 		v1alpha1.RevisionsResource: "RevisionList", v1alpha1.RevisionSplitsResource: "RevisionSplitList",
@@ -74,6 +80,9 @@ func newSplitEnv(t *testing.T, keda bool, thaw []runtime.Object, kubeObjs ...run
 		GroupVersion: v1alpha1.SchemeGroupVersion.String(),
 		APIResources: []metav1.APIResource{{Name: "revisions", Namespaced: true}, {Name: "revisionsplits", Namespaced: true}},
 	}}}}
+	if react != nil {
+		react(se.dyn)
+	}
 	if keda {
 		disc.Resources = append(disc.Resources, &metav1.APIResourceList{GroupVersion: ScaledObjectsResource.GroupVersion().String(),
 			APIResources: []metav1.APIResource{{Name: ScaledObjectsResource.Resource, Namespaced: true}}})
