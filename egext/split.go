@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
+	"github.com/thaw-dev/thaw/platform/revisionspec"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -19,7 +17,7 @@ const SplitKind = v1alpha1.RevisionSplitKind
 
 // maxSplitMembers bounds a RevisionSplit's traffic list (the CRD's
 // MaxItems).
-const maxSplitMembers = 16
+const maxSplitMembers = revisionspec.MaxSplitMembers
 
 // ErrInvalidSplit wraps every problem with a RevisionSplit object; its
 // route answers 500 with the reason (InvalidRoute).
@@ -65,10 +63,9 @@ func isSplit(b []byte) bool {
 
 // ParseSplit reads a RevisionSplit from an unstructured object's JSON (the
 // api/v1alpha1 type). It checks what the CRD's schema checks at admission
-// (EG's file provider has no admission): 1..16 members, each Revision
-// named once with a valid name, percents 0..100 summing to 100, tags DNS
-// labels used once, protocol http1 or h2c. Errors wrap ErrInvalidSplit
-// and name the split and the rule broken.
+// (EG's file provider has no admission) through revisionspec.ValidateSplit,
+// the same rules the kube platform reports in the RevisionSplit's status.
+// Errors wrap ErrInvalidSplit and name the split and the rule broken.
 func ParseSplit(b []byte) (Split, error) {
 	var o v1alpha1.RevisionSplit
 	if err := json.Unmarshal(b, &o); err != nil {
@@ -80,50 +77,16 @@ func ParseSplit(b []byte) (Split, error) {
 	if o.Name == "" || o.Namespace == "" {
 		return Split{}, fmt.Errorf("%w: metadata.name and metadata.namespace are required", ErrInvalidSplit)
 	}
-	s := Split{Key: revision.Key{Namespace: o.Namespace, Name: o.Name}, Protocol: revision.ProtocolHTTP1}
-	fail := func(format string, a ...any) (Split, error) {
-		return Split{}, fmt.Errorf("%w %s: %s", ErrInvalidSplit, s.Key, fmt.Sprintf(format, a...))
+	s := Split{Key: revision.Key{Namespace: o.Namespace, Name: o.Name}}
+	proto, err := revisionspec.ValidateSplit(&o)
+	if err != nil {
+		return Split{}, fmt.Errorf("%w %s: %w", ErrInvalidSplit, s.Key, err)
 	}
-	switch p := revision.Protocol(o.Spec.Protocol); p {
-	case "", revision.ProtocolHTTP1:
-	case revision.ProtocolH2C:
-		s.Protocol = p
-	default:
-		return fail("spec.protocol %q, want \"http1\" or \"h2c\"", p)
-	}
-	n := len(o.Spec.Traffic)
-	if n == 0 || n > maxSplitMembers {
-		return fail("spec.traffic has %d entries, want 1..%d", n, maxSplitMembers)
-	}
-	var sum uint32
-	names, tags := make([]string, 0, n), make([]string, 0, n)
-	for i, t := range o.Spec.Traffic {
-		if msgs := validation.IsDNS1123Subdomain(t.RevisionName); len(msgs) > 0 {
-			return fail("spec.traffic[%d].revisionName %q: %s", i, t.RevisionName, msgs[0])
-		}
-		if slices.Contains(names, t.RevisionName) {
-			return fail("spec.traffic names Revision %q twice", t.RevisionName)
-		}
-		names = append(names, t.RevisionName)
-		if t.Percent < 0 || t.Percent > 100 {
-			return fail("spec.traffic[%d].percent %d, want 0..100", i, t.Percent)
-		}
-		sum += uint32(t.Percent)
-		if t.Tag != "" {
-			if msgs := validation.IsDNS1123Label(t.Tag); len(msgs) > 0 {
-				return fail("spec.traffic[%d].tag %q: %s", i, t.Tag, msgs[0])
-			}
-			if slices.Contains(tags, t.Tag) {
-				return fail("spec.traffic uses tag %q twice", t.Tag)
-			}
-			tags = append(tags, t.Tag)
-		}
+	s.Protocol = proto
+	for _, t := range o.Spec.Traffic {
 		s.Members = append(s.Members, SplitMember{
 			Key: revision.Key{Namespace: o.Namespace, Name: t.RevisionName}, Percent: uint32(t.Percent), Tag: t.Tag,
 		})
-	}
-	if sum != 100 {
-		return fail("traffic percents sum to %d, want 100", sum)
 	}
 	return s, nil
 }

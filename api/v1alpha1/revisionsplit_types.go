@@ -79,12 +79,18 @@ type TrafficTarget struct {
 	Tag string `json:"tag,omitempty"`
 }
 
-// Condition type and reasons of a RevisionSplit.
+// Condition reasons of a RevisionSplit (condition type ConditionReady).
+// A split whose Revision is scaled by another autoscaler has reason
+// ReasonOtherAutoscaler; one still waiting for thaw to publish a Revision
+// that exists has ReasonPending (status Unknown).
 const (
 	// ReasonRevisionNotFound: a Revision of the split does not exist.
 	ReasonRevisionNotFound = "RevisionNotFound"
 	// ReasonInvalidSplit: the split breaks a rule (sum, duplicates).
 	ReasonInvalidSplit = "InvalidSplit"
+	// ReasonRevisionInvalid: a Revision of the split exists but thaw
+	// refuses its configuration (its own Ready condition says why).
+	ReasonRevisionInvalid = "RevisionInvalid"
 	// ReasonResolved: every Revision exists and the split is valid.
 	ReasonResolved = "Resolved"
 )
@@ -103,4 +109,24 @@ type RevisionSplitStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Traffic is spec.traffic as thaw resolved it, in the same order: each
+	// entry's Revision and share, and whether thaw routes that Revision.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Traffic []TrafficTargetStatus `json:"traffic,omitempty"`
+}
+
+// TrafficTargetStatus is how thaw resolved one traffic entry of a
+// RevisionSplit.
+type TrafficTargetStatus struct {
+	// RevisionName, Percent and Tag repeat the spec's entry.
+	RevisionName string `json:"revisionName"`
+	Percent      int32  `json:"percent"`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// Reason is Routed when thaw routes the Revision (serving or scaled to
+	// zero), else why not: RevisionNotFound, ScaledByOtherAutoscaler,
+	// RevisionInvalid or Pending.
+	Reason string `json:"reason"`
 }

@@ -195,6 +195,7 @@ func build(dir, envoyBin, out string) (*doc, error) {
 	d.Summary = append(d.Summary, burstLargeRows(in.Scenarios.BurstLarge)...)
 	d.Summary = append(d.Summary, failoverRows(in.Scenarios.Failover)...)
 	d.Summary = append(d.Summary, egRows(in.Scenarios.EnvoyGateway, in.Scenarios.Cold)...)
+	d.Summary = append(d.Summary, egSplitRows(in.Scenarios.EGSplit)...)
 	d.BurstLarge = newBurstLargeView(in.Scenarios.BurstLarge)
 	d.Summary = append(d.Summary, microRows(in.Micro, in.XDS)...)
 	d.Summary = append(d.Summary, scaleRows(in.Scenarios.Scale)...)

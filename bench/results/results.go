@@ -38,6 +38,8 @@ type Scenarios struct {
 	Abuse     *Abuse     `json:"abuse,omitempty"`
 	// EnvoyGateway is thaw as Envoy Gateway's extension (eg).
 	EnvoyGateway *EnvoyGateway `json:"envoyGateway,omitempty"`
+	// EGSplit is a RevisionSplit route through EG's Envoy (egsplit).
+	EGSplit *EGSplit `json:"egSplit,omitempty"`
 	// Errors lists scenarios that failed, one line each.
 	Errors []string `json:"errors,omitempty"`
 }

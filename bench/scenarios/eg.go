@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,15 +34,8 @@ import (
 //     cluster and one EDS stream to thaw each) and the time until every
 //     new cluster has its endpoints.
 func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
-	if _, err := os.Stat(e.egBin); err != nil {
-		return nil, fmt.Errorf("envoy-gateway not found (%w): run `make tools-envoy-gateway`", err)
-	}
-	// EG standalone binds fixed ports: its xDS server and its metrics.
-	for _, p := range []int{18000, 19001} {
-		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
-			conn.Close()
-			return nil, fmt.Errorf("127.0.0.1:%d is in use: Envoy Gateway standalone needs it", p)
-		}
+	if err := egPreflight(e); err != nil {
+		return nil, err
 	}
 	dir, err := e.tempDir("eg")
 	if err != nil {

@@ -24,6 +24,8 @@
 //	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
 //	eg        thaw as Envoy Gateway's extension: warm path through EG's
 //	          Envoy to a Revision vs to a plain Backend, cold starts
+//	egsplit   a 90/10 RevisionSplit route through EG's Envoy vs a single
+//	          Revision and a plain Backend: Envoy CPU per request
 //	knobs     (only when asked) what each part of thaw's serve-mode Envoy
 //	          configuration costs a warm request, in one static Envoy
 //	abuse     thaw's memory under hostile gRPC clients (issue 13), not in
@@ -138,7 +140,7 @@ func main() {
 	e := &env{root: root}
 	out := flag.String("out", "bench/out/scenarios.json", "where to write the figures (JSON)")
 	png := flag.String("png", "docs/burst.png", "where to write the burst timeline picture (PNG; empty: none)")
-	only := flag.String("only", "paths,cold,burst,burst10k,failover,scale,protocols,abuse,eg", "scenarios to run, comma-separated")
+	only := flag.String("only", "paths,cold,burst,burst10k,failover,scale,protocols,abuse,eg,egsplit", "scenarios to run, comma-separated")
 	flag.StringVar(&e.thawBin, "thaw", filepath.Join(root, "bin", "thaw"), "thaw binary (make build)")
 	flag.StringVar(&e.envoyBin, "envoy", envoyDefault, "Envoy binary ($ENVOY_BIN, make tools)")
 	flag.StringVar(&e.workloadBin, "workload", filepath.Join(root, "bin", "workload"), "example workload binary (make build)")
@@ -275,6 +277,11 @@ func run(e *env, only, out, png string) error {
 		g, err := runEG(e, e.size(20, 3), e.size(1000, 100))
 		res.EnvoyGateway = g
 		note("eg", err)
+	}
+	if want["egsplit"] {
+		s, err := runEGSplit(e)
+		res.EGSplit = s
+		note("egsplit", err)
 	}
 	if want["knobs"] {
 		note("knobs", runKnobs(e, filepath.Dir(out)))

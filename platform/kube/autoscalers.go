@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,7 +13,7 @@ import (
 )
 
 // ErrOtherAutoscaler marks a revision whose workload another autoscaler
-// (a HorizontalPodAutoscaler) also scales: both would write /scale and
+// (a HorizontalPodAutoscaler or a KEDA ScaledObject) also scales: both would write /scale and
 // undo each other's decisions, so thaw leaves the workload alone (the
 // revision is invalid: not scaled, not routed) until the other autoscaler
 // is removed. docs/kubernetes.md tells how to hand a workload over.
@@ -41,19 +42,26 @@ func indexByHPATarget(obj any) ([]string, error) {
 }
 
 // otherAutoscaler returns an error wrapping ErrOtherAutoscaler and naming
-// the HorizontalPodAutoscaler(s) that scale t, or nil. field is the field
-// the error names ("spec.scaleTargetRef", or "workload" for annotations).
+// what else scales t: a KEDA ScaledObject (when KEDA's CRD is served)
+// and/or a HorizontalPodAutoscaler (KEDA drives one of its own,
+// keda-hpa-<name>), or nil. field is the field the error names
+// ("spec.scaleTargetRef", or "workload" for annotations).
 func (p *Platform) otherAutoscaler(t targetKey, field string) error {
-	if p.hpas == nil {
+	var who []string
+	if so := p.scaledObjectOf(t); so != "" {
+		who = append(who, so)
+	}
+	if p.hpas != nil {
+		if objs, err := p.hpas.ByIndex(hpaTargetIndex, t.String()); err == nil && len(objs) > 0 {
+			h := objs[0].(*autoscalingv2.HorizontalPodAutoscaler)
+			who = append(who, "HorizontalPodAutoscaler "+h.Namespace+"/"+h.Name)
+		}
+	}
+	if len(who) == 0 {
 		return nil
 	}
-	objs, err := p.hpas.ByIndex(hpaTargetIndex, t.String())
-	if err != nil || len(objs) == 0 {
-		return nil
-	}
-	h := objs[0].(*autoscalingv2.HorizontalPodAutoscaler)
 	return errors.Join(ErrOtherAutoscaler, &revision.FieldError{Field: field, Value: t.String(),
-		Allowed: fmt.Sprintf("a workload no other autoscaler scales (HorizontalPodAutoscaler %s/%s scales it: thaw does not)", h.Namespace, h.Name)})
+		Allowed: fmt.Sprintf("a workload no other autoscaler scales (%s scales it: thaw does not)", strings.Join(who, " and "))})
 }
 
 // onHPA queues the revisions whose workload an added, changed or removed
@@ -68,11 +76,6 @@ func (p *Platform) onHPA(old, obj any) {
 		if !ok {
 			continue
 		}
-		t := hpaTarget(h)
-		keys := []revision.Key{{Namespace: t.namespace, Name: t.name}}
-		for _, r := range p.revisionsTargeting(t) {
-			keys = append(keys, revision.Key{Namespace: r.Namespace, Name: r.Name})
-		}
-		p.enqueue(keys)
+		p.enqueueTarget(hpaTarget(h))
 	}
 }

@@ -46,6 +46,21 @@
 // changed values, at most Options.MaxDeletionCostPatches pods, busiest
 // first), so idle pods go first. StatefulSets ignore the annotation.
 //
+// # Other autoscalers
+//
+// A workload that a HorizontalPodAutoscaler or (when KEDA's CRD is served)
+// a KEDA ScaledObject also scales is left alone: its revision is invalid
+// with ErrOtherAutoscaler naming them, and SetScale refuses to write its
+// /scale (autoscalers.go, keda.go).
+//
+// # RevisionSplits
+//
+// With the RevisionSplit CRD served, the leader writes each split's status
+// (Ready and why, observedGeneration, status.traffic) from the registry's
+// view of the revisions it names, only when it changes, with a Warning
+// Event per distinct problem (splits.go, split_status.go,
+// split_reconcile.go).
+//
 // # Writes and leadership
 //
 // Every thaw replica runs the informers. With Options.Elected, only the

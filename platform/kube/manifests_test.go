@@ -87,8 +87,11 @@ func TestManifestsBase(t *testing.T) {
 		"apps/statefulsets/scale":              {"get", "update", "patch"},
 		"apps/replicasets/scale":               {"get", "update", "patch"},
 		"autoscaling/horizontalpodautoscalers": {"list", "watch"},
+		"keda.sh/scaledobjects":                {"list", "watch"},
 		"thaw.dev/revisions":                   {"get", "list", "watch"},
 		"thaw.dev/revisions/status":            {"patch"},
+		"thaw.dev/revisionsplits":              {"list", "watch"},
+		"thaw.dev/revisionsplits/status":       {"patch"},
 		"/pods":                                {"get", "list", "watch", "patch"},
 		"/events":                              {"create", "patch"},
 	}

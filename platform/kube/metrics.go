@@ -18,6 +18,12 @@ const (
 	MetricCostPatches = "thaw_kube_deletion_cost_patches_total"
 	// MetricRevisionStatusPatches counts Revision status writes by result.
 	MetricRevisionStatusPatches = "thaw_kube_revision_status_patches_total"
+	// MetricSplitStatusPatches counts RevisionSplit status writes by
+	// result.
+	MetricSplitStatusPatches = "thaw_kube_revisionsplit_status_patches_total"
+	// MetricSplits counts RevisionSplits by the reason of their Ready
+	// condition.
+	MetricSplits = "thaw_kube_revisionsplits"
 )
 
 type metrics struct {
@@ -44,6 +50,12 @@ type metrics struct {
 	// revisionStatusPatches counts Revision status writes by result
 	// ("ok", "error").
 	revisionStatusPatches *prometheus.CounterVec
+	// splitStatusPatches counts RevisionSplit status writes by result
+	// ("ok", "error").
+	splitStatusPatches *prometheus.CounterVec
+	// splits counts RevisionSplits by Ready reason (Resolved,
+	// RevisionNotFound, ...; a fixed set).
+	splits *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -69,6 +81,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		revisionStatusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRevisionStatusPatches, Help: "Writes of Revision status (thaw.dev/v1alpha1, status subresource), by result (ok, error).",
 		}, []string{"result"}),
+		splitStatusPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSplitStatusPatches, Help: "Writes of RevisionSplit status (thaw.dev/v1alpha1, status subresource), by result (ok, error).",
+		}, []string{"result"}),
+		splits: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricSplits, Help: "RevisionSplits by the reason of their Ready condition (Resolved, InvalidSplit, RevisionNotFound, ScaledByOtherAutoscaler, RevisionInvalid, Pending).",
+		}, []string{"reason"}),
 		costPatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricCostPatches, Help: "Patches of pods' controller.kubernetes.io/pod-deletion-cost before a scale-down, by result (ok, error).",
 		}, []string{"result"}),
@@ -77,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches} {
+	for _, c := range []prometheus.Collector{m.revisions, m.configErrors, m.scalePatches, m.statusPatches, m.keyConflicts, m.leader, m.costPatches, m.revisionStatusPatches, m.splitStatusPatches, m.splits} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

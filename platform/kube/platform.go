@@ -51,7 +51,13 @@ type Platform struct {
 	revisions cache.Indexer
 	// hpas caches HorizontalPodAutoscalers indexed by scale target
 	// (autoscalers.go).
-	hpas    cache.Indexer
+	hpas cache.Indexer
+	// scaledObjects caches KEDA ScaledObjects (*scaledObject) indexed by
+	// scale target; nil when KEDA's CRD is not served (keda.go).
+	scaledObjects cache.Indexer
+	// splits reports RevisionSplits; nil when they are not watched
+	// (splits.go).
+	splits  *splitReconciler
 	queue   workqueue.TypedInterface[revision.Key]
 	started atomic.Bool
 	// synced is set once the informers synced and the queue runs.
@@ -115,6 +121,7 @@ func (p *Platform) SetLeader(leading bool) {
 		clear(p.ignored)
 		p.mu.Unlock()
 		p.enqueueAll()
+		p.enqueueAllSplits(true)
 	}
 }
 
@@ -181,6 +188,14 @@ func (p *Platform) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	splitFactory, splitInf, err := p.startSplits(ctx)
+	if err != nil {
+		return err
+	}
+	kedaFactory, kedaInf, err := p.startScaledObjects(ctx)
+	if err != nil {
+		return err
+	}
 	workloadHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onWorkload(nil, obj) },
 		UpdateFunc: p.onWorkload,
@@ -210,12 +225,21 @@ func (p *Platform) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer func() {
 		queue.ShutDown()
+		if p.splits != nil {
+			p.splits.queue.ShutDown()
+		}
 		wg.Wait()
 		workloads.Shutdown()
 		podFactory.Shutdown()
 		hpaFactory.Shutdown()
 		if revFactory != nil {
 			revFactory.Shutdown()
+		}
+		if splitFactory != nil {
+			splitFactory.Shutdown()
+		}
+		if kedaFactory != nil {
+			kedaFactory.Shutdown()
 		}
 	}()
 	workloads.Start(ctx.Done())
@@ -225,6 +249,14 @@ func (p *Platform) Run(ctx context.Context) error {
 	if revFactory != nil {
 		revFactory.Start(ctx.Done())
 		synced = append(synced, revInf.HasSynced)
+	}
+	if splitFactory != nil {
+		splitFactory.Start(ctx.Done())
+		synced = append(synced, splitInf.HasSynced)
+	}
+	if kedaFactory != nil {
+		kedaFactory.Start(ctx.Done())
+		synced = append(synced, kedaInf.HasSynced)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("kube: waiting for informer caches: %w", context.Cause(ctx))
@@ -261,6 +293,14 @@ func (p *Platform) Run(ctx context.Context) error {
 		for p.processNext(ctx) {
 		}
 	}()
+	if p.splits != nil {
+		p.enqueueAllSplits(false)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.runSplits(ctx)
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		p.reportLoop(ctx, changed, prev)

@@ -47,6 +47,7 @@ func (p *Platform) reportLoop(ctx context.Context, ch <-chan struct{}, prev *rev
 			ch = reg.Changed()
 			cur := reg.Snapshot()
 			p.modeEvents(prev, cur)
+			p.splitsChanged(prev, cur)
 			prev = cur
 		case <-tick:
 			if p.revisions != nil {

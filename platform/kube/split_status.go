@@ -1,0 +1,144 @@
+package kube
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/thaw-dev/thaw/api/v1alpha1"
+	"github.com/thaw-dev/thaw/platform/revisionspec"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// splitMember is how one traffic entry's Revision resolved: Reason is
+// v1alpha1.ReasonRouted, ReasonRevisionNotFound, ReasonOtherAutoscaler,
+// ReasonRevisionInvalid or ReasonPending; Detail says why when it is not
+// routed.
+type splitMember struct {
+	Reason string
+	Detail string
+}
+
+// resolveMember resolves the revision key from snap (published, or
+// invalid with why) and, when snap does not know it, from whether a
+// Revision object of that key exists (cached: Pending, the registry has
+// not published it yet; absent: RevisionNotFound). An annotated workload
+// of that key counts as the revision too: the registry knows it.
+func resolveMember(snap *revision.Snapshot, key revision.Key, cached bool) splitMember {
+	if snap.Get(key) != nil {
+		return splitMember{Reason: v1alpha1.ReasonRouted}
+	}
+	if bad, ok := snap.Invalid[key]; ok {
+		reason := v1alpha1.ReasonRevisionInvalid
+		if errors.Is(bad, ErrOtherAutoscaler) {
+			reason = v1alpha1.ReasonOtherAutoscaler
+		}
+		return splitMember{Reason: reason, Detail: describeError(bad)}
+	}
+	if cached {
+		return splitMember{Reason: v1alpha1.ReasonPending, Detail: "not published by thaw yet"}
+	}
+	return splitMember{Reason: v1alpha1.ReasonRevisionNotFound,
+		Detail: "no Revision (or annotated workload) " + key.String()}
+}
+
+// splitInput is what a RevisionSplit's status is computed from.
+type splitInput struct {
+	split *v1alpha1.RevisionSplit
+	// members: one per spec.traffic entry, in order (unused when the split
+	// breaks a rule).
+	members []splitMember
+	// decodeErr: the object did not decode into the v1alpha1 type.
+	decodeErr string
+	now       time.Time
+}
+
+// splitReasonOrder ranks member reasons for the split's Ready reason: the
+// first present wins (a missing Revision before a refused one).
+var splitReasonOrder = []string{v1alpha1.ReasonRevisionNotFound, v1alpha1.ReasonOtherAutoscaler,
+	v1alpha1.ReasonRevisionInvalid, v1alpha1.ReasonPending}
+
+// splitStatus computes a RevisionSplit's status: Ready True (Resolved)
+// when the split keeps its rules (revisionspec.ValidateSplit) and thaw
+// routes every Revision it names, else False with InvalidSplit,
+// RevisionNotFound, ScaledByOtherAutoscaler or RevisionInvalid (the first
+// that applies, the message naming every entry at fault), or Unknown
+// (Pending) while a Revision that exists is not published yet. status.traffic
+// repeats each entry with its Revision's reason. The Ready condition keeps
+// its lastTransitionTime from the object's prior status while its status
+// does not change.
+func splitStatus(in splitInput) v1alpha1.RevisionSplitStatus {
+	s := in.split
+	out := v1alpha1.RevisionSplitStatus{ObservedGeneration: s.Generation}
+	conds := append([]metav1.Condition(nil), s.Status.Conditions...)
+	set := func(st metav1.ConditionStatus, reason, msg string) {
+		if len(msg) > maxConditionMessage {
+			msg = msg[:maxConditionMessage]
+		}
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.ConditionReady, Status: st, Reason: reason,
+			Message: msg, ObservedGeneration: s.Generation, LastTransitionTime: metav1.NewTime(in.now)})
+	}
+	if in.decodeErr != "" {
+		set(metav1.ConditionFalse, v1alpha1.ReasonInvalidSplit, "the object does not match the v1alpha1 schema: "+in.decodeErr)
+		out.Conditions = conds
+		return out
+	}
+	if _, err := revisionspec.ValidateSplit(s); err != nil {
+		set(metav1.ConditionFalse, v1alpha1.ReasonInvalidSplit, "its route answers 500: "+err.Error())
+		out.Conditions = conds
+		return out
+	}
+	byReason := map[string][]string{}
+	for i, t := range s.Spec.Traffic {
+		m := splitMember{Reason: v1alpha1.ReasonPending}
+		if i < len(in.members) {
+			m = in.members[i]
+		}
+		out.Traffic = append(out.Traffic, v1alpha1.TrafficTargetStatus{
+			RevisionName: t.RevisionName, Percent: t.Percent, Tag: t.Tag, Reason: m.Reason})
+		if m.Reason != v1alpha1.ReasonRouted {
+			byReason[m.Reason] = append(byReason[m.Reason], fmt.Sprintf("%s (%d%%): %s", t.RevisionName, t.Percent, m.Detail))
+		}
+	}
+	var problems []string
+	reason := ""
+	for _, r := range splitReasonOrder {
+		if len(byReason[r]) == 0 {
+			continue
+		}
+		if reason == "" {
+			reason = r
+		}
+		problems = append(problems, byReason[r]...)
+	}
+	switch reason {
+	case "":
+		set(metav1.ConditionTrue, v1alpha1.ReasonResolved,
+			fmt.Sprintf("thaw routes all %d Revisions of the split", len(s.Spec.Traffic)))
+	case v1alpha1.ReasonPending:
+		set(metav1.ConditionUnknown, reason, "waiting for thaw to publish "+strings.Join(problems, "; "))
+	default:
+		set(metav1.ConditionFalse, reason, "thaw does not route these Revisions (requests of their share fail): "+strings.Join(problems, "; "))
+	}
+	out.Conditions = conds
+	return out
+}
+
+// splitStatusFingerprint identifies a status apart from transition times,
+// to write only what changed.
+func splitStatusFingerprint(s v1alpha1.RevisionSplitStatus) string {
+	c := s.DeepCopy()
+	for i := range c.Conditions {
+		c.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
