@@ -46,6 +46,7 @@ func TestEnvoyGatewayRevisionSplit(t *testing.T) {
 
 	// Percent change under load: no failed request, and the new split wins.
 	var failed, sent atomic.Int64
+	var firstFailure atomic.Value
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -61,10 +62,11 @@ func TestEnvoyGatewayRevisionSplit(t *testing.T) {
 			sent.Add(1)
 			if err != nil || code != 200 {
 				failed.Add(1)
+				firstFailure.CompareAndSwap(nil, fmt.Sprintf("status %d, error %v", code, err))
 			}
 		}
 	}()
-	writeFile(t, env.res, strings.Replace(readFile(t, env.res), egRevisionSplit(90, 10), egRevisionSplit(50, 50), 1))
+	replaceFile(t, env.res, strings.Replace(readFile(t, env.res), egRevisionSplit(90, 10), egRevisionSplit(50, 50), 1))
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if n := splitRequests(t, c, env, 100); n["v2"] >= 30 {
@@ -78,7 +80,7 @@ func TestEnvoyGatewayRevisionSplit(t *testing.T) {
 		t.Errorf("after 50/50: %v, want v2 near 100 of 200", n)
 	}
 	if failed.Load() != 0 {
-		t.Errorf("%d of %d requests failed during the percent change", failed.Load(), sent.Load())
+		t.Errorf("%d of %d requests failed during the percent change, the first: %v", failed.Load(), sent.Load(), firstFailure.Load())
 	}
 
 	if body := waitGatewayHost(t, c, env, "prev-shop.localhost", 60*time.Second); !strings.Contains(body, "hello from v0") {

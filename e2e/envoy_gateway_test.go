@@ -313,6 +313,20 @@ func egGet(c *http.Client, url, host string) (int, string, http.Header, error) {
 	return resp.StatusCode, b.String(), resp.Header, nil
 }
 
+// replaceFile replaces path's content in one rename, as a user's
+// deployment tool would: EG's file provider watches the directory, and
+// an in-place write lets it read the file truncated (every route gone,
+// the gateway's listener removed: connection refused for the requests
+// in flight). The new content is written beside the directory first.
+func replaceFile(t testing.TB, path, data string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(filepath.Dir(path)), "."+filepath.Base(path)+".new")
+	writeFile(t, tmp, data)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeFile(t testing.TB, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
