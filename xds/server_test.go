@@ -106,7 +106,8 @@ func TestServerHoldsStreamsUntilSynced(t *testing.T) {
 	f.upsert(keyB, revision.ModeProxy, []string{"b.example.com"})
 	f.reg.SetSynced()
 	cds := c.recvType(resourcev3.ClusterType)
-	want := []string{"rev_default_a", "rev_default_b", translate.ActivatorDstClusterName}
+	want := []string{"rev_default_a", "rev_default_b", translate.ActivatorDstClusterName, translate.HoldClusterName,
+		translate.HoldH2CClusterName}
 	got := resourceNames(cds)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
@@ -282,7 +283,7 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 	if !slices.Equal(vhds.GetRemovedResources(), []string{translate.VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
 		t.Fatalf("VHDS on delete: removed %v, resources %v", vhds.GetRemovedResources(), resourceNames(vhds))
 	}
-	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 3 {
+	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 5 { // a, c and the shared three
 		t.Fatal("cluster removed before the virtual host removal was ACKed")
 	}
 	c.ack(vhds)

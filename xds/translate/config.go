@@ -127,6 +127,14 @@ type Config struct {
 	// listener thaw_http instead of ext_proc: see ModuleConfig and
 	// ModuleFilter. nil (the default) keeps the ext_proc activator.
 	Module *ModuleConfig
+	// KeepIdleClusters keeps every revision's cluster and
+	// ClusterLoadAssignment while it has no backend (before issue 28's
+	// hold path, hold.go). Set it when Envoys other than thaw's own fetch
+	// revisions' endpoints from thaw: Envoy Gateway's clusters (egext)
+	// take their assignment rev_<ns>_<name> from thaw over EDS, and an
+	// idle revision's assignment (the activator endpoint) is what holds
+	// its requests there.
+	KeepIdleClusters bool
 }
 
 // DefaultConfig returns the documented defaults.

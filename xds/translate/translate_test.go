@@ -150,8 +150,13 @@ func TestTranslateHostCollisionNamesBoth(t *testing.T) {
 	if _, ok := res.Skipped[want.Skipped]; !ok || len(res.Skipped) != 1 {
 		t.Errorf("Skipped = %v, want only %s", res.Skipped, want.Skipped)
 	}
-	if len(res.Clusters) != 2 || res.Clusters[0].GetName() != "rev_a_first" {
-		t.Errorf("clusters = %v, want rev_a_first and thaw_activator_dst", names(res))
+	// Both are at zero (no backend): no revision cluster, one virtual
+	// host (a/first's) besides the catch-all.
+	if got := names(res); !slices.Equal(got, []string{ActivatorDstClusterName, HoldClusterName, HoldH2CClusterName}) {
+		t.Errorf("clusters = %v, want only the shared ones", got)
+	}
+	if vhs := virtualHosts(res); len(vhs) != 2 || vhs[0].GetName() != VirtualHostName("rev_a_first") {
+		t.Errorf("virtual hosts = %v, want a/first's and the catch-all", vhs)
 	}
 }
 
