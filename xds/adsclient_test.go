@@ -84,24 +84,7 @@ func startFixtureOpts(t testing.TB, opts ServerOptions, holdoff time.Duration) *
 
 // upsert adds a valid revision with hosts and backends in a mode. Spec
 // last: the revision appears in one snapshot, complete.
-// upsert adds or replaces a revision with backends; with none given, it
-// gets one backend that is starting (not ready), so it keeps its cluster
-// and its ClusterLoadAssignment flips as tests of the flip expect. Use
-// upsertIdle for a revision at zero (no backend: routed to the hold
-// cluster, translate/hold.go).
 func (f *fixture) upsert(key revision.Key, mode revision.Mode, hosts []string, backends ...revision.Backend) {
-	if len(backends) == 0 {
-		backends = []revision.Backend{starting}
-	}
-	f.upsertIdle(key, mode, hosts, backends...)
-}
-
-// starting is a backend that is not ready yet: a revision with it is
-// awake (it has a cluster) and its requests go to the activator.
-var starting = revision.Backend{Address: "10.255.0.1", Port: 8000}
-
-// upsertIdle is upsert without the default starting backend.
-func (f *fixture) upsertIdle(key revision.Key, mode revision.Mode, hosts []string, backends ...revision.Backend) {
 	spec := revision.DefaultSpec()
 	spec.Hosts = hosts
 	spec.Port = 8000

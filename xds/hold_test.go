@@ -12,6 +12,10 @@ import (
 	"github.com/thaw-dev/thaw/xds/translate"
 )
 
+// starting is a backend that is not ready yet: a revision with it is
+// awake (it has a cluster) and its requests go to the activator.
+var starting = revision.Backend{Address: "10.255.0.1", Port: 8000}
+
 // vhostCluster decodes the one virtual host of a VHDS response and
 // returns the cluster its route leads to and its x-thaw-revision value.
 func vhostCluster(t *testing.T, r *discoveryv3.DeltaDiscoveryResponse) (cluster, revHeader string) {
@@ -45,8 +49,10 @@ func vhostCluster(t *testing.T, r *discoveryv3.DeltaDiscoveryResponse) (cluster,
 // removed only after that is ACKed. Confirmation follows the resource
 // that routes the revision at each step.
 func TestIdleRevisionWakeAndSleep(t *testing.T) {
-	f := startFixture(t, componentConfig())
-	f.upsertIdle(keyA, revision.ModeProxy, []string{"a.example.com"})
+	cfg := componentConfig()
+	cfg.IdleHoldPath = true
+	f := startFixture(t, cfg)
+	f.upsert(keyA, revision.ModeProxy, []string{"a.example.com"}) // no backend: idle
 	f.reg.SetSynced()
 	c := dialDelta(t, f.addr, "envoy-1")
 	if eds := syncAll(t, c); len(eds) != 0 {

@@ -52,7 +52,7 @@ func TestServerMakeBeforeBreakInlineRoutes(t *testing.T) {
 	if strings.Contains(rds.GetResources()[0].GetResource().String(), "c.example.com") {
 		t.Fatal("RDS on delete still has the host")
 	}
-	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 5 { // a, c and the shared three
+	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 3 {
 		t.Fatal("cluster removed before the route change was ACKed")
 	}
 	c.ack(rds)

@@ -106,8 +106,7 @@ func TestServerHoldsStreamsUntilSynced(t *testing.T) {
 	f.upsert(keyB, revision.ModeProxy, []string{"b.example.com"})
 	f.reg.SetSynced()
 	cds := c.recvType(resourcev3.ClusterType)
-	want := []string{"rev_default_a", "rev_default_b", translate.ActivatorDstClusterName, translate.HoldClusterName,
-		translate.HoldH2CClusterName}
+	want := []string{"rev_default_a", "rev_default_b", translate.ActivatorDstClusterName}
 	got := resourceNames(cds)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
@@ -283,7 +282,7 @@ func TestServerMakeBeforeBreak(t *testing.T) {
 	if !slices.Equal(vhds.GetRemovedResources(), []string{translate.VirtualHostName("rev_default_c")}) || len(vhds.GetResources()) != 0 {
 		t.Fatalf("VHDS on delete: removed %v, resources %v", vhds.GetRemovedResources(), resourceNames(vhds))
 	}
-	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 5 { // a, c and the shared three
+	if len(messages(f.srv.deltas[resourcev3.ClusterType])) != 3 {
 		t.Fatal("cluster removed before the virtual host removal was ACKed")
 	}
 	c.ack(vhds)

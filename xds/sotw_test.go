@@ -89,8 +89,8 @@ func TestServerStateOfTheWorld(t *testing.T) {
 	f.reg.SetSynced()
 	c := dialSotw(t, f.addr, "old-envoy")
 	cds := c.get(resourcev3.ClusterType, nil)
-	if len(cds.GetResources()) != 5 { // a, b, thaw_activator_dst and the two hold clusters
-		t.Fatalf("CDS has %d clusters, want 5", len(cds.GetResources()))
+	if len(cds.GetResources()) != 3 {
+		t.Fatalf("CDS has %d clusters, want 3", len(cds.GetResources()))
 	}
 	// ACK CDS: the next request of the type carries the nonce.
 	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType,

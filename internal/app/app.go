@@ -167,9 +167,12 @@ func New(opts Options) (*App, error) {
 		return nil, err
 	}
 	xcfg := opts.XDS
-	// Envoy Gateway's Envoys hold an idle revision's requests through its
-	// assignment from thaw: keep it (translate.Config.KeepIdleClusters).
-	xcfg.KeepIdleClusters = xcfg.KeepIdleClusters || opts.EGExtension
+	if xcfg.IdleHoldPath && opts.EGExtension {
+		// Envoy Gateway's Envoys hold an idle revision's requests through
+		// its assignment from thaw: keep it (translate.Config.IdleHoldPath).
+		a.log.Warn("idle hold path off: Envoy Gateway's Envoys need every revision's assignment")
+		xcfg.IdleHoldPath = false
+	}
 	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: xcfg, Registerer: a.metrics, Clock: clk,
 		Limits: opts.Limits.XDS, OnExcluded: opts.OnNodeExcluded})
 	a.modes = control.New(control.Options{Logger: a.log.Named("control"), Clock: clk, Registry: opts.Registry, Confirmer: a.xds})

@@ -33,10 +33,10 @@ import (
 // are the cluster and its endpoints removed. While a revision keeps a
 // backend, a mode flip is still one ClusterLoadAssignment.
 //
-// With the activator module (Config.Module) every revision keeps its
-// cluster: the module pins requests to hosts of the routed cluster. So
-// does every revision with Config.KeepIdleClusters (Envoy Gateway: its
-// Envoys take revisions' endpoints from thaw).
+// All of this only with Config.IdleHoldPath (off by default: every
+// transition makes Envoy rebuild its route table, docs/scaling.md). With
+// the activator module (Config.Module) every revision keeps its cluster:
+// the module pins requests to hosts of the routed cluster.
 
 const (
 	// HoldListenerName is the internal listener of the hold clusters:
@@ -64,11 +64,11 @@ func HoldClusterFor(protocol revision.Protocol) string {
 	return HoldClusterName
 }
 
-// IdleRevision reports whether rev is routed to the hold cluster: it has
-// no backend at all, the activator is ext_proc (not the module) and
-// Config.KeepIdleClusters is off.
+// IdleRevision reports whether rev is routed to the hold cluster:
+// Config.IdleHoldPath is on, the activator is ext_proc (not the module)
+// and rev has no backend at all.
 func IdleRevision(cfg *Config, rev *revision.Revision) bool {
-	return cfg.Module == nil && !cfg.KeepIdleClusters && len(rev.Backends) == 0
+	return cfg.IdleHoldPath && cfg.Module == nil && len(rev.Backends) == 0
 }
 
 // HoldCluster returns the shared hold cluster for protocol (see

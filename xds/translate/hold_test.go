@@ -20,6 +20,7 @@ func TestHoldListenerMarksStreams(t *testing.T) {
 		t.Fatalf("xds marks hold-path streams with %q, extproc reads %q", HoldPathMetadata, extproc.HoldPathMetadata)
 	}
 	cfg := testConfig()
+	cfg.IdleHoldPath = true
 	res, err := Translate(snapshotOf(rev("default", "cold", revision.ModeProxy, []string{"cold.example.com"})), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -55,20 +56,51 @@ func TestHoldListenerMarksStreams(t *testing.T) {
 	}
 }
 
-// TestIdleClustersKept: with the activator module (it pins requests to
-// hosts of the routed cluster) or Config.KeepIdleClusters (Envoy Gateway's
-// Envoys take revisions' assignments from thaw) every revision keeps its
-// cluster and assignment at zero.
+// TestIdleClustersKept: without Config.IdleHoldPath (the default), or
+// with the activator module (it pins requests to hosts of the routed
+// cluster), every revision keeps its cluster and assignment at zero, and
+// there is no hold path.
 func TestIdleClustersKept(t *testing.T) {
-	keep := testConfig()
-	keep.KeepIdleClusters = true
-	for name, cfg := range map[string]Config{"module": moduleTestConfig(), "KeepIdleClusters": keep} {
+	module := moduleTestConfig()
+	module.IdleHoldPath = true
+	for name, cfg := range map[string]Config{"default": testConfig(), "module": module} {
 		res, err := Translate(snapshotOf(rev("default", "cold", revision.ModeProxy, []string{"cold.example.com"})), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := names(res); !slices.Contains(got, "rev_default_cold") || len(res.Endpoints) != 1 {
-			t.Errorf("%s: clusters %v and %d assignments, want the revision's", name, got, len(res.Endpoints))
+		if got := names(res); !slices.Contains(got, "rev_default_cold") || len(res.Endpoints) != 1 ||
+			slices.Contains(got, HoldClusterName) {
+			t.Errorf("%s: clusters %v and %d assignments, want the revision's and no hold cluster", name, got, len(res.Endpoints))
+		}
+	}
+}
+
+// TestIdleHoldPathSplitZeroPercent: with the hold path a 0% member at
+// zero costs nothing (no cluster, no endpoints); an idle member with a
+// share leads to the hold cluster in the weighted clusters, naming itself
+// in x-thaw-revision.
+func TestIdleHoldPathSplitZeroPercent(t *testing.T) {
+	cfg := testConfig()
+	cfg.IdleHoldPath = true
+	v1 := splitRev("a", "v1", percent(90), "", "x.test")
+	v1.Backends = []revision.Backend{ready("10.0.0.1", 8000)}
+	res, err := Translate(snapshotOf(v1, splitRev("a", "v2", percent(10), "", "x.test"),
+		splitRev("a", "v3", percent(0), "t", "x.test")), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rev_a_v1", ActivatorDstClusterName, HoldClusterName, HoldH2CClusterName}
+	if got := names(res); !slices.Equal(got, want) {
+		t.Errorf("clusters = %v, want %v", got, want)
+	}
+	for _, vh := range virtualHosts(res) {
+		wc := vh.GetRoutes()[0].GetRoute().GetWeightedClusters().GetClusters()
+		if wc == nil {
+			continue
+		}
+		if len(wc) != 2 || wc[0].GetName() != "rev_a_v1" || wc[1].GetName() != HoldClusterName ||
+			wc[1].GetRequestHeadersToAdd()[0].GetHeader().GetValue() != "a/v2" {
+			t.Errorf("weighted clusters = %v, want rev_a_v1 and a/v2 through %s", wc, HoldClusterName)
 		}
 	}
 }

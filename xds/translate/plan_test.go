@@ -188,42 +188,27 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// TestTranslateSplitZeroPercent: a 0% member is no weighted cluster of
-// the split route. With backends it keeps its cluster and endpoints (it
-// can be reached by its tag host and scales on its own); at zero it costs
-// nothing: no cluster, no endpoints (issue 28).
+// TestTranslateSplitZeroPercent: a 0% member keeps its cluster and
+// endpoints (it can be reached by its tag host and scales on its own) but
+// is no weighted cluster of the split route.
 func TestTranslateSplitZeroPercent(t *testing.T) {
-	v1 := splitRev("a", "v1", percent(100), "", "x.test")
-	v1.Backends = []revision.Backend{ready("10.0.0.1", 8000)}
-	for _, tc := range []struct {
-		name         string
-		v2Backends   []revision.Backend
-		wantClusters []string
-	}{
-		{"0% member awake", []revision.Backend{ready("10.0.0.2", 8000)},
-			[]string{"rev_a_v1", "rev_a_v2", ActivatorDstClusterName, HoldClusterName, HoldH2CClusterName}},
-		{"0% member at zero", nil,
-			[]string{"rev_a_v1", ActivatorDstClusterName, HoldClusterName, HoldH2CClusterName}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v2 := splitRev("a", "v2", percent(0), "", "x.test")
-			v2.Backends = tc.v2Backends
-			res, err := Translate(snapshotOf(v1, v2), testConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := names(res); !cmp.Equal(got, tc.wantClusters) {
-				t.Errorf("clusters = %v, want %v", got, tc.wantClusters)
-			}
-			vhs := virtualHosts(res)
-			if len(vhs) != 2 {
-				t.Fatalf("virtual hosts = %d, want the split host's and the catch-all", len(vhs))
-			}
-			wc := vhs[0].GetRoutes()[0].GetRoute().GetWeightedClusters().GetClusters()
-			if len(wc) != 1 || wc[0].GetName() != "rev_a_v1" || wc[0].GetWeight().GetValue() != 100 {
-				t.Errorf("weighted clusters = %v, want only rev_a_v1 at 100", wc)
-			}
-		})
+	res, err := Translate(snapshotOf(
+		splitRev("a", "v1", percent(100), "", "x.test"),
+		splitRev("a", "v2", percent(0), "", "x.test"),
+	), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(res); !cmp.Equal(got, []string{"rev_a_v1", "rev_a_v2", ActivatorDstClusterName}) {
+		t.Errorf("clusters = %v, want both revisions' and %s", got, ActivatorDstClusterName)
+	}
+	vhs := virtualHosts(res)
+	if len(vhs) != 2 {
+		t.Fatalf("virtual hosts = %d, want the split host's and the catch-all", len(vhs))
+	}
+	wc := vhs[0].GetRoutes()[0].GetRoute().GetWeightedClusters().GetClusters()
+	if len(wc) != 1 || wc[0].GetName() != "rev_a_v1" || wc[0].GetWeight().GetValue() != 100 {
+		t.Errorf("weighted clusters = %v, want only rev_a_v1 at 100", wc)
 	}
 }
 

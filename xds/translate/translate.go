@@ -140,7 +140,8 @@ type Shared struct {
 	// VHDSRoute is thaw_http without Config.InlineRoutes.
 	VHDSRoute *routev3.RouteConfiguration
 	// Hold are the hold clusters of idle revisions and HoldListener
-	// their internal listener (hold.go); none with Config.Module.
+	// their internal listener (hold.go); only with Config.IdleHoldPath
+	// and without Config.Module.
 	Hold         []*clusterv3.Cluster
 	HoldListener *listenerv3.Listener
 }
@@ -162,7 +163,7 @@ func NewShared(cfg *Config) (*Shared, error) {
 	if sh.VHDSRoute, err = VHDSRouteConfiguration(); err != nil {
 		return nil, err
 	}
-	if cfg.Module == nil {
+	if cfg.IdleHoldPath && cfg.Module == nil {
 		if sh.HoldListener, err = HoldListener(cfg); err != nil {
 			return nil, err
 		}
