@@ -8,8 +8,8 @@ import (
 	"github.com/thaw-dev/thaw/revision"
 )
 
-// Idle revisions (issue 28, docs/scaling.md "Idle revisions cost Envoy
-// nothing").
+// Idle revisions (issue 28, docs/scaling.md "Idle revisions without a
+// cluster").
 //
 // A revision without any backend (at zero, or waking before its first
 // process or pod exists) has no cluster and no ClusterLoadAssignment of
