@@ -74,6 +74,9 @@ type Server struct {
 
 	limits       Limits
 	limitMetrics *limitMetrics
+	// hold counts requests that came through the hold listener
+	// (holdpath.go).
+	hold holdPath
 
 	draining atomic.Bool
 	// stop is closed by Drain once no request is held: answered streams end
@@ -175,6 +178,9 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 
 	if resp, outcome := s.wakeAnswer(key, rh.RequestHeaders); resp != nil {
 		return s.answer(stream, resp, outcome)
+	}
+	if fromHoldPath(stream) && s.hold.enter(key) {
+		defer s.hold.leave(key)
 	}
 	h := holder{stream: stream, resp: s.answers.holdOn, clock: s.opts.Activator}
 	pod, release, err := s.opts.Activator.AcquireWith(stream.Context(), key, activator.AcquireOptions{

@@ -36,7 +36,7 @@ import (
 func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool) error {
 	start := s.clock.Now()
 	if !first {
-		if done, err := s.applyFast(snap, start); done || err != nil {
+		if done, err := s.applyFast(ctx, snap, start); done || err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	s.recordApplied(snap, res.Resources, st.eds, first, start)
 	if !first && len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
 		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
-		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added)},
+		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added), current: true},
 	}) {
 		return ctx.Err()
 	}
@@ -82,7 +82,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 // applyFast applies snap through the endpoint fast path when only
 // endpoints changed since the last applied snapshot; done is false when
 // snap needs a full apply.
-func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool, err error) {
+func (s *Server) applyFast(ctx context.Context, snap *revision.Snapshot, start time.Time) (done bool, err error) {
 	s.mu.RLock()
 	skipped := s.skipped
 	s.mu.RUnlock()
@@ -91,7 +91,7 @@ func (s *Server) applyFast(snap *revision.Snapshot, start time.Time) (done bool,
 		return false, nil // the full translation reports the error
 	}
 	s.prevSnap = snap
-	return true, s.applyEndpoints(changed, start)
+	return true, s.applyChanged(ctx, snap, changed, start)
 }
 
 // applyEndpoints is apply's fast path (see memo.Translator.EndpointChanges):
@@ -107,6 +107,9 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	have := dc.HeldOf(names)
 	for _, r := range changed {
 		cla := s.tr.LoadAssignment(r.Key)
+		if cla == nil {
+			continue // idle before and after: nothing of it changes in Envoy
+		}
 		name := cla.GetClusterName()
 		if old := have[name]; old == cla || proto.Equal(old, cla) {
 			continue
@@ -121,7 +124,7 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	versions := dc.VersionsOf(names)
 	s.mu.Lock()
 	for i, r := range changed {
-		s.revs[r.Key] = appliedRevision{generation: r.Generation, cla: names[i], claVersion: versions[names[i]]}
+		s.revs[r.Key] = s.appliedOf(r, names[i], versions[names[i]])
 	}
 	s.mu.Unlock()
 	s.startFlips(eds, false, start)
@@ -145,7 +148,7 @@ func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources
 			if e := held[name]; e != nil {
 				version = e.Version()
 			}
-			revs[k] = appliedRevision{generation: rev.Generation, cla: name, claVersion: version}
+			revs[k] = s.appliedOf(rev, name, version)
 		}
 	})
 	s.mu.Lock()
@@ -158,7 +161,9 @@ func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources
 }
 
 // startFlips starts flip-to-ACK timers for changed (not added)
-// ClusterLoadAssignments and drops those of deleted ones.
+// ClusterLoadAssignments, or virtual hosts (a revision going idle or
+// waking changes its virtual host: translate/hold.go), and drops those
+// of deleted ones.
 func (s *Server) startFlips(eds *change, first bool, start time.Time) {
 	s.flipsMu.Lock()
 	added := make(map[string]bool, len(eds.added))
@@ -167,7 +172,7 @@ func (s *Server) startFlips(eds *change, first bool, start time.Time) {
 	}
 	for name, v := range eds.ver {
 		if !first && !added[name] {
-			s.flips[name] = flip{version: v, start: start}
+			s.flips[name] = flip{typeURL: eds.typeURL, version: v, start: start}
 		}
 	}
 	for _, name := range eds.del {

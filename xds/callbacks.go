@@ -142,7 +142,7 @@ func (s *Server) request(k ack.StreamKey, node *corev3.Node, nonce string, errDe
 		ce.Write(zap.Int64("stream", k.ID), zap.String("type", encoded.ShortType(r.TypeURL)), zap.String("nonce", nonce),
 			zap.Int("resources", len(r.Names)), zap.Int("removed", len(r.Removed)), zap.Duration("rtt", s.clock.Since(r.SentAt)))
 	}
-	if r.TypeURL == resourcev3.EndpointType {
+	if r.TypeURL == resourcev3.EndpointType || r.TypeURL == resourcev3.VirtualHostType {
 		s.completeFlips(r.Names)
 	}
 	s.checkFirstAck(k)
@@ -173,7 +173,7 @@ func (s *Server) completeFlips(names []string) {
 	now := s.clock.Now()
 	check := func(name string) {
 		f, ok := s.flips[name]
-		if ok && s.tracker.AckedEverywhere(resourcev3.EndpointType, name, f.version) {
+		if ok && s.tracker.AckedEverywhere(f.typeURL, name, f.version) {
 			s.metrics.flipToAck.Observe(now.Sub(f.start).Seconds())
 			delete(s.flips, name)
 		}
@@ -195,7 +195,7 @@ func (s *Server) completeFlips(names []string) {
 // server sends nothing and the Envoy is still known to be up to date.
 func (s *Server) resumed(k ack.StreamKey, typeURL string, versions map[string]string) {
 	s.tracker.AssumeAcked(k, typeURL, versions)
-	if typeURL == resourcev3.EndpointType {
+	if typeURL == resourcev3.EndpointType || typeURL == resourcev3.VirtualHostType {
 		s.completeFlips(nil)
 	}
 	s.checkFirstAck(k)

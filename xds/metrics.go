@@ -17,8 +17,9 @@ type metrics struct {
 	pushedBytes *prometheus.CounterVec
 	// nacks counts rejected responses, by short type name.
 	nacks *prometheus.CounterVec
-	// flipToAck observes seconds from putting a changed
-	// ClusterLoadAssignment in the cache to the last connected node's ACK.
+	// flipToAck observes seconds from a changed ClusterLoadAssignment or
+	// virtual host (a revision waking or going idle: translate/hold.go)
+	// to the last connected node's ACK.
 	flipToAck prometheus.Histogram
 	// applySeconds observes seconds to translate and apply one registry
 	// snapshot (including make-before-break waits).
@@ -48,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"type"}),
 		flipToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "flip_to_ack_seconds",
-			Help:    "Seconds from a ClusterLoadAssignment change (mode flip or backend change) to the ACK of the last connected Envoy.",
+			Help:    "Seconds from a ClusterLoadAssignment change (mode flip or backend change) or a virtual host change (a revision waking or going idle, make-before-break stage included) to the ACK of the last connected Envoy.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -1,8 +1,6 @@
 package xds
 
 import (
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -23,7 +21,7 @@ func (s *Server) ConfirmedBy(node string, key revision.Key, generation uint64) b
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.AckedBy(node, resourcev3.EndpointType, ar.cla, ar.claVersion)
+	return s.tracker.AckedBy(node, ar.typeURL, ar.cla, ar.claVersion)
 }
 
 // Changed returns a channel closed at the server's next change: a

@@ -107,12 +107,18 @@ type Server struct {
 // appliedRevision is what the caches hold for one revision.
 type appliedRevision struct {
 	generation uint64
+	// typeURL, cla and claVersion name the resource that confirms the
+	// revision's routing: its ClusterLoadAssignment, or for an idle
+	// revision the virtual host (or route configuration) leading it to
+	// the hold cluster (memo.ConfirmRef).
+	typeURL    string
 	cla        string
 	claVersion string
 }
 
 // flip is a ClusterLoadAssignment change waiting for the last ACK.
 type flip struct {
+	typeURL string
 	version string
 	start   time.Time
 }
@@ -272,7 +278,7 @@ func (s *Server) ConfirmedEverywhere(key revision.Key, generation uint64) bool {
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.AckedEverywhere(resourcev3.EndpointType, ar.cla, ar.claVersion)
+	return s.tracker.AckedEverywhere(ar.typeURL, ar.cla, ar.claVersion)
 }
 
 // WaitConfirmed blocks until ConfirmedEverywhere(key, generation) holds and

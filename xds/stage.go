@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -39,6 +40,7 @@ func (s *Server) applyRoutes(ctx context.Context, st *staged) error {
 	if err := s.replace(st.vhds); err != nil {
 		return err
 	}
+	s.startFlips(st.vhds, st.first, st.start)
 	removing := len(st.cds.del)+len(st.eds.del)+len(st.lds.del)+len(st.rds.del) > 0
 	if !st.first && removing {
 		var waits []stageWait
@@ -85,6 +87,12 @@ type stageWait struct {
 	typeURL string
 	want    map[string]string
 	gone    []string
+	// current, for a delta type, waits for the versions the cache holds
+	// when checked rather than those of want (same names): an added
+	// ClusterLoadAssignment may change again while its stage waits (a
+	// mode flip through applyWhileStaged), and Envoy then never ACKs the
+	// version the stage started with.
+	current bool
 }
 
 // staged is a full apply between its steps (see apply): the changes it
@@ -126,7 +134,11 @@ func (s *Server) stageReady() bool {
 	st := s.stage
 	met := true
 	for _, w := range st.waits {
-		if !s.tracker.AllAcked(w.typeURL, w.want) || !s.tracker.AllRemoved(w.typeURL, w.gone) {
+		want := w.want
+		if w.current {
+			want = s.deltas[w.typeURL].VersionsOf(slices.Collect(maps.Keys(w.want)))
+		}
+		if !s.tracker.AllAcked(w.typeURL, want) || !s.tracker.AllRemoved(w.typeURL, w.gone) {
 			met = false
 			break
 		}

@@ -82,8 +82,14 @@ type env struct {
 	// thaw's default, the hard limit).
 	envoyFiles int
 	quick      bool
-	workDir    string
-	keep       bool
+	// largeN, when > 0, is scenario scale100k's idle revision count
+	// (-scale100k-revisions), for comparing one shape at another size.
+	largeN int
+	// thawArgs are appended to every `thaw local` (-thaw-args), e.g.
+	// --idle-hold-path to measure the idle hold path.
+	thawArgs []string
+	workDir  string
+	keep     bool
 	// root is the repository (the working directory).
 	root string
 }
@@ -152,6 +158,8 @@ func main() {
 	flag.DurationVar(&burstLargeStartup, "burst-startup", burstLargeStartup, "burst10k: how long the backends take to start")
 	flag.IntVar(&e.envoyFiles, "envoy-open-files", 0, "burst and burst10k: Envoy's open-file limit (thaw local --envoy-open-files; 0: thaw's default, the hard limit)")
 	ccs := flag.String("burst-ccs", "0,50", "burst10k: container concurrencies to run at, comma-separated")
+	flag.IntVar(&e.largeN, "scale100k-revisions", 0, "scale100k: idle revisions (0: 100,000, -quick 20,000)")
+	thawArgs := flag.String("thaw-args", "", "extra flags for every `thaw local`, space-separated (e.g. --idle-hold-path)")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")
 	var pc peersConfig
@@ -161,6 +169,7 @@ func main() {
 	replot := flag.String("replot", "", "only redraw -png from the burst figures of this JSON file, run nothing")
 	timeout := flag.Duration("timeout", 12*time.Minute, "give up after this long")
 	flag.Parse()
+	e.thawArgs = strings.Fields(*thawArgs)
 	if *replot != "" {
 		res, err := results.ReadScenarios(*replot)
 		if err == nil && res.Burst == nil {
@@ -297,7 +306,11 @@ func run(e *env, only, out, png string) error {
 		note("scale", err)
 	}
 	if want["scale100k"] {
-		sl, err := runScale100k(e, e.size(100000, 20000))
+		n := e.size(100000, 20000)
+		if e.largeN > 0 {
+			n = e.largeN
+		}
+		sl, err := runScale100k(e, n)
 		res.Scale100k = sl
 		note("scale100k", err)
 	}

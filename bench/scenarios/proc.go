@@ -132,6 +132,7 @@ func startThawOnce(ctx context.Context, env *env, dir, cfgPath string, ready tim
 		"--state-dir", filepath.Join(dir, "state"),
 	}
 	args = append(args, extra...)
+	args = append(args, env.thawArgs...)
 	p, err := startProcess("thaw", filepath.Join(dir, "thaw.log"), env.thawBin, args...)
 	if err != nil {
 		return nil, err

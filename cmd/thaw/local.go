@@ -37,6 +37,7 @@ type localFlags struct {
 	tick           time.Duration
 	revMetrics     bool
 	holdBudget     time.Duration
+	idleHoldPath   bool
 	msgTimeout     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
@@ -81,6 +82,7 @@ the processes and Envoy, and exits 0.`,
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.BoolVar(&f.idleHoldPath, "idle-hold-path", false, idleHoldPathUsage)
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
@@ -129,6 +131,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	}
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
+	xcfg.IdleHoldPath = f.idleHoldPath
 	xcfg.AccessLogPath = f.accessLog
 	if xcfg.AccessLogPath == "" && f.dev {
 		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
@@ -338,3 +341,8 @@ func defaultStateDir(f *localFlags) (string, error) {
 	}
 	return filepath.Join(base, "thaw", "local-"+strconv.Itoa(f.httpPort)), nil
 }
+
+// idleHoldPathUsage is the help of --idle-hold-path (thaw local, thaw run).
+const idleHoldPathUsage = "give a revision without any backend no cluster in Envoy: its route leads to a shared hold path " +
+	"(an idle revision costs Envoy one virtual host instead of a cluster, its endpoints and stats); waking and going " +
+	"idle then change its virtual host, which makes Envoy rebuild its route table (docs/scaling.md); off with Envoy Gateway"

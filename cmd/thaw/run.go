@@ -45,6 +45,7 @@ type runFlags struct {
 	holdBudget       time.Duration
 	msgTimeout       time.Duration
 	inlineRoutes     bool
+	idleHoldPath     bool
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 	limits           app.Limits
@@ -94,6 +95,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
+	fl.BoolVar(&f.idleHoldPath, "idle-hold-path", false, idleHoldPathUsage)
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
@@ -148,6 +150,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	}
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	xcfg.InlineRoutes = f.inlineRoutes
+	xcfg.IdleHoldPath = f.idleHoldPath
 	maxHeld, err := f.files.budget(logger, &xcfg)
 	if err != nil {
 		return err

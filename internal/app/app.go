@@ -166,7 +166,14 @@ func New(opts Options) (*App, error) {
 	if err := a.collector.RegisterMetrics(a.metrics); err != nil {
 		return nil, err
 	}
-	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: opts.XDS, Registerer: a.metrics, Clock: clk,
+	xcfg := opts.XDS
+	if xcfg.IdleHoldPath && opts.EGExtension {
+		// Envoy Gateway's Envoys hold an idle revision's requests through
+		// its assignment from thaw: keep it (translate.Config.IdleHoldPath).
+		a.log.Warn("idle hold path off: Envoy Gateway's Envoys need every revision's assignment")
+		xcfg.IdleHoldPath = false
+	}
+	a.xds = xds.NewServer(xds.ServerOptions{Logger: a.log.Named("xds"), Config: xcfg, Registerer: a.metrics, Clock: clk,
 		Limits: opts.Limits.XDS, OnExcluded: opts.OnNodeExcluded})
 	a.modes = control.New(control.Options{Logger: a.log.Named("control"), Clock: clk, Registry: opts.Registry, Confirmer: a.xds})
 	poker := &lazyPoker{}
@@ -292,6 +299,7 @@ func (a *App) Run(ctx context.Context) error {
 	go func() { grpcDone <- a.grpc.Serve(a.grpcLn) }()
 	goRun("autoscaler", a.runAutoscaler)
 	goRun("readiness", a.trackReadiness)
+	goRun("hold path", func(c context.Context) error { return a.reportHoldPath(c, clock.RealClock{}) })
 
 	var runErr error
 	select {

@@ -6,7 +6,9 @@
 // keep their pointers, so the server's diff skips them without
 // proto.Equal. EndpointChanges (and EndpointsWhileStaged during a
 // make-before-break stage) is the fast path for changes that reach only
-// endpoints. With encode (New), clusters and virtual hosts are kept as
+// endpoints, and, with translate.Config.IdleHoldPath, for a revision
+// waking or going idle whose virtual host is its own (Transition,
+// ConfirmRef: hold.go). With encode (New), clusters and virtual hosts are kept as
 // encodings only (xds/encoded), shared with the delta caches.
 //
 // TestMemoisedTranslationMatchesTranslate replays random registry

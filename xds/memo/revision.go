@@ -18,20 +18,23 @@ import (
 // the signature it is memoised under.
 func (t *Translator) splitVirtualHost(g translate.SplitGroup, memo map[revision.Key]*memoEntry) (*routev3.VirtualHost, string, error) {
 	ts := make([]translate.RouteTimeouts, 0, len(g.Members))
+	targets := make([]string, 0, len(g.Members))
 	for _, m := range g.Members {
 		e := memo[m.Key]
 		if e == nil {
 			return nil, "", fmt.Errorf("member %s has no resources", m.Key)
 		}
 		ts = append(ts, e.timeouts)
+		targets = append(targets, e.target)
 	}
 	timeouts := translate.MaxTimeouts(ts)
-	sig := fmt.Sprintf("%s|%s|%v", strings.Join(g.Domains, ","), translate.MembersSignature(g.Members), timeouts)
+	sig := fmt.Sprintf("%s|%s|%v|%s", strings.Join(g.Domains, ","), translate.MembersSignature(g.Members), timeouts,
+		strings.Join(targets, ","))
 	if vh := t.splitMemo[sig]; vh != nil {
 		return vh, sig, nil
 	}
 	vh := translate.SplitVirtualHost(translate.SplitVirtualHostParams{Domains: g.Domains, Members: g.Members, Timeouts: timeouts,
-		Config: t.cfg, Parts: t.parts})
+		Clusters: targets, Config: t.cfg, Parts: t.parts})
 	if err := vh.ValidateAll(); err != nil {
 		return nil, "", fmt.Errorf("virtual host: %w", err)
 	}
@@ -67,15 +70,20 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	} else {
 		name = revision.ClusterName(rev.Key)
 	}
+	target := name
+	if translate.IdleRevision(t.cfg, rev) {
+		target = translate.HoldClusterFor(rev.Spec.Protocol)
+	}
 	res := &revisionResources{}
 	switch {
 	case len(domains) == 0:
 		// No host of its own (every host split: the split virtual hosts
 		// route to it; or no host at all): cluster and endpoints only.
-	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts:
+	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts && m.target == target:
 		res.vhost, res.vhostEnc = m.res.vhost, m.res.vhostEnc
 	default:
-		vh := translate.RevisionVirtualHost(translate.VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, Parts: t.parts, Name: name, Timeouts: timeouts})
+		vh := translate.RevisionVirtualHost(translate.VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, Parts: t.parts, Name: name,
+			Cluster: target, Timeouts: timeouts})
 		if err := vh.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
 		}
@@ -89,7 +97,12 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 			res.vhostEnc = e
 		}
 	}
-	if m != nil && m.protocol == rev.Spec.Protocol {
+	entry := &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends,
+		timeouts: timeouts, protocol: rev.Spec.Protocol, target: target, res: res}
+	if entry.idle() {
+		return entry, nil
+	}
+	if m != nil && !m.idle() && m.protocol == rev.Spec.Protocol {
 		// depends only on the name, protocol and Config
 		res.cluster, res.clusterEnc = m.res.cluster, m.res.clusterEnc
 	} else {
@@ -108,14 +121,16 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		return nil, err
 	}
 	res.cla = cla
-	return &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends,
-		timeouts: timeouts, protocol: rev.Spec.Protocol, res: res}, nil
+	return entry, nil
 }
 
 // EndpointChanges is the fast path for the common update: the same
 // revisions with the same routing (sameRouting: hosts, traffic percent,
 // tag, timeouts, protocol), only modes, backends or settings that do not
-// reach Envoy changed (a mode flip, a pod becoming ready). It returns the
+// reach Envoy changed (a mode flip, a pod becoming ready), and revisions
+// waking or going idle that fastTransition allows (their cluster,
+// endpoints and own virtual host change: the server stages them,
+// Transition). It returns the
 // revisions whose pointer changed, with their memo entries updated; ok is
 // false when the change needs a full Translation (revisions added or
 // removed, routing changed, a revision skipped before).
@@ -132,7 +147,8 @@ func (t *Translator) EndpointChanges(prev, snap *revision.Snapshot, skipped map[
 		if p == nil || r == nil { // added, removed, or moved in or out of Invalid
 			return nil, false, nil
 		}
-		if _, bad := skipped[k]; bad || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
+		if _, bad := skipped[k]; bad || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) ||
+			(translate.IdleRevision(t.cfg, p) != translate.IdleRevision(t.cfg, r) && !t.fastTransition(r)) {
 			return nil, false, nil
 		}
 		changed = append(changed, r)
@@ -173,7 +189,7 @@ func (t *Translator) ClusterName(key revision.Key) string {
 }
 
 // LoadAssignment returns a revision's ClusterLoadAssignment from the last
-// translation, nil when it was not translated.
+// translation, nil when it was not translated or is idle (hold.go).
 func (t *Translator) LoadAssignment(key revision.Key) *endpointv3.ClusterLoadAssignment {
 	if m := t.memo[key]; m != nil {
 		return m.res.cla
@@ -194,8 +210,9 @@ func (t *Translator) EndpointsWhileStaged(prev, snap *revision.Snapshot, skipped
 		if p == r {
 			continue
 		}
-		if _, bad := skipped[k]; bad || p == nil || r == nil || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) {
-			complete = false
+		if _, bad := skipped[k]; bad || p == nil || r == nil || t.memo[k] == nil || !sameRouting(&p.Spec, &r.Spec) ||
+			translate.IdleRevision(t.cfg, p) != translate.IdleRevision(t.cfg, r) {
+			complete = false // waking or going idle waits for the stage too
 			continue
 		}
 		changed = append(changed, r)

@@ -54,6 +54,11 @@ type Translator struct {
 	encode bool
 	// activatorDstEnc is the encoding of shared.ActivatorDst (encode).
 	activatorDstEnc *encoded.Resource
+	// holdEnc are the encodings of shared.Hold (encode).
+	holdEnc []*encoded.Resource
+	// confirm holds the ConfirmRef of every idle revision of the last
+	// full Translation and those the fast path changed since (hold.go).
+	confirm map[revision.Key]ConfirmRef
 }
 
 // memoEntry is one revision's last translation and its inputs.
@@ -67,8 +72,15 @@ type memoEntry struct {
 	backends []revision.Backend
 	timeouts translate.RouteTimeouts
 	protocol revision.Protocol
-	res      *revisionResources
+	// target is the cluster its routes lead to: name, or a hold cluster
+	// while the revision is idle (translate.IdleRevision: then res has no
+	// cluster and no cla).
+	target string
+	res    *revisionResources
 }
+
+// idle reports whether the revision's routes lead to a hold cluster.
+func (m *memoEntry) idle() bool { return m.target != m.name }
 
 // New returns a Translator for cfg (validated by the caller; see
 // translate.Config.Validate) with an empty memo. With encode, it keeps the
@@ -141,6 +153,9 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 			continue
 		}
 		m := b.memo[rev.Key]
+		if m.idle() {
+			continue // routed to the hold cluster: no cluster, no endpoints
+		}
 		if t.encode {
 			encClusters[m.name] = m.res.clusterEnc
 		} else {
@@ -168,24 +183,53 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		tl.Encoded[resourcev3.VirtualHostType], out.VirtualHosts = vhosts, nil
 	}
 	out.Listeners = []*listenerv3.Listener{t.shared.ActivatorListener, t.shared.HTTPListener}
+	if t.shared.HoldListener != nil {
+		out.Listeners = append(out.Listeners, t.shared.HoldListener)
+	}
 	if t.encode {
-		if t.activatorDstEnc == nil {
-			e, err := encoded.Encode(t.shared.ActivatorDst)
-			if err != nil {
-				return nil, err
-			}
-			t.activatorDstEnc = e
+		if err := t.encodeShared(); err != nil {
+			return nil, err
 		}
 		encClusters[t.shared.ActivatorDst.GetName()] = t.activatorDstEnc
+		for i, c := range t.shared.Hold {
+			encClusters[c.GetName()] = t.holdEnc[i]
+		}
 	} else {
 		out.Clusters = append(out.Clusters, t.shared.ActivatorDst)
+		out.Clusters = append(out.Clusters, t.shared.Hold...)
 	}
 	slices.SortFunc(out.Clusters, func(a, b *clusterv3.Cluster) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	slices.SortFunc(out.Endpoints, func(a, b *endpointv3.ClusterLoadAssignment) int {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
 	})
 	slices.SortFunc(out.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	confirm, err := idleConfirmRefs(tl, b.memo, plan)
+	if err != nil {
+		return nil, err
+	}
+	t.confirm = confirm
 	return tl, errors.Join(errs...)
+}
+
+// encodeShared encodes the shared clusters once (encode).
+func (t *Translator) encodeShared() error {
+	if t.activatorDstEnc == nil {
+		e, err := encoded.Encode(t.shared.ActivatorDst)
+		if err != nil {
+			return err
+		}
+		t.activatorDstEnc = e
+	}
+	if t.holdEnc == nil {
+		for _, c := range t.shared.Hold {
+			e, err := encoded.Encode(c)
+			if err != nil {
+				return err
+			}
+			t.holdEnc = append(t.holdEnc, e)
+		}
+	}
+	return nil
 }
 
 // built is the per-revision and per-split part of one Translation.

@@ -9,6 +9,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -32,10 +33,12 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		inline := seed%2 == 0 // both route layouts: VHDS and InlineRoutes
 		encode := seed > 3    // both memo forms with both layouts
-		t.Run(fmt.Sprintf("seed=%d/inline=%v/encode=%v", seed, inline, encode), func(t *testing.T) {
+		hold := seed%3 != 0   // the idle hold path with both layouts and memo forms
+		t.Run(fmt.Sprintf("seed=%d/inline=%v/encode=%v/hold=%v", seed, inline, encode, hold), func(t *testing.T) {
 			h := newHistory(seed)
 			cfg := testConfig()
 			cfg.InlineRoutes = inline
+			cfg.IdleHoldPath = hold
 			tr, err := New(&cfg, encode)
 			if err != nil {
 				t.Fatal(err)
@@ -43,7 +46,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			var held map[string]map[string]types.Resource
 			var prev *revision.Snapshot
 			var skipped map[revision.Key]error
-			fast, splits := 0, 0
+			fast, splits, transitions := 0, 0, 0
 			for step := range 120 {
 				snap := h.next()
 				changed, ok, err := tr.EndpointChanges(prev, snap, skipped)
@@ -53,8 +56,9 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 				if ok && held != nil {
 					fast++
 					for _, r := range changed {
-						cla := tr.LoadAssignment(r.Key)
-						held["type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"][cla.GetClusterName()] = cla
+						if applyFastChange(t, tr, held, r.Key) {
+							transitions++
+						}
 					}
 				} else {
 					res, _ := tr.Translate(snap)
@@ -78,6 +82,9 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			}
 			if fast == 0 {
 				t.Errorf("the fast path never ran: the history does not test it")
+			}
+			if transitions == 0 && hold && !inline { // inline routes: every transition is a full translation
+				t.Errorf("no revision woke or went idle on the fast path: the history does not test it")
 			}
 			if splits == 0 {
 				t.Errorf("no step had a valid traffic split: the history does not test them")
@@ -333,4 +340,44 @@ func virtualHosts(r *translate.Resources) []*routev3.VirtualHost {
 		return r.VirtualHosts
 	}
 	return r.Routes[0].GetVirtualHosts()
+}
+
+// applyFastChange applies one revision of the fast path to held as the
+// server does (applyEndpoints, applyTransitions): its endpoints, and for
+// a revision waking or going idle its cluster and virtual host (then it
+// returns true).
+func applyFastChange(t *testing.T, tr *Translator, held map[string]map[string]types.Resource, key revision.Key) bool {
+	t.Helper()
+	decoded := func(typeURL string, msg types.Resource, enc *encoded.Resource) types.Resource {
+		if enc == nil {
+			return msg
+		}
+		d, err := encoded.Decode(typeURL, enc.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	name := tr.ClusterName(key)
+	_, had := held[resourcev3.ClusterType][name]
+	_, idle := tr.Confirm(key)
+	if idle == !had { // no transition: its endpoints at most
+		if cla := tr.LoadAssignment(key); cla != nil {
+			held[resourcev3.EndpointType][name] = cla
+		}
+		return false
+	}
+	x, ok, err := tr.Transition(key)
+	if err != nil || !ok {
+		t.Fatalf("Transition(%s): %v, %v", key, ok, err)
+	}
+	held[resourcev3.VirtualHostType][x.VirtualHostName] = decoded(resourcev3.VirtualHostType, x.VirtualHost, x.VirtualHostEnc)
+	if x.Idle {
+		delete(held[resourcev3.ClusterType], name)
+		delete(held[resourcev3.EndpointType], name)
+	} else {
+		held[resourcev3.ClusterType][name] = decoded(resourcev3.ClusterType, x.Cluster, x.ClusterEnc)
+		held[resourcev3.EndpointType][name] = x.Endpoints
+	}
+	return true
 }

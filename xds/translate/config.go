@@ -127,6 +127,17 @@ type Config struct {
 	// listener thaw_http instead of ext_proc: see ModuleConfig and
 	// ModuleFilter. nil (the default) keeps the ext_proc activator.
 	Module *ModuleConfig
+	// IdleHoldPath routes every revision without any backend to the
+	// shared hold path (hold.go) instead of giving it a cluster and a
+	// ClusterLoadAssignment: an idle revision then costs Envoy one
+	// virtual host. Off by default: waking and going idle then change the
+	// revision's virtual host, and Envoy rebuilds its whole route table
+	// for every virtual host update (docs/scaling.md, "Idle revisions
+	// without a cluster"). Not with Config.Module, nor when Envoys other
+	// than thaw's own fetch revisions' endpoints from thaw (Envoy
+	// Gateway: an idle revision's assignment is what holds its requests
+	// there).
+	IdleHoldPath bool
 }
 
 // DefaultConfig returns the documented defaults.

@@ -13,10 +13,13 @@
 // from dynamic metadata written by ext_proc. Hosts that revisions share by
 // traffic percent get a virtual host of weighted clusters
 // (SplitVirtualHost); PlanRoutes decides which revision serves which host
-// and leaves out host collisions and invalid splits.
+// and leaves out host collisions and invalid splits. With
+// Config.IdleHoldPath a revision without any backend has no cluster and
+// no ClusterLoadAssignment: its routes lead to the shared hold cluster
+// thaw_hold and internal listener thaw_hold (hold.go).
 //
 // One file per resource kind: cluster.go, endpoint.go, listener.go,
-// route.go, route_split.go, module.go, failover.go, protocols.go;
+// route.go, route_split.go, module.go, failover.go, protocols.go, hold.go;
 // external.go holds the pieces an Envoy whose ADS goes elsewhere (Envoy
 // Gateway's) uses. Every builder validates its message (ValidateAll)
 // before packing it. Parts are the sub-messages revisions share.

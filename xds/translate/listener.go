@@ -105,11 +105,15 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 // (container concurrency 0) the server answers with a mode_override to
 // ActivatorShortMode, which Envoy accepts (allow_mode_override with that
 // one mode allowed) and then closes the stream at once: one round trip.
-func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) {
+func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) { return extProcFilter(cfg, nil) }
+
+// extProcFilter is ExtProcFilter with gRPC initial metadata on every
+// stream (set by configuration only: a client cannot write it).
+func extProcFilter(cfg *Config, initialMetadata []*corev3.HeaderValue) (*hcmv3.HttpFilter, error) {
 	a, err := toAny(&extprocv3.ExternalProcessor{
 		GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
 			EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: ExtProcClusterName},
-		}},
+		}, InitialMetadata: initialMetadata},
 		FailureModeAllow:  false,
 		StatusOnError:     &typev3.HttpStatus{Code: typev3.StatusCode_ServiceUnavailable},
 		ProcessingMode:    activatorMode(extprocv3.ProcessingMode_SEND),
@@ -178,7 +182,20 @@ func activatorForwardRules() *extprocv3.HeaderForwardingRules {
 // thaw_activator_dst. The x-thaw-revision header set by thaw_http's route is
 // left in place so backends see the same header in both modes.
 func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
-	extProc, err := ExtProcFilter(cfg)
+	return activatorListener(cfg, ActivatorListenerName, nil)
+}
+
+// HoldListener returns the internal listener thaw_hold that the hold
+// clusters of idle revisions point at (hold.go): ActivatorListener with
+// gRPC initial metadata HoldPathMetadata on its ext_proc streams, so the
+// activator counts the requests it holds there, which no revision
+// cluster's stats count (extproc.HoldPathMetadata).
+func HoldListener(cfg *Config) (*listenerv3.Listener, error) {
+	return activatorListener(cfg, HoldListenerName, []*corev3.HeaderValue{{Key: HoldPathMetadata, Value: "1"}})
+}
+
+func activatorListener(cfg *Config, name string, initialMetadata []*corev3.HeaderValue) (*listenerv3.Listener, error) {
+	extProc, err := extProcFilter(cfg, initialMetadata)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +204,7 @@ func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
 		return nil, err
 	}
 	hcm := &hcmv3.HttpConnectionManager{
-		StatPrefix:     ActivatorListenerName,
+		StatPrefix:     name,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: ActivatorRouteConfiguration(cfg)},
 		HttpFilters:    []*hcmv3.HttpFilter{extProc, router},
 	}
@@ -196,7 +213,7 @@ func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
 		return nil, err
 	}
 	return hcmListener(&listenerv3.Listener{
-		Name:              ActivatorListenerName,
+		Name:              name,
 		ListenerSpecifier: &listenerv3.Listener_InternalListener{InternalListener: &listenerv3.Listener_InternalListenerConfig{}},
 	}, hcm)
 }

@@ -34,6 +34,9 @@ type VirtualHostParams struct {
 	// Name, when set, is revision.ClusterName(Key) (saves validating the
 	// key again).
 	Name string
+	// Cluster, when set, is the cluster the route leads to instead of the
+	// revision's own: a hold cluster while the revision is idle (hold.go).
+	Cluster string
 	// Timeouts are the revision's request timeouts; the zero value means
 	// revision.DefaultRequestTimeout and hold timeout, no idle limit.
 	Timeouts RouteTimeouts
@@ -104,6 +107,10 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 	if name == "" {
 		name = revision.ClusterName(p.Key)
 	}
+	target := p.Cluster
+	if target == "" {
+		target = name
+	}
 	return &routev3.VirtualHost{
 		Name:    VirtualHostName(name),
 		Domains: p.Domains,
@@ -111,7 +118,7 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 			Name:  name,
 			Match: pt.prefixAll,
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name},
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: target},
 				Timeout:          pt.duration(p.Timeouts.routeTimeout()),
 				IdleTimeout:      pt.duration(p.Timeouts.idleTimeout()),
 				RetryPolicy:      pt.retryPolicy,

@@ -20,6 +20,10 @@ type SplitVirtualHostParams struct {
 	// Members are the revisions sharing the hosts, sorted by key, each
 	// with its percent set; the percents sum to 100.
 	Members []SplitMember
+	// Clusters, when set, holds each member's cluster (same order as
+	// Members): its own, or a hold cluster while it is idle (hold.go).
+	// Empty: every member's own cluster.
+	Clusters []string
 	// Timeouts are the route's timeouts: MaxTimeouts of the members'.
 	Timeouts RouteTimeouts
 	Config   *Config
@@ -44,12 +48,16 @@ func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
 	}
 	name := splitVirtualHostPrefix + p.Domains[0]
 	clusters := make([]*routev3.WeightedCluster_ClusterWeight, 0, len(p.Members))
-	for _, m := range p.Members {
+	for i, m := range p.Members {
 		if m.Percent == nil || *m.Percent == 0 {
 			continue
 		}
+		target := revision.ClusterName(m.Key)
+		if i < len(p.Clusters) && p.Clusters[i] != "" {
+			target = p.Clusters[i]
+		}
 		clusters = append(clusters, &routev3.WeightedCluster_ClusterWeight{
-			Name:   revision.ClusterName(m.Key),
+			Name:   target,
 			Weight: wrapperspb.UInt32(uint32(*m.Percent)),
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
 				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: m.Key.String()},
@@ -103,4 +111,10 @@ func MaxTimeouts(ts []RouteTimeouts) RouteTimeouts {
 		out.Idle = 0
 	}
 	return out
+}
+
+// SplitVirtualHostName returns the resource name of the virtual host
+// SplitVirtualHost builds for domains (at least one).
+func SplitVirtualHostName(domains []string) string {
+	return VirtualHostName(splitVirtualHostPrefix + domains[0])
 }

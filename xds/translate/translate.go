@@ -91,13 +91,14 @@ func (r *Resources) ByType() map[string]map[string]types.Resource {
 // virtual hosts over VHDS (one per revision with hosts of its own, one per
 // group of hosts that revisions split by percent (SplitVirtualHost);
 // inline in the route configuration with Config.InlineRoutes), one EDS
-// cluster and one
-// ClusterLoadAssignment per revision (serve mode: its ready backends; proxy
-// mode, or serve mode without a ready backend: the thaw_activator internal
-// listener, so requests are held rather than failed, with the ready
-// backends behind it at priority 1 for when thaw is unreachable), the
-// internal listener
-// thaw_activator and cluster thaw_activator_dst. It does no I/O.
+// cluster and one ClusterLoadAssignment per revision with a backend
+// (serve mode: its ready backends; proxy mode, or serve mode without a
+// ready backend: the thaw_activator internal listener, so requests are
+// held rather than failed, with the ready backends behind it at priority
+// 1 for when thaw is unreachable), none for an idle revision (no backend:
+// its routes lead to the shared hold cluster, hold.go), the internal
+// listeners thaw_activator and thaw_hold and clusters thaw_activator_dst,
+// thaw_hold and thaw_hold_h2c. It does no I/O.
 //
 // An invalid cfg returns (nil, error wrapping ErrInvalidConfig). A revision
 // that cannot be translated (host collision, see HostCollisionError;
@@ -138,6 +139,11 @@ type Shared struct {
 	ActivatorDst                    *clusterv3.Cluster
 	// VHDSRoute is thaw_http without Config.InlineRoutes.
 	VHDSRoute *routev3.RouteConfiguration
+	// Hold are the hold clusters of idle revisions and HoldListener
+	// their internal listener (hold.go); only with Config.IdleHoldPath
+	// and without Config.Module.
+	Hold         []*clusterv3.Cluster
+	HoldListener *listenerv3.Listener
 }
 
 // NewShared builds the resources that depend only on cfg; it returns the
@@ -157,15 +163,31 @@ func NewShared(cfg *Config) (*Shared, error) {
 	if sh.VHDSRoute, err = VHDSRouteConfiguration(); err != nil {
 		return nil, err
 	}
+	if cfg.IdleHoldPath && cfg.Module == nil {
+		if sh.HoldListener, err = HoldListener(cfg); err != nil {
+			return nil, err
+		}
+		for _, p := range []revision.Protocol{revision.ProtocolHTTP1, revision.ProtocolH2C} {
+			c, err := HoldCluster(cfg, p)
+			if err != nil {
+				return nil, err
+			}
+			sh.Hold = append(sh.Hold, c)
+		}
+	}
 	return &sh, nil
 }
 
 // revisionResources are one revision's resources in a translation.
 type revisionResources struct {
-	vhost    *routev3.VirtualHost // nil when the revision has no host of its own
+	vhost *routev3.VirtualHost // nil when the revision has no host of its own
+	// cluster and cla are nil while the revision is idle (IdleRevision).
 	cluster  *clusterv3.Cluster
 	cla      *endpointv3.ClusterLoadAssignment
 	timeouts RouteTimeouts
+	// target is the cluster its routes lead to: its own, or a hold
+	// cluster while it is idle.
+	target string
 }
 
 // built is the per-revision and per-split part of one translation.
@@ -214,14 +236,21 @@ func build(revs []*revision.Revision, plan *RoutePlan, cfg *Config, pt *Parts) (
 // domains of its own), cluster and endpoints.
 func buildRevision(rev *revision.Revision, domains []string, cfg *Config, pt *Parts) (*revisionResources, error) {
 	name := revision.ClusterName(rev.Key)
-	r := &revisionResources{timeouts: TimeoutsOf(&rev.Spec)}
+	r := &revisionResources{timeouts: TimeoutsOf(&rev.Spec), target: name}
+	idle := IdleRevision(cfg, rev)
+	if idle {
+		r.target = HoldClusterFor(rev.Spec.Protocol)
+	}
 	if len(domains) > 0 {
 		vh := RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: cfg, Parts: pt, Name: name,
-			Timeouts: r.timeouts})
+			Cluster: r.target, Timeouts: r.timeouts})
 		if err := vh.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
 		}
 		r.vhost = vh
+	}
+	if idle {
+		return r, nil // no cluster, no endpoints: routed to the hold cluster
 	}
 	c, err := RevisionCluster(RevisionClusterParams{Name: name, Protocol: rev.Spec.Protocol, Config: cfg, Parts: pt})
 	if err != nil {
@@ -238,15 +267,17 @@ func buildRevision(rev *revision.Revision, domains []string, cfg *Config, pt *Pa
 // members' timeouts (MaxTimeouts).
 func buildSplit(g SplitGroup, revs map[revision.Key]*revisionResources, cfg *Config, pt *Parts) (*routev3.VirtualHost, error) {
 	ts := make([]RouteTimeouts, 0, len(g.Members))
+	targets := make([]string, 0, len(g.Members))
 	for _, m := range g.Members {
 		r := revs[m.Key]
 		if r == nil {
 			return nil, fmt.Errorf("member %s has no resources", m.Key)
 		}
 		ts = append(ts, r.timeouts)
+		targets = append(targets, r.target)
 	}
 	vh := SplitVirtualHost(SplitVirtualHostParams{Domains: g.Domains, Members: g.Members, Timeouts: MaxTimeouts(ts),
-		Config: cfg, Parts: pt})
+		Clusters: targets, Config: cfg, Parts: pt})
 	if err := vh.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("virtual host: %w", err)
 	}
@@ -270,6 +301,9 @@ func assemble(revs []*revision.Revision, plan *RoutePlan, b *built, cfg *Config,
 			continue
 		}
 		r := b.revs[rev.Key]
+		if r.cluster == nil {
+			continue // idle: routed to the hold cluster
+		}
 		out.Clusters = append(out.Clusters, r.cluster)
 		out.Endpoints = append(out.Endpoints, r.cla)
 	}
@@ -286,7 +320,11 @@ func assemble(revs []*revision.Revision, plan *RoutePlan, b *built, cfg *Config,
 		})
 	}
 	out.Listeners = []*listenerv3.Listener{sh.ActivatorListener, sh.HTTPListener}
+	if sh.HoldListener != nil {
+		out.Listeners = append(out.Listeners, sh.HoldListener)
+	}
 	out.Clusters = append(out.Clusters, sh.ActivatorDst)
+	out.Clusters = append(out.Clusters, sh.Hold...)
 	out.Sort()
 	return out, errors.Join(errs...)
 }

@@ -57,6 +57,8 @@ func TestTranslateGolden(t *testing.T) {
 		wantErr error
 		// inline sets Config.InlineRoutes (state-of-the-world Envoys).
 		inline bool
+		// hold sets Config.IdleHoldPath.
+		hold bool
 	}{
 		{name: "empty", snap: snapshotOf()},
 		{name: "serve", snap: snapshotOf(rev("default", "hello", revision.ModeServe, []string{"hello.example.com"},
@@ -102,6 +104,26 @@ func TestTranslateGolden(t *testing.T) {
 			withSpec(rev("shop", "v2", revision.ModeProxy, []string{"shop.example.com"}),
 				func(s *revision.Spec) { s.TrafficPercent = percent(10) }),
 		)},
+		// The hold path (hold.go): idle revisions (no backend) have no
+		// cluster and lead to thaw_hold (h2c: thaw_hold_h2c); a starting
+		// backend (not ready) brings the cluster back; an idle split
+		// member's weighted cluster leads to thaw_hold.
+		{name: "idle_hold", hold: true, snap: snapshotOf(
+			rev("default", "awake", revision.ModeServe, []string{"awake.example.com"}, ready("10.0.0.1", 8080)),
+			rev("default", "cold", revision.ModeProxy, []string{"cold.example.com"}),
+			rev("default", "starting", revision.ModeProxy, []string{"starting.example.com"},
+				revision.Backend{Address: "10.0.0.2", Port: 8080}),
+			withSpec(rev("default", "grpc", revision.ModeProxy, []string{"grpc.example.com"}),
+				func(s *revision.Spec) { s.Protocol = revision.ProtocolH2C }),
+		)},
+		{name: "idle_hold_split", hold: true, snap: snapshotOf(
+			withSpec(rev("shop", "v1", revision.ModeServe, []string{"shop.example.com"}, ready("10.0.0.1", 8080)),
+				func(s *revision.Spec) { s.TrafficPercent = percent(90) }),
+			withSpec(rev("shop", "v2", revision.ModeProxy, []string{"shop.example.com"}),
+				func(s *revision.Spec) { s.TrafficPercent, s.Tag = percent(10), "canary" }),
+			withSpec(rev("shop", "v3", revision.ModeProxy, []string{"shop.example.com"}),
+				func(s *revision.Spec) { s.TrafficPercent, s.Tag = percent(0), "next" }),
+		)},
 		{name: "host_collision", wantErr: ErrHostCollision, snap: snapshotOf(
 			rev("b", "second", revision.ModeServe, []string{"dup.example.com", "only-b.example.com"}, ready("10.0.0.2", 80)),
 			rev("a", "first", revision.ModeServe, []string{"DUP.example.com"}, ready("10.0.0.1", 80)),
@@ -112,6 +134,7 @@ func TestTranslateGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.InlineRoutes = tt.inline
+			cfg.IdleHoldPath = tt.hold
 			res, err := Translate(tt.snap, cfg)
 			if tt.wantErr == nil && err != nil {
 				t.Fatalf("Translate: %v", err)
