@@ -20,8 +20,6 @@
 //	          failed requests, latency per phase, failover time
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
-//	design    (only when asked) the activator through the internal listener
-//	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
 //	eg        thaw as Envoy Gateway's extension: warm path through EG's
 //	          Envoy to a Revision vs to a plain Backend, cold starts
 //	egsplit   a 90/10 RevisionSplit route through EG's Envoy vs a single
@@ -269,9 +267,6 @@ func run(e *env, only, out, png string) error {
 		f, err := runFailover(e)
 		res.Failover = f
 		note("failover", err)
-	}
-	if want["design"] {
-		note("design", runDesign(e, filepath.Dir(out)))
 	}
 	if want["eg"] {
 		g, err := runEG(e, e.size(20, 3), e.size(1000, 100))
