@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // egMemoryRoutes is how many HTTPRoutes BenchmarkEnvoyGatewayRevisionMemory
@@ -161,18 +163,9 @@ func (e *egEnv) envoyMemory(t testing.TB, admin string) (rss, heap int64) {
 	if len(pids) != 1 {
 		t.Fatalf("%d Envoy processes started by EG, want 1", len(pids))
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+	rss, err := harness.RSS(pids[0])
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rss = kib << 10
-		}
 	}
 	body := envoyAdminGet(t, admin+"/memory")
 	m := regexp.MustCompile(`"allocated":\s*"(\d+)"`).FindStringSubmatch(body)

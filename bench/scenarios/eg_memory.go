@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // egMemory adds idle Revisions (and their HTTPRoutes) to EG's resources and
@@ -26,7 +27,7 @@ func egMemory(e *env, eg *egProc, envoyPid int, thawAdmin string, idle []rev, ou
 	if err != nil {
 		return err
 	}
-	rss0, err := rssBytes(envoyPid)
+	rss0, err := harness.RSS(envoyPid)
 	if err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func egMemory(e *env, eg *egProc, envoyPid int, thawAdmin string, idle []rev, ou
 	if pid, err := eg.envoyPid(); err != nil || pid != envoyPid {
 		return fmt.Errorf("EG restarted its Envoy while Revisions were added (pid %d, then %d, %v)", envoyPid, pid, err)
 	}
-	rss1, err := rssBytes(envoyPid)
+	rss1, err := harness.RSS(envoyPid)
 	if err != nil {
 		return err
 	}
