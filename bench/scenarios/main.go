@@ -57,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/thaw-dev/thaw/bench/peers"
 	"github.com/thaw-dev/thaw/bench/results"
 )
 
@@ -181,8 +182,8 @@ func main() {
 	if !peersOnly && strings.Contains(*only, "peers") {
 		log.Fatal("-only peers runs alone (it needs a network namespace of its own)")
 	}
-	if peersOnly && !inPeersNetns() {
-		if err := reexecInNetns(); err != nil {
+	if peersOnly && !peers.InNetns() {
+		if err := peers.ReexecInNetns(); err != nil {
 			log.Printf("FAILED: %v", err)
 			os.Exit(1)
 		}
@@ -312,10 +313,10 @@ func run(e *env, only, out, png string) error {
 	return errors.Join(failed...)
 }
 
-// runPeersMain runs the peers scenario (in the namespaces reexecInNetns
+// runPeersMain runs the peers scenario (in the namespaces peers.ReexecInNetns
 // made) and writes its figures to out, even when a peer failed.
 func runPeersMain(e *env, pc peersConfig, out string) error {
-	if err := loopbackUp(); err != nil {
+	if err := peers.LoopbackUp(); err != nil {
 		return err
 	}
 	res, err := runPeers(e, pc)

@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,41 +48,6 @@ func interleavedRate(ts []*target, rate int, d time.Duration, ss []*sample) {
 	for _, s := range ss {
 		s.sentSpan += m.Duration
 	}
-}
-
-// binVersion is the version of a tool `make tools-peers` (or tools-envoy)
-// cached: the link's target sits in $THAW_CACHE/<name>-<version>/.
-func binVersion(bin, name string) string {
-	real, err := filepath.EvalSymlinks(bin)
-	if err != nil {
-		return "unknown"
-	}
-	if v, ok := strings.CutPrefix(filepath.Base(filepath.Dir(real)), name+"-"); ok {
-		return v
-	}
-	return "unknown"
-}
-
-// thawVersion asks the thaw binary for its version (`thaw version`).
-func thawVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// peerBinary returns bin when it is an executable file, else an error
-// telling how to build it.
-func peerBinary(bin string) error {
-	st, err := os.Stat(bin)
-	if err != nil {
-		return fmt.Errorf("%s not found: run `make tools-peers` (%w)", bin, err)
-	}
-	if st.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not executable", bin)
-	}
-	return nil
 }
 
 // frontRoute is one virtual host of the peers' front Envoy.
@@ -141,21 +103,4 @@ static_resources:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
   clusters:
 %s`, vhosts.String(), clusters.String())
-}
-
-// envoyVersion is the release in `envoy --version` ("envoy  version:
-// <sha>/<release>/..."), or its whole first line.
-func envoyVersion(bin string) string {
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil {
-		return "unknown"
-	}
-	line := strings.TrimSpace(strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0])
-	if _, v, ok := strings.Cut(line, "version: "); ok {
-		if parts := strings.Split(v, "/"); len(parts) > 1 {
-			return parts[1]
-		}
-		return v
-	}
-	return line
 }
