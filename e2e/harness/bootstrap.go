@@ -77,6 +77,16 @@ domains: ["*"]
 routes: [{match: {prefix: "/"}, route: %s}]`, name, route)
 }
 
+// VirtualHost is a virtual host named name for domains with routes, each
+// one YAML mapping ("match: ...").
+func VirtualHost(name string, domains []string, routes ...string) string {
+	ds := make([]string, len(domains))
+	for i, d := range domains {
+		ds[i] = fmt.Sprintf("%q", d)
+	}
+	return fmt.Sprintf("name: %s\ndomains: [%s]\nroutes:\n%s", name, strings.Join(ds, ", "), yamlList(routes, 0))
+}
+
 // String renders the bootstrap as YAML.
 func (b StaticBootstrap) String() string {
 	var s strings.Builder

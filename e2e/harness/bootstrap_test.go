@@ -24,7 +24,9 @@ func TestStaticBootstrapIsEnvoyBootstrap(t *testing.T) {
 		Listeners: []HTTPListener{
 			{Name: "front", Port: 10080, VirtualHosts: []string{
 				CatchAll("all", "{cluster: backend, timeout: 0s}"),
-				"name: other\ndomains: [other.example]\nroutes:\n- match: {prefix: \"/\"}\n  route: {cluster: grpc}",
+				VirtualHost("other", []string{"other.example", "*.other.example"},
+					"match: {prefix: \"/a\"}\nroute: {cluster: backend}",
+					"match: {prefix: \"/\"}\nroute:\n  cluster: grpc\n  timeout: 0s"),
 			}},
 			{Name: "inner", Internal: true, VirtualHosts: []string{CatchAll("all", "{cluster: backend}")}},
 		},
@@ -55,7 +57,7 @@ func TestStaticBootstrapIsEnvoyBootstrap(t *testing.T) {
 	}
 	vhs := hcm.GetRouteConfig().GetVirtualHosts()
 	if hcm.GetStatPrefix() != "front" || len(vhs) != 2 || vhs[0].GetRoutes()[0].GetRoute().GetCluster() != "backend" ||
-		vhs[1].GetRoutes()[0].GetRoute().GetCluster() != "grpc" {
+		len(vhs[1].GetDomains()) != 2 || len(vhs[1].GetRoutes()) != 2 || vhs[1].GetRoutes()[1].GetRoute().GetCluster() != "grpc" {
 		t.Errorf("front's HCM: %v", &hcm)
 	}
 	if fs := hcm.GetHttpFilters(); len(fs) != 1 || fs[0].GetName() != "envoy.filters.http.router" {
