@@ -34,6 +34,9 @@ type HTTPListener struct {
 	Port int
 	// Internal makes it an internal listener (internal_listener: {}).
 	Internal bool
+	// RouteConfigName, when set, names the route configuration (Envoy's
+	// stats of it carry the name).
+	RouteConfigName string
 	// VirtualHosts are the route configuration's virtual hosts, each one
 	// YAML mapping ("name: ...", see CatchAll).
 	VirtualHosts []string
@@ -130,8 +133,11 @@ func (l HTTPListener) yaml() string {
       "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
       stat_prefix: %s
       route_config:
-        virtual_hosts:
 `, l.Name)
+	if l.RouteConfigName != "" {
+		fmt.Fprintf(&s, "        name: %s\n", l.RouteConfigName)
+	}
+	s.WriteString("        virtual_hosts:\n")
 	s.WriteString(yamlList(l.VirtualHosts, 8))
 	s.WriteString("      http_filters:\n")
 	s.WriteString(yamlList(l.Filters, 6))

@@ -22,7 +22,7 @@ func TestStaticBootstrapIsEnvoyBootstrap(t *testing.T) {
 		NodeID:            "e2e-node",
 		InternalListeners: true,
 		Listeners: []HTTPListener{
-			{Name: "front", Port: 10080, VirtualHosts: []string{
+			{Name: "front", Port: 10080, RouteConfigName: "front_routes", VirtualHosts: []string{
 				CatchAll("all", "{cluster: backend, timeout: 0s}"),
 				VirtualHost("other", []string{"other.example", "*.other.example"},
 					"match: {prefix: \"/a\"}\nroute: {cluster: backend}",
@@ -56,7 +56,7 @@ func TestStaticBootstrapIsEnvoyBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	vhs := hcm.GetRouteConfig().GetVirtualHosts()
-	if hcm.GetStatPrefix() != "front" || len(vhs) != 2 || vhs[0].GetRoutes()[0].GetRoute().GetCluster() != "backend" ||
+	if hcm.GetStatPrefix() != "front" || hcm.GetRouteConfig().GetName() != "front_routes" || len(vhs) != 2 || vhs[0].GetRoutes()[0].GetRoute().GetCluster() != "backend" ||
 		len(vhs[1].GetDomains()) != 2 || len(vhs[1].GetRoutes()) != 2 || vhs[1].GetRoutes()[1].GetRoute().GetCluster() != "grpc" {
 		t.Errorf("front's HCM: %v", &hcm)
 	}
