@@ -8,10 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,12 +139,8 @@ func (e *egEnv) envoyAdmin(t testing.TB) string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; i < 600 && time.Now().Before(deadline); i++ {
-		files, _ := filepath.Glob(filepath.Join(e.runDir, "*", "admin-address.txt"))
-		sort.Strings(files)
-		if len(files) > 0 {
-			if b, err := os.ReadFile(files[len(files)-1]); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-				return "http://" + strings.TrimSpace(string(b))
-			}
+		if admin, err := harness.EGEnvoyAdmin(e.runDir); err == nil {
+			return admin
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

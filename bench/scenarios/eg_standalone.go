@@ -108,15 +108,6 @@ func revisionRoutes(revs []rev) string {
 	return b.String()
 }
 
-// envoyAdmin reads the admin address func-e wrote for EG's Envoy.
-func (g *egProc) envoyAdmin() (string, error) {
-	m, err := filepath.Glob(filepath.Join(g.dirs.RuntimeDir(), "*", "admin-address.txt"))
-	if err != nil || len(m) == 0 {
-		return "", fmt.Errorf("no admin-address.txt of EG's Envoy under %s", g.dirs.RuntimeDir())
-	}
-	b, err := os.ReadFile(m[0])
-	if err != nil {
-		return "", err
-	}
-	return "http://" + strings.TrimSpace(string(b)), nil
-}
+// envoyAdmin reads the admin address func-e wrote for EG's Envoy
+// (harness.EGEnvoyAdmin).
+func (g *egProc) envoyAdmin() (string, error) { return harness.EGEnvoyAdmin(g.dirs.RuntimeDir()) }
