@@ -438,94 +438,51 @@ func TestActivatorDrain(t *testing.T) {
 // actBootstrap is the static Envoy config: the wire contract of
 // docs/activator.md with revisions as static clusters.
 func actBootstrap(port, extprocPort int, budget time.Duration, revs []string) string {
-	var vhosts, clusters strings.Builder
+	var vhosts, clusters []string
 	for _, name := range revs {
 		cluster := "rev_default_" + name
-		fmt.Fprintf(&vhosts, `
-            - name: %[1]s
-              domains: ["%[1]s.example.com"]
-              routes:
-              - match: {prefix: "/"}
-                route: {cluster: %[2]s, timeout: 0s}
-                request_headers_to_remove: [x-thaw-revision]
-                request_headers_to_add:
-                - header: {key: x-thaw-revision, value: default/%[1]s}
-                  append_action: OVERWRITE_IF_EXISTS_OR_ADD`, name, cluster)
-		fmt.Fprintf(&clusters, `
-  - name: %[1]s
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: %[1]s
-      endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: thaw_activator}}}}]}]
+		vhosts = append(vhosts, harness.VirtualHost(name, []string{name + ".example.com"}, fmt.Sprintf(`match: {prefix: "/"}
+route: {cluster: %[2]s, timeout: 0s}
+request_headers_to_remove: [x-thaw-revision]
+request_headers_to_add:
+- header: {key: x-thaw-revision, value: default/%[1]s}
+  append_action: OVERWRITE_IF_EXISTS_OR_ADD`, name, cluster)))
+		clusters = append(clusters, fmt.Sprintf(`name: %[1]s
+type: STATIC
+connect_timeout: 1s
+load_assignment:
+  cluster_name: %[1]s
+  endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: thaw_activator}}}}]}]
+transport_socket:
+  name: envoy.transport_sockets.internal_upstream
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport
     transport_socket:
-      name: envoy.transport_sockets.internal_upstream
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport
-        transport_socket:
-          name: envoy.transport_sockets.raw_buffer
-          typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}`, cluster)
+      name: envoy.transport_sockets.raw_buffer
+      typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}`, cluster))
 	}
 	secs := strconv.FormatFloat(budget.Seconds(), 'f', -1, 64) + "s"
-	return fmt.Sprintf(`
-bootstrap_extensions:
-- name: envoy.bootstrap.internal_listener
-  typed_config: {"@type": type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener}
-static_resources:
-  listeners:
-  - name: thaw_http
-    address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: thaw_http
-          route_config:
-            virtual_hosts:%[2]s
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  - name: thaw_activator
-    internal_listener: {}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: thaw_activator
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: "/"}
-                route: {cluster: thaw_activator_dst, timeout: 0s, idle_timeout: %[5]s}
-          http_filters:
-          - %[6]s
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:%[3]s
-  - name: thaw_activator_dst
-    type: ORIGINAL_DST
-    lb_policy: CLUSTER_PROVIDED
-    connect_timeout: 1s
-    original_dst_lb_config:
-      use_http_header: false
-      metadata_key: {key: thaw.activator, path: [{key: destination}]}
-  - name: thaw_extproc
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    circuit_breakers:
-      thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]
-    load_assignment:
-      cluster_name: thaw_extproc
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[4]d}}}}]}]
-`, port, vhosts.String(), clusters.String(), extprocPort, secs, actExtProcFilterJSON(budget))
+	clusters = append(clusters, `name: thaw_activator_dst
+type: ORIGINAL_DST
+lb_policy: CLUSTER_PROVIDED
+connect_timeout: 1s
+original_dst_lb_config:
+  use_http_header: false
+  metadata_key: {key: thaw.activator, path: [{key: destination}]}`,
+		harness.GRPCCluster("thaw_extproc", extprocPort)+`
+circuit_breakers:
+  thresholds: [{max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}]`)
+	return harness.StaticBootstrap{
+		InternalListeners: true,
+		Listeners: []harness.HTTPListener{
+			{Name: "thaw_http", Port: port, VirtualHosts: vhosts},
+			{Name: "thaw_activator", Internal: true,
+				VirtualHosts: []string{harness.CatchAll("all", "{cluster: thaw_activator_dst, timeout: 0s, idle_timeout: "+secs+"}")},
+				// One line of JSON, itself a YAML mapping.
+				Filters: []string{actExtProcFilterJSON(budget)}},
+		},
+		Clusters: clusters,
+	}.String()
 }
 
 // actExtProcFilterJSON is the ext_proc HTTP filter exactly as thaw's xDS

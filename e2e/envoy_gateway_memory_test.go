@@ -8,14 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // egMemoryRoutes is how many HTTPRoutes BenchmarkEnvoyGatewayRevisionMemory
@@ -140,12 +139,8 @@ func (e *egEnv) envoyAdmin(t testing.TB) string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; i < 600 && time.Now().Before(deadline); i++ {
-		files, _ := filepath.Glob(filepath.Join(e.runDir, "*", "admin-address.txt"))
-		sort.Strings(files)
-		if len(files) > 0 {
-			if b, err := os.ReadFile(files[len(files)-1]); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-				return "http://" + strings.TrimSpace(string(b))
-			}
+		if admin, err := harness.EGEnvoyAdmin(e.runDir); err == nil {
+			return admin
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -161,18 +156,9 @@ func (e *egEnv) envoyMemory(t testing.TB, admin string) (rss, heap int64) {
 	if len(pids) != 1 {
 		t.Fatalf("%d Envoy processes started by EG, want 1", len(pids))
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+	rss, err := harness.RSS(pids[0])
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rss = kib << 10
-		}
 	}
 	body := envoyAdminGet(t, admin+"/memory")
 	m := regexp.MustCompile(`"allocated":\s*"(\d+)"`).FindStringSubmatch(body)

@@ -29,32 +29,11 @@ func TestEnvoyStaticProxy(t *testing.T) {
 	backendPort := ln.Addr().(*net.TCPAddr).Port
 	listenPort := harness.PickPort(t)
 
-	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: fmt.Sprintf(`
-static_resources:
-  listeners:
-  - name: http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: http
-          route_config:
-            virtual_hosts:
-            - name: backend
-              domains: ["*"]
-              routes: [{match: {prefix: "/"}, route: {cluster: backend}}]
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: backend
-    type: STATIC
-    load_assignment:
-      cluster_name: backend
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-`, listenPort, backendPort)})
+	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: harness.StaticBootstrap{
+		Listeners: []harness.HTTPListener{{Name: "http", Port: listenPort,
+			VirtualHosts: []string{harness.CatchAll("backend", "{cluster: backend}")}}},
+		Clusters: []string{harness.StaticCluster("backend", backendPort)},
+	}.String()})
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", listenPort))

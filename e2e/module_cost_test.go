@@ -62,12 +62,11 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 	}})
 
 	plainPort, modPort := harness.PickPort(t), harness.PickPort(t)
-	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(plainPort, `
-              - match: {prefix: "/"}
-                route: {cluster: rev_ns_m, timeout: 30s}`, "", staticCluster("rev_ns_m", backend))})
+	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(plainPort,
+		[]string{`match: {prefix: "/"}` + "\nroute: {cluster: rev_ns_m, timeout: 30s}"}, nil, staticCluster("rev_ns_m", backend))})
 	mod := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(modPort,
-		moduleRoute("/u", "rev_ns_m", "ns/u")+moduleRoute("/", "rev_ns_m", "ns/m"),
-		moduleFilter(moduleSO, fmt.Sprintf(`{"stateURL":"%s/state","node":"cost"}`, feed.url)),
+		[]string{moduleRoute("/u", "rev_ns_m", "ns/u"), moduleRoute("/", "rev_ns_m", "ns/m")},
+		[]string{moduleFilter(moduleSO, fmt.Sprintf(`{"stateURL":"%s/state","node":"cost"}`, feed.url))},
 		staticCluster("rev_ns_m", backend))})
 
 	type side struct {

@@ -138,34 +138,36 @@ func (f *stateFeed) send(t *testing.T, u state.Update) {
 	f.mu.Unlock()
 }
 
+// moduleRoute is a route (a YAML mapping for harness.VirtualHost) of path
+// prefix to cluster, through the module for revision.
 func moduleRoute(prefix, cluster, revision string) string {
-	return fmt.Sprintf(`
-              - match: {prefix: "%s"}
-                route: {cluster: %s, timeout: 30s}
-                typed_per_filter_config:
-                  thaw_activator:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilterPerRoute
-                    dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
-                    filter_name: thaw_activator
-                    filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '{"revision":"%s"}'}`,
+	return fmt.Sprintf(`match: {prefix: "%s"}
+route: {cluster: %s, timeout: 30s}
+typed_per_filter_config:
+  thaw_activator:
+    "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilterPerRoute
+    dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
+    filter_name: thaw_activator
+    filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '{"revision":"%s"}'}`,
 		prefix, cluster, moduleSO, revision)
 }
 
 var moduleSO string
 
+// staticCluster is a cluster (a YAML mapping for harness.StaticBootstrap)
+// with one endpoint per address ("ip:port").
 func staticCluster(name string, addrs ...string) string {
 	var eps []string
 	for _, a := range addrs {
 		host, port, _ := net.SplitHostPort(a)
 		eps = append(eps, fmt.Sprintf(`{endpoint: {address: {socket_address: {address: %s, port_value: %s}}}}`, host, port))
 	}
-	return fmt.Sprintf(`
-  - name: %s
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: %s
-      endpoints: [{lb_endpoints: [%s]}]`, name, name, strings.Join(eps, ", "))
+	return fmt.Sprintf(`name: %s
+type: STATIC
+connect_timeout: 1s
+load_assignment:
+  cluster_name: %s
+  endpoints: [{lb_endpoints: [%s]}]`, name, name, strings.Join(eps, ", "))
 }
 
 // TestModuleActivator: real Envoy 1.40 loads bin/thaw-activator.so (ABI
@@ -183,9 +185,9 @@ func TestModuleActivator(t *testing.T) {
 	port := harness.PickPort(t)
 	cfg := fmt.Sprintf(`{"stateURL":"%s/state","reportURL":"%s/report","node":"e2e","holdTimeoutMs":5000,"retryAfterSeconds":3,"reportIntervalMs":200}`, feed.url, feed.url)
 	env := harness.StartEnvoy(t, harness.EnvoyOptions{LogLevel: "info", Bootstrap: moduleBootstrap(port,
-		moduleRoute("/a", "rev_ns_a", "ns/a")+moduleRoute("/b", "rev_ns_b", "ns/b")+moduleRoute("/c", "rev_ns_c", "ns/c")+moduleRoute("/d", "rev_ns_d", "ns/d")+moduleRoute("/z", "rev_ns_a", "ns/z"),
-		moduleFilter(moduleSO, cfg),
-		staticCluster("rev_ns_a", b1.addr, b2.addr)+staticCluster("rev_ns_b", b3.addr)+staticCluster("rev_ns_c", b3.addr)+staticCluster("rev_ns_d", b3.addr))})
+		[]string{moduleRoute("/a", "rev_ns_a", "ns/a"), moduleRoute("/b", "rev_ns_b", "ns/b"), moduleRoute("/c", "rev_ns_c", "ns/c"), moduleRoute("/d", "rev_ns_d", "ns/d"), moduleRoute("/z", "rev_ns_a", "ns/z")},
+		[]string{moduleFilter(moduleSO, cfg)},
+		staticCluster("rev_ns_a", b1.addr, b2.addr), staticCluster("rev_ns_b", b3.addr), staticCluster("rev_ns_c", b3.addr), staticCluster("rev_ns_d", b3.addr))})
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}
@@ -360,40 +362,23 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // moduleBootstrap is a static Envoy bootstrap: listener http on port with
-// routes (YAML list items) in one virtual host, filters (YAML list items,
-// "" for none) before the router, and clusters (YAML list items).
-func moduleBootstrap(port int, routes, filters, clusters string) string {
-	return fmt.Sprintf(`
-static_resources:
-  listeners:
-  - name: http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: http
-          route_config:
-            virtual_hosts:
-            - name: revs
-              domains: ["*"]
-              routes:%s
-          http_filters:%s
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:%s
-`, port, routes, filters, clusters)
+// routes in one virtual host, filters (none: nil) before the router, and
+// clusters; each item a YAML mapping (harness.StaticBootstrap).
+func moduleBootstrap(port int, routes, filters []string, clusters ...string) string {
+	return harness.StaticBootstrap{
+		Listeners: []harness.HTTPListener{{Name: "http", Port: port,
+			VirtualHosts: []string{harness.VirtualHost("revs", []string{"*"}, routes...)}, Filters: filters}},
+		Clusters: clusters,
+	}.String()
 }
 
 // moduleFilter is the thaw_activator dynamic-module HTTP filter (a YAML
-// list item) loading so with filter config cfg (JSON).
+// mapping) loading so with filter config cfg (JSON).
 func moduleFilter(so, cfg string) string {
-	return fmt.Sprintf(`
-          - name: thaw_activator
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
-              dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
-              filter_name: thaw_activator
-              filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '%s'}`, so, cfg)
+	return fmt.Sprintf(`name: thaw_activator
+typed_config:
+  "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+  dynamic_module_config: {module: {local: {filename: "%s"}}, do_not_close: true}
+  filter_name: thaw_activator
+  filter_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: '%s'}`, so, cfg)
 }

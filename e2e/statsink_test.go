@@ -137,8 +137,14 @@ func TestStatsinkWithEnvoy(t *testing.T) {
 		t.Fatal(err)
 	}
 	listen := harness.PickPort(t)
-	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: fmt.Sprintf(statsinkBootstrap,
-		listen, cluster, cluster, cluster, backend, ln.Addr().(*net.TCPAddr).Port) + "\n" + string(snippet)})
+	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: harness.StaticBootstrap{
+		NodeID: "e2e-statsink",
+		Listeners: []harness.HTTPListener{{Name: "thaw_http", Port: listen,
+			VirtualHosts: []string{harness.CatchAll("demo", "{cluster: "+cluster+", timeout: 0s}")}}},
+		Clusters: []string{harness.StaticCluster(cluster, backend), harness.GRPCCluster("thaw_stats", ln.Addr().(*net.TCPAddr).Port)},
+		// envoy/stats-sink.yaml as it is: it needs the thaw_stats cluster.
+		Tail: string(snippet),
+	}.String()})
 	statsinkWaitMessages(t, reg)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", listen)
@@ -243,44 +249,3 @@ func statsinkWaitMessages(t *testing.T, reg *prometheus.Registry) {
 	}
 	t.Fatal("no stats message from Envoy within 30 s")
 }
-
-// statsinkBootstrap: listener port, cluster name (route, cluster, CLA),
-// backend port, sink port. envoy/stats-sink.yaml is appended.
-const statsinkBootstrap = `
-node: {id: e2e-statsink, cluster: thaw}
-static_resources:
-  listeners:
-  - name: thaw_http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: thaw_http
-          route_config:
-            virtual_hosts:
-            - name: demo
-              domains: ["*"]
-              routes: [{match: {prefix: "/"}, route: {cluster: %s, timeout: 0s}}]
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: %s
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: %s
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-  - name: thaw_stats
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    load_assignment:
-      cluster_name: thaw_stats
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-`

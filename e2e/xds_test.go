@@ -666,44 +666,24 @@ func pushed(tb testing.TB, reg *prometheus.Registry, typ string) (pushes, bytes 
 }
 
 // cpuSeconds returns the user+system CPU time a process has used, from
-// /proc/<pid>/stat (clock ticks of 1/100 s).
+// /proc/<pid>/stat (clock ticks of 1/100 s; harness.StatCPUTime).
 func cpuSeconds(tb testing.TB, pid int) float64 {
 	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := harness.StatCPUTime(pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// Fields after the command name (which may contain spaces) start at
-	// the last ')'.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	var utime, stime float64
-	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
-		tb.Fatal(err)
-	}
-	return (utime + stime) / 100
+	return d.Seconds()
 }
 
 // rssBytes returns this process's resident set size from /proc.
 func rssBytes(tb testing.TB) int64 {
 	tb.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := harness.RSS(os.Getpid())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
-				tb.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	tb.Fatal("VmRSS not found")
-	return 0
+	return n
 }
 
 // stopGRPC stops g gracefully, so stream handlers (and their logging to

@@ -77,13 +77,6 @@ func routeTo(addr string, short bool) *extprocv3.ProcessingResponse {
 	return r
 }
 
-// RouteAnswer returns the answer thaw's server sends for a request it routes
-// to backend addr ("ip:port"), with the mode_override to ShortMode when
-// short (container concurrency 0): the same message, so a benchmark's
-// do-nothing processor (bench/scenarios, side "floor") costs Envoy what
-// thaw's answers cost it. Each call builds a new message.
-func RouteAnswer(addr string, short bool) *extprocv3.ProcessingResponse { return routeTo(addr, short) }
-
 // holdOn asks Envoy to wait up to d for the answer to the current message
 // (override_message_timeout; honoured once per message, must be <= the
 // filter's max_message_timeout).

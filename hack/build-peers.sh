@@ -7,7 +7,7 @@
 #                     (github.com/kedacore/http-add-on/interceptor)
 #   queue-proxy       Knative Serving's queue-proxy (knative.dev/serving/cmd/queue)
 #
-# Versions are pinned by the modules under tools/peers (go.mod + go.sum are
+# Versions are pinned by the modules under bench/peers (go.mod + go.sum are
 # committed; neither upstream module has replace directives, so the build
 # list is the one `go install module@version` would use). Each module
 # requires its peer with `tool`; the build needs no version listing from
@@ -23,9 +23,9 @@ THAW_CACHE="${THAW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/thaw-tools}"
 PEERS_BIN_DIR="${PEERS_BIN_DIR:-$ROOT/.tools/bin}"
 GO="${GO:-go}"
 
-# KEDA_HTTP_VERSION is github.com/kedacore/http-add-on in tools/peers/keda/go.mod.
+# KEDA_HTTP_VERSION is github.com/kedacore/http-add-on in bench/peers/keda/go.mod.
 KEDA_HTTP_VERSION="v0.15.0"
-# KNATIVE_SERVING_VERSION is knative.dev/serving in tools/peers/queue/go.mod:
+# KNATIVE_SERVING_VERSION is knative.dev/serving in bench/peers/queue/go.mod:
 # v0.50.0 is the module release of knative-v1.23.
 KNATIVE_SERVING_VERSION="v0.50.0"
 
@@ -37,18 +37,18 @@ cache_lock peers
 
 # check_pin DIR MODULE VERSION: the script's version and the module's agree.
 check_pin() {
-	if ! grep -q "^[[:space:]]*$2 $3\b" "$ROOT/tools/peers/$1/go.mod"; then
-		echo "peers: tools/peers/$1/go.mod does not require $2 $3" >&2
+	if ! grep -q "^[[:space:]]*$2 $3\b" "$ROOT/bench/peers/$1/go.mod"; then
+		echo "peers: bench/peers/$1/go.mod does not require $2 $3" >&2
 		exit 1
 	fi
 }
 
 build_keda() {
-	(cd "$ROOT/tools/peers/keda" && GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags="-s -w" -o "$1/$2" github.com/kedacore/http-add-on/interceptor)
+	(cd "$ROOT/bench/peers/keda" && GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags="-s -w" -o "$1/$2" github.com/kedacore/http-add-on/interceptor)
 }
 
 build_queue() {
-	(cd "$ROOT/tools/peers/queue" && GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags="-s -w" -o "$1/$2" knative.dev/serving/cmd/queue)
+	(cd "$ROOT/bench/peers/queue" && GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags="-s -w" -o "$1/$2" knative.dev/serving/cmd/queue)
 }
 
 total_start=$SECONDS

@@ -49,7 +49,7 @@
 //     frames; no per-stream buffer as large as a flush. Frame buffers come
 //     from a pool that does not zero them (bufpool.go), and a connection is
 //     read 1 MiB at a time rather than gRPC's 32 KiB (readbuf.go).
-//   - Decoding (decode.go, wire.go): a family thaw does not read is dropped
+//   - Decoding (decode*.go, wire.go): a family thaw does not read is dropped
 //     after one name comparison; a metric laid out as Envoy writes it is
 //     decoded by byte comparison (envoyMetric), anything else by a walk over
 //     its fields. No allocation per metric.

@@ -3,7 +3,7 @@ package statsink
 import "google.golang.org/grpc/mem"
 
 // rawMessage receives a StreamMetricsMessage as wire bytes, which the sink
-// decodes itself (decode.go) instead of building Go structs for the tens of
+// decodes itself (decode*.go) instead of building Go structs for the tens of
 // thousands of metric families in an Envoy flush.
 //
 // Through the sink's codec (codec.go, set by ServerOptions) it keeps a

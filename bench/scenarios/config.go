@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // rev is one revision of the local platform file, running the example
@@ -38,61 +40,31 @@ func staticEnvoyBootstrap(backendPort int) string {
 	return staticBootstrap("static_http", backendPort, false)
 }
 
-// h2cClusterOptions makes a static cluster speak HTTP/2 with prior
-// knowledge.
-const h2cClusterOptions = `    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config:
-          http2_protocol_options: {}
-`
-
-// staticBootstrap is a plain Envoy bootstrap: listener name on listenPort
-// routing everything to one backend cluster (HTTP/1.1, or h2c when h2c);
-// Envoy picks the listener's and admin's ports (startEnvoy reads them).
+// staticBootstrap is a plain Envoy bootstrap: listener name routing
+// everything to one backend cluster (HTTP/1.1, or h2c when h2c) with the
+// circuit-breaker limits thaw's clusters get; Envoy picks the listener's
+// and admin's ports (startEnvoy reads them).
 func staticBootstrap(name string, backendPort int, h2c bool) string {
-	opts := ""
+	cluster := harness.StaticCluster("backend", backendPort)
 	if h2c {
-		opts = h2cClusterOptions
+		cluster = harness.GRPCCluster("backend", backendPort)
 	}
-	return fmt.Sprintf(`admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: %[2]s
-    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: %[2]s
-          route_config:
-            name: static
-            virtual_hosts:
-            - name: backend
-              domains: ["*"]
-              routes:
-              - match: {prefix: "/"}
-                route: {cluster: backend}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: backend
-    type: STATIC
-    connect_timeout: 1s
-%[3]s    circuit_breakers:
-      thresholds:
-      - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
-    load_assignment:
-      cluster_name: backend
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}}
-`, backendPort, name, opts)
+	return harness.StaticBootstrap{
+		Listeners: []harness.HTTPListener{{Name: name, RouteConfigName: "static",
+			VirtualHosts: []string{harness.CatchAll("backend", "{cluster: backend}")}}},
+		Clusters: []string{cluster + "\n" + benchCircuitBreakers},
+		Tail:     adminAnyPort,
+	}.String()
 }
+
+// benchCircuitBreakers lifts a cluster's circuit-breaker limits to those
+// of thaw's clusters (a YAML mapping's key, for harness.StaticBootstrap).
+const benchCircuitBreakers = `circuit_breakers:
+  thresholds:
+  - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}`
+
+// adminAnyPort is the admin of a bench Envoy, on a port Envoy chooses.
+const adminAnyPort = "admin:\n  address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
 
 // staticEnvoy is the running baseline Envoy.
 type staticEnvoy struct {

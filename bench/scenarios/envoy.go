@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/thaw-dev/thaw/e2e/harness"
@@ -38,19 +36,9 @@ func startEnvoy(e *env, dir, name, file, bootstrap string) (*envoyProc, error) {
 	ev := &envoyProc{process: &process{Process: he.Process(), name: name}, adminURL: he.AdminURL}
 	if ev.ports, err = listenerPorts(ctx, ev.adminURL); err != nil {
 		_ = ev.stop(5 * time.Second)
-		return nil, fmt.Errorf("%s: %w\n%s", name, err, tailFile(he.LogPath, 20))
+		return nil, fmt.Errorf("%s: %w\n%s", name, err, he.LogTail(20))
 	}
 	return ev, nil
-}
-
-// tailFile returns the last n lines of a file ("" when unreadable).
-func tailFile(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // url returns "http://127.0.0.1:<port>" of the named listener.

@@ -42,12 +42,12 @@ func pairedCPU(e *env, name, outDir, base string, sides []string, at func(string
 	bu, bpid := at(base)
 	bt := newTarget(base, bu, base+".bench", 256)
 	type acc struct {
-		t               *target
-		pid             int
-		cpu, baseCPU    time.Duration
-		n, baseN        float64
-		ratios, tratios []float64
-		errs            int
+		t            *target
+		pid          int
+		cpu, baseCPU time.Duration
+		n, baseN     float64
+		ratios       []float64
+		errs         int
 	}
 	all := make([]*acc, len(sides))
 	for i, s := range sides {

@@ -20,8 +20,6 @@
 //	          failed requests, latency per phase, failover time
 //	protocols gRPC warm path (serve mode vs static Envoy, h2c) and the
 //	          cold-start overhead of a gRPC call and a WebSocket upgrade
-//	design    (only when asked) the activator through the internal listener
-//	          vs ext_proc per route, in a static Envoy using thaw's ext_proc
 //	eg        thaw as Envoy Gateway's extension: warm path through EG's
 //	          Envoy to a Revision vs to a plain Backend, cold starts
 //	egsplit   a 90/10 RevisionSplit route through EG's Envoy vs a single
@@ -59,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/thaw-dev/thaw/bench/peers"
 	"github.com/thaw-dev/thaw/bench/results"
 )
 
@@ -192,8 +191,8 @@ func main() {
 	if !peersOnly && strings.Contains(*only, "peers") {
 		log.Fatal("-only peers runs alone (it needs a network namespace of its own)")
 	}
-	if peersOnly && !inPeersNetns() {
-		if err := reexecInNetns(); err != nil {
+	if peersOnly && !peers.InNetns() {
+		if err := peers.ReexecInNetns(); err != nil {
 			log.Printf("FAILED: %v", err)
 			os.Exit(1)
 		}
@@ -279,9 +278,6 @@ func run(e *env, only, out, png string) error {
 		res.Failover = f
 		note("failover", err)
 	}
-	if want["design"] {
-		note("design", runDesign(e, filepath.Dir(out)))
-	}
 	if want["eg"] {
 		g, err := runEG(e, e.size(20, 3), e.size(1000, 100))
 		res.EnvoyGateway = g
@@ -330,10 +326,10 @@ func run(e *env, only, out, png string) error {
 	return errors.Join(failed...)
 }
 
-// runPeersMain runs the peers scenario (in the namespaces reexecInNetns
+// runPeersMain runs the peers scenario (in the namespaces peers.ReexecInNetns
 // made) and writes its figures to out, even when a peer failed.
 func runPeersMain(e *env, pc peersConfig, out string) error {
-	if err := loopbackUp(); err != nil {
+	if err := peers.LoopbackUp(); err != nil {
 		return err
 	}
 	res, err := runPeers(e, pc)

@@ -1,40 +1,15 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // memorySampleEvery is how often memoryMeter reads VmRSS.
 const memorySampleEvery = 25 * time.Millisecond
-
-// rssBytes returns the resident set size of pid (VmRSS of /proc/<pid>/status).
-func rssBytes(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("rss of %d: %w", pid, err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) < 1 {
-				break
-			}
-			kib, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("rss of %d: %w", pid, err)
-			}
-			return kib << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("rss of %d: no VmRSS", pid)
-}
 
 // memoryMeter samples the resident memory of thaw and its Envoy child
 // every memorySampleEvery until stop, keeping the first reading and the
@@ -71,8 +46,8 @@ func startMemory(thawPid int) (*memoryMeter, error) {
 }
 
 func (m *memoryMeter) sample(first bool) {
-	t, err1 := rssBytes(m.thaw)
-	en, err2 := rssBytes(m.envoy)
+	t, err1 := harness.RSS(m.thaw)
+	en, err2 := harness.RSS(m.envoy)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err1 == nil {

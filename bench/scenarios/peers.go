@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/thaw-dev/thaw/bench/peers"
 	"github.com/thaw-dev/thaw/bench/results"
 )
 
@@ -90,9 +91,9 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		return res, err
 	}
 	res.Peers = append(res.Peers,
-		results.Peer{Name: "thaw", Version: thawVersion(e.thawBin),
+		results.Peer{Name: "thaw", Version: peers.ThawVersion(e.thawBin),
 			Command: "thaw local -f thaw.yaml --envoy-concurrency " + fmt.Sprint(e.envoyWorkers), Config: thawCfg},
-		results.Peer{Name: "Envoy", Version: envoyVersion(e.envoyBin),
+		results.Peer{Name: "Envoy", Version: peers.EnvoyVersion(e.envoyBin),
 			Command: fmt.Sprintf("envoy -c front.yaml --disable-hot-restart --concurrency %d", e.envoyWorkers)})
 
 	// The peers.
@@ -101,10 +102,10 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		return res, err
 	}
 	qpPort, qpTLSPort, kedaPort, kedaAdmin := ports[0], ports[1], ports[2], ports[3]
-	qp := results.Peer{Name: "Knative queue-proxy", Version: "knative.dev/serving " + binVersion(pc.queueBin, "queue-proxy"),
+	qp := results.Peer{Name: "Knative queue-proxy", Version: "knative.dev/serving " + peers.BinVersion(pc.queueBin, "queue-proxy"),
 		Command: "queue-proxy (configured by its environment)"}
 	var qpProc *process
-	if err := peerBinary(pc.queueBin); err != nil {
+	if err := peers.CheckBinary(pc.queueBin); err != nil {
 		qp.Error = err.Error()
 	} else if p, env, err := startQueueProxy(e, dir, pc.queueBin, qpPort, qpTLSPort, ws.Port); err != nil {
 		qp.Error = err.Error()
@@ -114,20 +115,20 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		// request is in flight by then, so it gets a short grace.
 		defer func() { _ = p.stop(time.Second) }()
 	}
-	keda := results.Peer{Name: "KEDA HTTP add-on interceptor", Version: "github.com/kedacore/http-add-on " + binVersion(pc.kedaBin, "keda-interceptor")}
+	keda := results.Peer{Name: "KEDA HTTP add-on interceptor", Version: "github.com/kedacore/http-add-on " + peers.BinVersion(pc.kedaBin, "keda-interceptor")}
 	var kedaProc *process
-	var api *kedaAPI
-	if err := peerBinary(pc.kedaBin); err != nil {
+	var api *peers.KedaAPI
+	if err := peers.CheckBinary(pc.kedaBin); err != nil {
 		keda.Error = err.Error()
-	} else if api, err = startKedaAPI(e.ctx, dir, ws.Port); err != nil {
+	} else if api, err = peers.StartKedaAPI(e.ctx, dir, ws.Port); err != nil {
 		keda.Error = err.Error()
 	} else {
 		defer func() {
-			if err := api.stop(); err != nil {
+			if err := api.Stop(); err != nil {
 				e.logf("peers: stop api server: %v", err)
 			}
 		}()
-		p, cmd, env, err := startInterceptor(e, dir, pc.kedaBin, kedaPort, kedaAdmin, api.kubeconfig)
+		p, cmd, env, err := startInterceptor(e, dir, pc.kedaBin, kedaPort, kedaAdmin, api.Kubeconfig)
 		if err != nil {
 			keda.Error = err.Error()
 		} else {
@@ -147,7 +148,7 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		routes = append(routes, frontRoute{host: "qp.bench", cluster: "queue_proxy", port: qpPort})
 	}
 	if kedaProc != nil {
-		routes = append(routes, frontRoute{host: kedaHost, cluster: "keda_interceptor", port: kedaPort})
+		routes = append(routes, frontRoute{host: peers.KedaHost, cluster: "keda_interceptor", port: kedaPort})
 	}
 	front, err := startEnvoy(e, dir, "front envoy", "front", frontBootstrap(routes))
 	if err != nil {
@@ -170,11 +171,11 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		{name: "Envoy + queue-proxy", description: "plain Envoy → Knative queue-proxy → backend (Knative's warm path)",
 			t: newTarget("envoy-qp", frontURL, "qp.bench", maxConns)},
 		{name: "Envoy + KEDA interceptor", description: "plain Envoy → KEDA HTTP add-on interceptor → backend (KEDA's path)",
-			t: newTarget("envoy-keda", frontURL, kedaHost, maxConns)},
+			t: newTarget("envoy-keda", frontURL, peers.KedaHost, maxConns)},
 		{name: "queue-proxy alone", description: "Knative queue-proxy → backend",
 			t: newTarget("qp", fmt.Sprintf("http://127.0.0.1:%d", qpPort), "qp.bench", maxConns)},
 		{name: "KEDA interceptor alone", description: "KEDA HTTP add-on interceptor → backend",
-			t: newTarget("keda", fmt.Sprintf("http://127.0.0.1:%d", kedaPort), kedaHost, maxConns)},
+			t: newTarget("keda", fmt.Sprintf("http://127.0.0.1:%d", kedaPort), peers.KedaHost, maxConns)},
 		{name: "backend direct", description: "the backend itself, no proxy",
 			t: newTarget("direct", fmt.Sprintf("http://127.0.0.1:%d", ws.Port), "direct.bench", maxConns)},
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/thaw-dev/thaw/bench/peers"
 	"github.com/thaw-dev/thaw/bench/results"
 )
 
@@ -56,7 +57,7 @@ func thawCold(e *env, th *thaw, revs []rev) results.PeerCold {
 // kedaCold runs n cold starts through the front Envoy and the interceptor:
 // the EndpointSlice is marked not ready, a request is sent and held, and
 // after holdFor the benchmark marks the slice ready and times the rest.
-func kedaCold(e *env, api *kedaAPI, frontURL string, backendPort, n int) results.PeerCold {
+func kedaCold(e *env, api *peers.KedaAPI, frontURL string, backendPort, n int) results.PeerCold {
 	out := results.PeerCold{Name: "Envoy + KEDA interceptor", Includes: kedaColdIncludes}
 	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}
 	var ms []float64
@@ -73,7 +74,7 @@ func kedaCold(e *env, api *kedaAPI, frontURL string, backendPort, n int) results
 		ms = append(ms, results.Millis(d))
 	}
 	// Leave the backend ready for whatever runs next.
-	if err := api.setReady(e.ctx, backendPort, true); err != nil {
+	if err := api.SetReady(e.ctx, backendPort, true); err != nil {
 		out.Fails = append(out.Fails, err.Error())
 	}
 	return summarizeCold(out, ms)
@@ -83,10 +84,10 @@ func kedaCold(e *env, api *kedaAPI, frontURL string, backendPort, n int) results
 // benchmark marks the backend ready (the "backend start").
 const holdFor = 300 * time.Millisecond
 
-func kedaColdOnce(ctx context.Context, c *http.Client, api *kedaAPI, frontURL string, backendPort int) (time.Duration, error) {
+func kedaColdOnce(ctx context.Context, c *http.Client, api *peers.KedaAPI, frontURL string, backendPort int) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := api.setReady(ctx, backendPort, false); err != nil {
+	if err := api.SetReady(ctx, backendPort, false); err != nil {
 		return 0, err
 	}
 	// The informer sees the change within milliseconds; give it ample time.
@@ -104,7 +105,7 @@ func kedaColdOnce(ctx context.Context, c *http.Client, api *kedaAPI, frontURL st
 			done <- answer{err: err}
 			return
 		}
-		req.Host = kedaHost
+		req.Host = peers.KedaHost
 		resp, err := c.Do(req)
 		if err != nil {
 			done <- answer{err: err}
@@ -120,7 +121,7 @@ func kedaColdOnce(ctx context.Context, c *http.Client, api *kedaAPI, frontURL st
 	case <-time.After(holdFor):
 	}
 	ready := time.Now()
-	if err := api.setReady(ctx, backendPort, true); err != nil {
+	if err := api.SetReady(ctx, backendPort, true); err != nil {
 		return 0, err
 	}
 	a := <-done

@@ -6,35 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-)
 
-// queueEnv is the environment Knative gives queue-proxy beside a revision's
-// container (pkg/queue/sharedmain reads it), for one backend on userPort
-// with container concurrency 0 (no limit, Knative's default).
-func queueEnv(servingPort, tlsPort, userPort int) []string {
-	return []string{
-		"SERVING_NAMESPACE=bench",
-		"SERVING_SERVICE=backend",
-		"SERVING_CONFIGURATION=backend",
-		"SERVING_REVISION=backend-00001",
-		"SERVING_POD=backend-00001-deployment-0",
-		"SERVING_POD_IP=127.0.0.1",
-		fmt.Sprintf("QUEUE_SERVING_PORT=%d", servingPort),
-		fmt.Sprintf("QUEUE_SERVING_TLS_PORT=%d", tlsPort),
-		fmt.Sprintf("USER_PORT=%d", userPort),
-		"CONTAINER_CONCURRENCY=0",
-		"REVISION_TIMEOUT_SECONDS=300",
-		`SERVING_LOGGING_CONFIG={"level":"warn","encoding":"json","outputPaths":["stdout"],"errorOutputPaths":["stderr"]}`,
-		"SERVING_LOGGING_LEVEL=warn",
-	}
-}
+	"github.com/thaw-dev/thaw/bench/peers"
+)
 
 // startQueueProxy runs queue-proxy in front of the backend on userPort and
 // waits (within 60 s) until a request through it answers 200. Its admin
 // and metrics servers take Knative's fixed ports (8022, 9091): the peers
 // scenario runs in a network namespace of its own.
 func startQueueProxy(e *env, dir, bin string, servingPort, tlsPort, userPort int) (p *process, env []string, err error) {
-	env = queueEnv(servingPort, tlsPort, userPort)
+	env = peers.QueueEnv(servingPort, tlsPort, userPort)
 	p, err = startProcessEnv("queue-proxy", filepath.Join(dir, "queue-proxy.log"), env, bin)
 	if err != nil {
 		return nil, nil, err

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/thaw-dev/thaw/e2e/harness"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -53,41 +49,6 @@ func interleavedRate(ts []*target, rate int, d time.Duration, ss []*sample) {
 	}
 }
 
-// binVersion is the version of a tool `make tools-peers` (or tools-envoy)
-// cached: the link's target sits in $THAW_CACHE/<name>-<version>/.
-func binVersion(bin, name string) string {
-	real, err := filepath.EvalSymlinks(bin)
-	if err != nil {
-		return "unknown"
-	}
-	if v, ok := strings.CutPrefix(filepath.Base(filepath.Dir(real)), name+"-"); ok {
-		return v
-	}
-	return "unknown"
-}
-
-// thawVersion asks the thaw binary for its version (`thaw version`).
-func thawVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// peerBinary returns bin when it is an executable file, else an error
-// telling how to build it.
-func peerBinary(bin string) error {
-	st, err := os.Stat(bin)
-	if err != nil {
-		return fmt.Errorf("%s not found: run `make tools-peers` (%w)", bin, err)
-	}
-	if st.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not executable", bin)
-	}
-	return nil
-}
-
 // frontRoute is one virtual host of the peers' front Envoy.
 type frontRoute struct {
 	host, cluster string
@@ -99,63 +60,14 @@ type frontRoute struct {
 // Envoy) routing by Host to one static cluster per route, with the static
 // baseline's circuit-breaker limits.
 func frontBootstrap(routes []frontRoute) string {
-	var vhosts, clusters strings.Builder
+	var vhosts, clusters []string
 	for _, r := range routes {
-		fmt.Fprintf(&vhosts, `            - name: %[1]s
-              domains: [%[2]q]
-              routes:
-              - match: {prefix: "/"}
-                route: {cluster: %[1]s}
-`, r.cluster, r.host)
-		fmt.Fprintf(&clusters, `  - name: %[1]s
-    type: STATIC
-    connect_timeout: 1s
-    circuit_breakers:
-      thresholds:
-      - {max_connections: 100000, max_pending_requests: 100000, max_requests: 100000}
-    load_assignment:
-      cluster_name: %[1]s
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}}
-`, r.cluster, r.port)
+		vhosts = append(vhosts, harness.VirtualHost(r.cluster, []string{r.host}, "match: {prefix: \"/\"}\nroute: {cluster: "+r.cluster+"}"))
+		clusters = append(clusters, harness.StaticCluster(r.cluster, r.port)+"\n"+benchCircuitBreakers)
 	}
-	return fmt.Sprintf(`admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: peers_http
-    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: peers_http
-          route_config:
-            name: peers
-            virtual_hosts:
-%s          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-%s`, vhosts.String(), clusters.String())
-}
-
-// envoyVersion is the release in `envoy --version` ("envoy  version:
-// <sha>/<release>/..."), or its whole first line.
-func envoyVersion(bin string) string {
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil {
-		return "unknown"
-	}
-	line := strings.TrimSpace(strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0])
-	if _, v, ok := strings.Cut(line, "version: "); ok {
-		if parts := strings.Split(v, "/"); len(parts) > 1 {
-			return parts[1]
-		}
-		return v
-	}
-	return line
+	return harness.StaticBootstrap{
+		Listeners: []harness.HTTPListener{{Name: "peers_http", RouteConfigName: "peers", VirtualHosts: vhosts}},
+		Clusters:  clusters,
+		Tail:      adminAnyPort,
+	}.String()
 }

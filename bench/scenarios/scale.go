@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // runScale starts the real `thaw local` with n idle revisions (initial
@@ -63,26 +64,11 @@ func runScale(e *env, n int) (*results.Scale, error) {
 	return res, nil
 }
 
-// procStatusMiB reads a "kB" field of /proc/<pid>/status in MiB.
+// procStatusMiB reads a "kB" field of /proc/<pid>/status in MiB
+// (harness.StatusBytes).
 func procStatusMiB(pid int, field string) (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != field {
-			continue
-		}
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", field, err)
-		}
-		return kb / 1024, nil
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+	b, err := harness.StatusBytes(pid, field)
+	return float64(b) / (1 << 20), err
 }
 
 // scrape reads the samples of a Prometheus text endpoint, keyed by name,

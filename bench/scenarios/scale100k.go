@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/xds"
 )
 
@@ -85,7 +86,7 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 	if err != nil {
 		return err
 	}
-	if cpu, err := cpuTime(epid); err == nil {
+	if cpu, err := harness.CPUTime(epid); err == nil {
 		res.EnvoySyncCPUSeconds = cpu.Seconds()
 	}
 	e.logf("scale100k: ready in %.1f s (Envoy's CPU %.1f s)", res.ReadySeconds, res.EnvoySyncCPUSeconds)
@@ -188,11 +189,11 @@ func measureTicks(e *env, th *thaw, pid, epid int, res *results.ScaleLarge) erro
 	if err != nil {
 		return err
 	}
-	cpu0, err := cpuTime(pid)
+	cpu0, err := harness.CPUTime(pid)
 	if err != nil {
 		return err
 	}
-	ecpu0, err := cpuTime(epid)
+	ecpu0, err := harness.CPUTime(epid)
 	if err != nil {
 		return err
 	}
@@ -204,11 +205,11 @@ func measureTicks(e *env, th *thaw, pid, epid int, res *results.ScaleLarge) erro
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	elapsed := time.Since(t0)
-	cpu1, err := cpuTime(pid)
+	cpu1, err := harness.CPUTime(pid)
 	if err != nil {
 		return err
 	}
-	ecpu1, err := cpuTime(epid)
+	ecpu1, err := harness.CPUTime(epid)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -199,4 +200,19 @@ func EGEnvoyPids(runtimeDir string) []int {
 		}
 	}
 	return out
+}
+
+// EGEnvoyAdmin returns the admin URL ("http://127.0.0.1:<port>") of the
+// Envoy Envoy Gateway started with runtimeDir (EGDirs.RuntimeDir): func-e
+// writes the address into <runtimeDir>/<run>/admin-address.txt; of several
+// runs, the last by name. It fails while no run has written one.
+func EGEnvoyAdmin(runtimeDir string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(runtimeDir, "*", "admin-address.txt"))
+	sort.Strings(files)
+	if len(files) > 0 {
+		if b, err := os.ReadFile(files[len(files)-1]); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return "http://" + strings.TrimSpace(string(b)), nil
+		}
+	}
+	return "", fmt.Errorf("no admin-address.txt of EG's Envoy under %s", runtimeDir)
 }

@@ -287,6 +287,9 @@ func (e *Envoy) Stop() {
 	_ = e.proc.Stop(5 * time.Second)
 }
 
+// LogTail returns the last n lines of Envoy's log ("" when unreadable).
+func (e *Envoy) LogTail(n int) string { return tail(e.LogPath, n) }
+
 // Log returns Envoy's whole log so far.
 func (e *Envoy) Log() string {
 	b, _ := os.ReadFile(e.LogPath)

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
@@ -17,115 +15,8 @@ import (
 	"github.com/thaw-dev/thaw/revision"
 )
 
-// Defaults of Options.
-const (
-	DefaultDrainPeriod = time.Second
-	// DefaultDrainTimeout is Knative's default request timeout: a request
-	// may last that long, so a backend scaled away waits that long for its
-	// requests before it is signalled.
-	DefaultDrainTimeout = 300 * time.Second
-	// DefaultStartupProbeInterval: a refused loopback connect costs about
-	// 15µs of CPU, so probing every 2ms costs under 1% of a core per
-	// starting process and adds about 1ms on average to a cold start.
-	DefaultStartupProbeInterval = 2 * time.Millisecond
-	DefaultRestartBackoff       = 500 * time.Millisecond
-	DefaultMaxBackoff           = 30 * time.Second
-	// backoffReset is how long a process must stay up before a later crash
-	// restarts it at the initial backoff again.
-	backoffReset = 10 * time.Second
-)
-
 // ErrNotRunning is returned by SetScale after Run has returned.
 var ErrNotRunning = errors.New("local platform not running")
-
-// Drainer tells when no request is in flight to a backend any more (for
-// example the activator, which may have released held requests to it). The
-// platform calls WaitIdle after the backend left routing (see Router), and
-// before it waits for the backend's connections to close. WaitIdle returns
-// nil when the backend is idle, or ctx.Err() when ctx ends first (the
-// platform then goes on waiting for connections until the drain timeout).
-type Drainer interface {
-	WaitIdle(ctx context.Context, key revision.Key, backend revision.Backend) error
-}
-
-// Router confirms that the data plane no longer routes to a backend.
-type Router interface {
-	// WaitUnrouted blocks until every connected Envoy has acknowledged a
-	// configuration of revision key that no longer sends new requests to
-	// backend, then returns nil; it returns an error wrapping ctx.Err()
-	// when ctx ends first.
-	WaitUnrouted(ctx context.Context, key revision.Key, backend revision.Backend) error
-}
-
-// LoadSource reports the data plane's view of each backend of a revision:
-// it ranks the processes to stop on a scale-down, and tells which of a
-// draining process's connections are idle ones Envoy keeps.
-type LoadSource interface {
-	// Load returns per backend address ("ip:port") of revision key the
-	// requests Envoy has in flight to it and the connections Envoy holds
-	// open to it; a backend absent from the map has neither.
-	Load(ctx context.Context, key revision.Key) (map[string]BackendLoad, error)
-}
-
-// BackendLoad is one backend's load as a LoadSource sees it.
-type BackendLoad struct {
-	// Requests in flight to the backend.
-	Requests int
-	// Connections open to the backend, busy or idle.
-	Connections int
-}
-
-// Options configures a Platform. Logger, Registry and Config are required.
-type Options struct {
-	Logger   *zap.Logger
-	Registry *revision.Registry
-	Config   *Config
-	// Clock drives probes, drain periods, restart backoff and stop
-	// timeouts. Default: the real clock.
-	Clock clock.Clock
-	// Router, when set, confirms that every Envoy stopped routing to an
-	// instance scaled away before its drain goes on. Without it the
-	// platform waits DrainPeriod instead.
-	Router Router
-	// DrainPeriod is how long an instance scaled away waits after it left
-	// the backend set, when there is no Router, so that every Envoy has
-	// applied the new endpoints. Default DefaultDrainPeriod; negative means
-	// none.
-	DrainPeriod time.Duration
-	// Drainer, when set, is waited on once the instance left routing.
-	Drainer Drainer
-	// DrainTimeout bounds the whole drain of an instance scaled away: from
-	// leaving the backend set until SIGTERM, while it still has requests
-	// (Drainer) or TCP connections on its port. 0 (the default) ties it to
-	// the revision: its request-timeout plus hold-timeout, the longest a
-	// request may run through Envoy (DefaultDrainTimeout when the revision
-	// sets no request-timeout). Negative means no waiting for requests or
-	// connections at all.
-	DrainTimeout time.Duration
-	// Load, when set, ranks the instances to stop on a scale-down by their
-	// requests in flight (least busy first), and lets a draining instance
-	// stop while its only connections are idle ones Envoy keeps (with no
-	// request in flight). Without it, or when it fails, established
-	// connections on each instance's port are counted instead.
-	Load LoadSource
-	// StartupProbeInterval is how often a process that has not yet passed
-	// its readiness probe is checked (a TCP connect; the configured probe
-	// runs as soon as it connects), capped by the probe's Period. Later
-	// probes run every Period. Default DefaultStartupProbeInterval.
-	StartupProbeInterval time.Duration
-	// RestartBackoff is the wait before restarting a crashed process; it
-	// doubles with every crash up to MaxBackoff and starts over once a
-	// process stayed up for 10s. Defaults DefaultRestartBackoff and
-	// DefaultMaxBackoff.
-	RestartBackoff, MaxBackoff time.Duration
-	// StateDir, when set, is a directory (created 0700) where the platform
-	// records its running processes (local-instances.json) and sends their
-	// output (output/), so that after a crash of thaw the processes keep
-	// serving and the next Run adopts them. Run fails with ErrStateDirInUse
-	// while another Platform holds it. Empty: no state, processes' output
-	// goes through pipes, and processes left by a crash are not adopted.
-	StateDir string
-}
 
 // Platform runs each revision of a Config as a group of local processes and
 // implements autoscaler.ScaleTarget: SetScale starts and stops processes,
@@ -161,50 +52,6 @@ type Platform struct {
 var _ autoscaler.ScaleTarget = (*Platform)(nil)
 var _ autoscaler.ScaleHandles = (*Platform)(nil)
 
-// processGroup is one revision's scale target in `thaw local`: its group
-// of local processes (instances), the desired count and its
-// configuration.
-type processGroup struct {
-	// cfg is the revision's entry in Options.Config (shared, never
-	// modified: a copy per revision cost ~0.4 KiB each at 100,000).
-	// A reload of the file swaps it (reload.go); instances read it
-	// without the platform's lock.
-	cfg         atomic.Pointer[RevisionConfig]
-	fingerprint string // configFingerprint(cfg), under the lock
-	// removed is set (under the lock) when a reload dropped the revision:
-	// its instances stop and no longer publish backends.
-	removed bool
-	// base is the platform's logger; log() adds the revision (built on
-	// demand: a logger per revision up front costs memory at 10,000).
-	base      *zap.Logger
-	desired   int32
-	seq       int
-	instances []*instance // live ones, including stopping ones
-	// lastErr is why an instance (errInstance) last failed: start error,
-	// exit status with the end of its stderr, or failing readiness probe.
-	// Cleared when that instance, or any once it is gone, becomes ready.
-	lastErr, errInstance string
-	// wakeFailed is true while the registry holds a wake failure set by
-	// this platform (see instance.wakeFailed).
-	wakeFailed bool
-	// scale is desired (high 32 bits) and ready instances (low 32 bits)
-	// for GetScale, which the decision loops call for every revision on
-	// every tick: they read it without the platform's lock. Written under
-	// the lock by storeScaleLocked whenever either changes.
-	scale atomic.Uint64
-}
-
-// storeScaleLocked publishes rs's desired and ready counts to GetScale.
-func (rs *processGroup) storeScaleLocked() {
-	var ready uint32
-	for _, in := range rs.instances {
-		if in.ready && !in.stopping {
-			ready++
-		}
-	}
-	rs.scale.Store(uint64(uint32(rs.desired))<<32 | uint64(ready))
-}
-
 // New returns a Platform for cfg. It starts nothing: call Run. It panics if
 // Logger, Registry or Config is nil.
 func New(opts Options) *Platform {
@@ -239,19 +86,8 @@ func New(opts Options) *Platform {
 	return p
 }
 
-func newRevState(rc *RevisionConfig, base *zap.Logger) *processGroup {
-	rs := &processGroup{fingerprint: configFingerprint(*rc), base: base}
-	rs.cfg.Store(rc)
-	return rs
-}
-
 // revMap returns the current revisions (never modified: copied on change).
 func (p *Platform) revMap() map[revision.Key]*processGroup { return *p.revs.Load() }
-
-// log returns the platform's logger with the revision's key.
-func (rs *processGroup) log() *zap.Logger {
-	return rs.base.With(zap.String("revision", rs.cfg.Load().Key.String()))
-}
 
 // Run publishes every revision of the Config to the registry (valid ones
 // with no backends, invalid ones with their error), marks the registry
@@ -349,13 +185,6 @@ func (p *Platform) ScaleHandle(key revision.Key) (autoscaler.ScaleReader, bool) 
 	return rs, true
 }
 
-// Scale returns the desired process count and the ready processes, as
-// GetScale does (autoscaler.ScaleReader).
-func (rs *processGroup) Scale() (current, ready int32, err error) {
-	v := rs.scale.Load()
-	return int32(uint32(v >> 32)), int32(uint32(v)), nil
-}
-
 // RevisionError returns why key's processes last failed ("" when none did
 // since one became ready): the instance and its start error, exit status
 // with the last lines of its stderr, or failing readiness probe. `thaw
@@ -399,56 +228,6 @@ func (p *Platform) SetScale(ctx context.Context, key revision.Key, replicas int3
 		p.reconcileLocked(rs, load)
 	}
 	return nil
-}
-
-// reconcileLocked starts or stops instances so that the non-stopping ones
-// number rs.desired. Which ones stop is stopBefore's order: not ready
-// first, then the least busy by load (requests or connections per port;
-// nil: unknown), then the newest.
-func (p *Platform) reconcileLocked(rs *processGroup, load map[int32]int) {
-	var active []*instance
-	for _, in := range rs.instances {
-		if !in.stopping {
-			active = append(active, in)
-		}
-	}
-	for n := len(active); n < int(rs.desired); n++ {
-		rs.seq++
-		in := newInstance(p, rs, rs.seq)
-		rs.instances = append(rs.instances, in)
-		p.wg.Add(1)
-		go in.run(p.runCtx, nil, false)
-	}
-	if excess := len(active) - int(rs.desired); excess > 0 {
-		cand := func(in *instance) stopCandidate {
-			return stopCandidate{ready: in.ready, inFlight: load[in.port], seq: in.seq}
-		}
-		slices.SortStableFunc(active, func(a, b *instance) int { return stopBefore(cand(a), cand(b)) })
-		for _, in := range active[:excess] {
-			in.stopping = true
-			if load != nil {
-				in.log.Info("chosen to stop", zap.Int("inFlight", load[in.port]), zap.Bool("ready", in.ready))
-			}
-			close(in.stop)
-		}
-		p.publishLocked(rs)
-	}
-}
-
-// publishLocked sets the revision's backends to its ready, non-stopping
-// instances.
-func (p *Platform) publishLocked(rs *processGroup) {
-	rs.storeScaleLocked()
-	if rs.removed {
-		return // a reload dropped it: the registry no longer lists it
-	}
-	var bs []revision.Backend
-	for _, in := range rs.instances {
-		if in.ready && !in.stopping {
-			bs = append(bs, in.backend())
-		}
-	}
-	p.opts.Registry.SetBackends(rs.cfg.Load().Key, bs)
 }
 
 // allocPortLocked returns a free loopback port no live instance holds.

@@ -1,4 +1,4 @@
-package main
+package peers
 
 import (
 	"errors"
@@ -9,15 +9,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peersNetnsEnv marks the scenario process that runs inside the peers'
+// netnsEnv marks the scenario process that runs inside the peers'
 // namespaces.
-const peersNetnsEnv = "THAW_BENCH_PEERS_NETNS"
+const netnsEnv = "THAW_BENCH_PEERS_NETNS"
 
-// inPeersNetns reports whether this process is the one reexecInNetns
+// InNetns reports whether this process is the one ReexecInNetns
 // started.
-func inPeersNetns() bool { return os.Getenv(peersNetnsEnv) == "1" }
+func InNetns() bool { return os.Getenv(netnsEnv) == "1" }
 
-// reexecInNetns runs this program again, with the same arguments, in a new
+// ReexecInNetns runs this program again, with the same arguments, in a new
 // user, network and mount namespace (`unshare --user --map-root-user --net
 // --mount`, unprivileged): a loopback of its own, so the peers' fixed ports
 // (queue-proxy's admin and metrics servers, the interceptor's) and every
@@ -25,7 +25,7 @@ func inPeersNetns() bool { return os.Getenv(peersNetnsEnv) == "1" }
 // bind-mounted for one process without touching the machine's. The child
 // stays in this process's process group and session (one scheduler group
 // for every process of the benchmark). It returns the child's exit error.
-func reexecInNetns() error {
+func ReexecInNetns() error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("peers: own executable: %w", err)
@@ -33,7 +33,7 @@ func reexecInNetns() error {
 	args := append([]string{"--user", "--map-root-user", "--net", "--mount", "--", self}, os.Args[1:]...)
 	cmd := exec.Command("unshare", args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), peersNetnsEnv+"=1")
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
@@ -44,9 +44,9 @@ func reexecInNetns() error {
 	return nil
 }
 
-// loopbackUp brings up the loopback interface of a fresh network namespace
+// LoopbackUp brings up the loopback interface of a fresh network namespace
 // (down at creation).
-func loopbackUp() error {
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("loopback up: %w", err)
