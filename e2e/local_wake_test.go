@@ -137,7 +137,7 @@ coldStartHeader: true
 		return num(row, "ready") >= 1
 	})
 	// The page's reload reaches the application.
-	code, body, hdr, err = send(ctx, c, th, "GET", "sleepy.test", "/", map[string]string{"Accept": browserAccept})
+	code, body, _, err = send(ctx, c, th, "GET", "sleepy.test", "/", map[string]string{"Accept": browserAccept})
 	if err != nil || code != 200 || !strings.Contains(body, "hello from sleepy") {
 		t.Fatalf("browser reload after wake: code=%d err=%v body=%q", code, err, body)
 	}
