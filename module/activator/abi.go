@@ -34,6 +34,7 @@ enum {
   THAW_CB_GET_HEADER,
   THAW_CB_SEND_HEADERS,
   THAW_CB_SET_HEADER,
+  THAW_CB_HOST_COUNT,
   THAW_CB_COUNT
 };
 static const char* const thaw_cb_names[THAW_CB_COUNT] = {
@@ -47,6 +48,7 @@ static const char* const thaw_cb_names[THAW_CB_COUNT] = {
   "envoy_dynamic_module_callback_http_get_header",
   "envoy_dynamic_module_callback_http_send_response_headers",
   "envoy_dynamic_module_callback_http_set_header",
+  "envoy_dynamic_module_callback_http_get_cluster_host_count",
 };
 static void* thaw_cb[THAW_CB_COUNT];
 
@@ -113,6 +115,15 @@ static bool thaw_set_response_header(uintptr_t f, const char* k, size_t nk, cons
   return ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf))thaw_cb[THAW_CB_SET_HEADER])(
       f, 2, (thaw_buf){k, nk}, (thaw_buf){v, nv});
 }
+// thaw_cluster_empty reports whether the routed cluster (the revision's
+// own) lists no host at priority 0 in this worker's view; false when Envoy
+// cannot tell (no route, no cluster).
+static bool thaw_cluster_empty(uintptr_t f) {
+  size_t total = 0, healthy = 0, degraded = 0;
+  bool ok = ((bool (*)(uintptr_t, uint32_t, size_t*, size_t*, size_t*))thaw_cb[THAW_CB_HOST_COUNT])(
+      f, 0, &total, &healthy, &degraded);
+  return ok && total == 0;
+}
 static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
   ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
 }
@@ -167,6 +178,13 @@ func logf(format string, args ...any) {
 func setOverrideHost(f uintptr, addr string) bool {
 	return bool(C.thaw_override_host(C.uintptr_t(f), (*C.char)(unsafe.Pointer(unsafe.StringData(addr))), C.size_t(len(addr)), true))
 }
+
+// clusterEmpty reports whether Envoy's routed cluster (the revision's
+// own, the one the module pins to) lists no host in this worker's view:
+// an endpoint removal reached Envoy before the state update that removes
+// the backend reached the module, so a pin now would fail with 503 "no
+// healthy upstream" (see docs/activator.md, *Removal ordering*).
+func clusterEmpty(f uintptr) bool { return bool(C.thaw_cluster_empty(C.uintptr_t(f))) }
 
 func routeConfig(f uintptr) uintptr  { return uintptr(C.thaw_route_config(C.uintptr_t(f))) }
 func continueDecoding(f uintptr)     { C.thaw_continue_decoding(C.uintptr_t(f)) }

@@ -162,10 +162,17 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		return statusContinue // not a revision route: nothing to do
 	}
 	f.rev = r
-	if b := r.Acquire(); b != nil {
-		f.backend = b
-		setOverrideHost(ep, b.Addr)
-		return statusContinue
+	// Envoy's cluster for the revision lists no host while this state
+	// still lists backends: a removal reached Envoy first. Pinning now
+	// would get 503 "no healthy upstream"; hold and re-pick at the next
+	// state update instead (docs/activator.md, *Removal ordering*).
+	behind := len(r.Backends()) > 0 && clusterEmpty(ep)
+	if !behind {
+		if b := r.Acquire(); b != nil {
+			f.backend = b
+			setOverrideHost(ep, b.Addr)
+			return statusContinue
+		}
 	}
 	f.grpc = isGRPC(ep)
 	if wakeAnswer(ep, f, r) {
@@ -173,7 +180,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
-	w, err := r.Hold(func(*state.Waiter) {
+	hold := r.Hold
+	if behind {
+		hold = r.HoldForUpdate
+	}
+	w, err := hold(func(*state.Waiter) {
 		schedulerCommit(h.sched, 1)
 		h.drop()
 	})

@@ -27,6 +27,9 @@ type Waiter struct {
 	timer   *time.Timer
 	notify  func(*Waiter)
 	failure *WakeFailure // WakeFailed only
+	// notBefore: granted only once the revision installed this many
+	// updates (HoldForUpdate); 0 for Hold.
+	notBefore uint64
 }
 
 // Failure returns why the wake-up failed (WakeFailed only).
