@@ -29,7 +29,7 @@ type Revision struct {
 	held     atomic.Int64 // requests waiting in queue
 	inFlight atomic.Int64 // requests holding a slot
 	wake     atomic.Pointer[wakeState]
-	updates  atomic.Uint64 // state updates installed (set), for HoldForUpdate
+	updates  atomic.Uint64               // state updates installed (set), for HoldForUpdate
 	failure  atomic.Pointer[WakeFailure] // nil: none
 
 	mu    sync.Mutex // queue and backend list changes
