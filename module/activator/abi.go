@@ -115,14 +115,14 @@ static bool thaw_set_response_header(uintptr_t f, const char* k, size_t nk, cons
   return ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf))thaw_cb[THAW_CB_SET_HEADER])(
       f, 2, (thaw_buf){k, nk}, (thaw_buf){v, nv});
 }
-// thaw_cluster_empty reports whether the routed cluster (the revision's
-// own) lists no host at priority 0 in this worker's view; false when Envoy
-// cannot tell (no route, no cluster).
-static bool thaw_cluster_empty(uintptr_t f) {
+// thaw_cluster_hosts returns how many hosts the routed cluster (the
+// revision's own) lists at priority 0 in this worker's view; -1 when
+// Envoy cannot tell (no route, no cluster).
+static long thaw_cluster_hosts(uintptr_t f) {
   size_t total = 0, healthy = 0, degraded = 0;
   bool ok = ((bool (*)(uintptr_t, uint32_t, size_t*, size_t*, size_t*))thaw_cb[THAW_CB_HOST_COUNT])(
       f, 0, &total, &healthy, &degraded);
-  return ok && total == 0;
+  return ok ? (long)total : -1;
 }
 static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
   ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
@@ -179,12 +179,18 @@ func setOverrideHost(f uintptr, addr string) bool {
 	return bool(C.thaw_override_host(C.uintptr_t(f), (*C.char)(unsafe.Pointer(unsafe.StringData(addr))), C.size_t(len(addr)), true))
 }
 
-// clusterEmpty reports whether Envoy's routed cluster (the revision's
-// own, the one the module pins to) lists no host in this worker's view:
-// an endpoint removal reached Envoy before the state update that removes
-// the backend reached the module, so a pin now would fail with 503 "no
-// healthy upstream" (see docs/activator.md, *Removal ordering*).
-func clusterEmpty(f uintptr) bool { return bool(C.thaw_cluster_empty(C.uintptr_t(f))) }
+// behindRemoval reports whether Envoy's routed cluster (the revision's
+// own, the one the module pins to) lists fewer hosts in this worker's
+// view than the module's state has backends (backends > 0): an endpoint
+// removal reached Envoy before the state update that removes the backend
+// reached the module, so a pin now could name a host Envoy dropped and
+// fail with 503 "no healthy upstream" (docs/activator.md, *Removal
+// ordering*). The other way round is normal: thaw sends a backend to the
+// module only after this Envoy ACKed endpoints listing it.
+func behindRemoval(f uintptr, backends int) bool {
+	n := int(C.thaw_cluster_hosts(C.uintptr_t(f)))
+	return n >= 0 && n < backends
+}
 
 func routeConfig(f uintptr) uintptr  { return uintptr(C.thaw_route_config(C.uintptr_t(f))) }
 func continueDecoding(f uintptr)     { C.thaw_continue_decoding(C.uintptr_t(f)) }

@@ -162,11 +162,14 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		return statusContinue // not a revision route: nothing to do
 	}
 	f.rev = r
-	// Envoy's cluster for the revision lists no host while this state
-	// still lists backends: a removal reached Envoy first. Pinning now
-	// would get 503 "no healthy upstream"; hold and re-pick at the next
-	// state update instead (docs/activator.md, *Removal ordering*).
-	behind := len(r.Backends()) > 0 && clusterEmpty(ep)
+	// Envoy's cluster for the revision lists fewer hosts than this state
+	// has backends: a removal reached Envoy first. A pin now could get
+	// 503 "no healthy upstream"; hold and re-pick at the next state update
+	// instead (docs/activator.md, *Removal ordering*).
+	behind := false
+	if n := len(r.Backends()); n > 0 {
+		behind = behindRemoval(ep, n)
+	}
 	if !behind {
 		if b := r.Acquire(); b != nil {
 			f.backend = b
@@ -194,6 +197,10 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		var wf *state.WakeFailedError
 		if errors.As(err, &wf) {
 			sendWakeFailure(ep, f, r.Key, wf.Failure)
+			return statusStopIteration
+		}
+		if errors.Is(err, state.ErrHeldLimit) {
+			sendAnswer(ep, f.cfg.answers.heldLimit, f.grpc)
 			return statusStopIteration
 		}
 		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)

@@ -125,6 +125,10 @@ func (r *Revision) hold(notify func(*Waiter), afterUpdate bool) (*Waiter, error)
 		r.mu.Unlock()
 		return nil, ErrQueueFull
 	}
+	if !r.t.reserveHeld() {
+		r.mu.Unlock()
+		return nil, ErrHeldLimit
+	}
 	first := r.held.Add(1) == 1
 	r.queue = append(r.queue, w)
 	w.timer = time.AfterFunc(l.holdTimeout, w.expire)
@@ -158,7 +162,7 @@ func (r *Revision) dispatch() {
 		}
 		r.inFlight.Add(1)
 		w.state, w.backend = Granted, b
-		r.held.Add(-1)
+		r.unhold()
 		r.queue[r.head] = nil
 		r.head++
 		granted = append(granted, w)
@@ -169,6 +173,12 @@ func (r *Revision) dispatch() {
 		w.timer.Stop()
 		w.notify(w)
 	}
+}
+
+// unhold counts one request less held, in the revision and the table.
+func (r *Revision) unhold() {
+	r.held.Add(-1)
+	r.t.heldTotal.Add(-1)
 }
 
 // compactLocked drops the consumed head of the queue so it does not grow

@@ -63,7 +63,7 @@ func (w *Waiter) expire() {
 		return
 	}
 	w.state = TimedOut
-	r.held.Add(-1)
+	r.unhold()
 	r.compactLocked()
 	r.mu.Unlock()
 	w.notify(w)
@@ -80,7 +80,7 @@ func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
 	switch w.state {
 	case Waiting:
 		w.state = Canceled
-		r.held.Add(-1)
+		r.unhold()
 		if w.timer != nil {
 			w.timer.Stop()
 		}
