@@ -196,8 +196,12 @@ func (s *Server) apply(rep *state.Report) error {
 		}
 	}
 	s.countWake(rep.Wake)
-	if s.HeldLimitCounter != nil && rep.HeldLimit > 0 {
-		s.HeldLimitCounter.CountHeldLimit(rep.HeldLimit)
+	if rep.HeldLimit > 0 {
+		s.logger().Warn("activator module refused requests at its held bound: Envoy's open-file limit is reached (raise it with --envoy-open-files)",
+			zap.String("node", rep.Node), zap.Int64("refused", rep.HeldLimit), zap.Int64("maxHeld", s.maxHeld()))
+		if s.HeldLimitCounter != nil {
+			s.HeldLimitCounter.CountHeldLimit(rep.HeldLimit)
+		}
 	}
 	return nil
 }
