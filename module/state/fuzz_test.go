@@ -53,6 +53,7 @@ func FuzzDecodeConfig(f *testing.F) {
 func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":1,"inFlight":2}],"pokes":["ns/a"]}`))
 	f.Add([]byte(`{"node":"n","wake":[{"key":"ns/a","rule":"probe","count":3},{"key":"ns/a","page":true,"count":1}]}`))
+	f.Add([]byte(`{"node":"n","heldLimit":5}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeReport(b)
 		if err != nil {

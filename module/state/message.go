@@ -277,6 +277,9 @@ func DecodeReport(b []byte) (*Report, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("%w: report: %w", ErrInvalid, err)
 	}
+	if r.HeldLimit < 0 {
+		return nil, fmt.Errorf("%w: report: heldLimit %d is negative", ErrInvalid, r.HeldLimit)
+	}
 	if len(r.Revisions)+len(r.Pokes)+len(r.Wake) > MaxRevisions {
 		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes)+len(r.Wake), MaxRevisions)
 	}
