@@ -38,3 +38,12 @@ func (m *metrics) register(r prometheus.Registerer) error {
 }
 
 func (m *metrics) answered(outcome string) { m.byOutcome[outcome].Inc() }
+
+// CountHeldLimit adds n requests the activator module answered at its
+// held bound (reported to modsvc), so both activators count into
+// thaw_extproc_responses_total{outcome="held_limit"}.
+func (s *Server) CountHeldLimit(n int64) {
+	if n > 0 {
+		s.metrics.byOutcome[outcomeHeldLimit].Add(float64(n))
+	}
+}

@@ -34,6 +34,8 @@ type stream struct {
 	// were confirmed before) and gets no new one.
 	sent map[string]map[string]bool
 	last []byte
+	// maxHeld is sent with every update (state.Update.MaxHeld).
+	maxHeld int64
 }
 
 // next returns the encoded full update for snap (one JSON line), whether
@@ -54,6 +56,7 @@ func (st *stream) next(snap *revision.Snapshot, envoys, index int) (b []byte, ch
 		}
 	}
 	u, withheld := updateWith(snap, envoys, index, allowed)
+	u.MaxHeld = st.maxHeld
 	st.remember(u)
 	b, err = json.Marshal(u)
 	if err != nil {

@@ -40,7 +40,13 @@ type Server struct {
 	// WakeCounter counts the requests the module's wake policies
 	// answered without holding them (nil: not counted).
 	WakeCounter WakeCounter
-	Logger      *zap.Logger
+	// MaxHeld returns the most requests each Envoy's module may hold at
+	// once (state.Update.MaxHeld; 0 or less: no bound). nil: no bound.
+	MaxHeld func() int
+	// HeldLimitCounter counts the requests the modules answered at that
+	// bound (nil: not counted).
+	HeldLimitCounter HeldLimitCounter
+	Logger           *zap.Logger
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
 
@@ -95,7 +101,7 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		envoys = s.fleet.share
 	}
 	w.Header().Set("content-type", "application/x-ndjson")
-	st := &stream{node: node, confirmer: s.Confirmer}
+	st := &stream{node: node, confirmer: s.Confirmer, maxHeld: s.maxHeld()}
 	var last uint64
 	first, withheld, lastN, lastIdx := true, 0, 0, 0
 	for {
@@ -190,7 +196,29 @@ func (s *Server) apply(rep *state.Report) error {
 		}
 	}
 	s.countWake(rep.Wake)
+	if rep.HeldLimit > 0 {
+		s.logger().Warn("activator module refused requests at its held bound: Envoy's open-file limit is reached (raise it with --envoy-open-files)",
+			zap.String("node", rep.Node), zap.Int64("refused", rep.HeldLimit), zap.Int64("maxHeld", s.maxHeld()))
+		if s.HeldLimitCounter != nil {
+			s.HeldLimitCounter.CountHeldLimit(rep.HeldLimit)
+		}
+	}
 	return nil
+}
+
+// HeldLimitCounter takes the requests modules refused at their held
+// bound (extproc.Server implements it: the same held_limit outcome).
+type HeldLimitCounter interface {
+	// CountHeldLimit adds n refusals.
+	CountHeldLimit(n int64)
+}
+
+// maxHeld is the held bound sent to modules (0: none).
+func (s *Server) maxHeld() int64 {
+	if s.MaxHeld == nil {
+		return 0
+	}
+	return int64(max(s.MaxHeld(), 0))
 }
 
 // countWake passes wake answers on, only for revisions and rules of the

@@ -30,7 +30,7 @@ import (
 // leading (the module reconnects through Envoy to the new leader).
 func (a *App) mountModule(poker autoscaler.Poker) error {
 	svc := &modsvc.Server{Registry: a.opts.Registry, Recorder: a.collector, Poker: poker, Confirmer: a.xds,
-		WakeCounter: a.ext, Logger: a.log.Named("modsvc")}
+		WakeCounter: a.ext, HeldLimitCounter: a.ext, MaxHeld: a.act.MaxHeld, Logger: a.log.Named("modsvc")}
 	if err := a.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thaw_module_connected_nodes",
 		Help: "Envoys (node ids) with an activator-module state stream open on this replica."},
 		func() float64 { return float64(svc.ConnectedNodes()) })); err != nil {

@@ -34,6 +34,7 @@ enum {
   THAW_CB_GET_HEADER,
   THAW_CB_SEND_HEADERS,
   THAW_CB_SET_HEADER,
+  THAW_CB_HOST_COUNT,
   THAW_CB_COUNT
 };
 static const char* const thaw_cb_names[THAW_CB_COUNT] = {
@@ -47,6 +48,7 @@ static const char* const thaw_cb_names[THAW_CB_COUNT] = {
   "envoy_dynamic_module_callback_http_get_header",
   "envoy_dynamic_module_callback_http_send_response_headers",
   "envoy_dynamic_module_callback_http_set_header",
+  "envoy_dynamic_module_callback_http_get_cluster_host_count",
 };
 static void* thaw_cb[THAW_CB_COUNT];
 
@@ -113,6 +115,15 @@ static bool thaw_set_response_header(uintptr_t f, const char* k, size_t nk, cons
   return ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf))thaw_cb[THAW_CB_SET_HEADER])(
       f, 2, (thaw_buf){k, nk}, (thaw_buf){v, nv});
 }
+// thaw_cluster_hosts returns how many hosts the routed cluster (the
+// revision's own) lists at priority 0 in this worker's view; -1 when
+// Envoy cannot tell (no route, no cluster).
+static long thaw_cluster_hosts(uintptr_t f) {
+  size_t total = 0, healthy = 0, degraded = 0;
+  bool ok = ((bool (*)(uintptr_t, uint32_t, size_t*, size_t*, size_t*))thaw_cb[THAW_CB_HOST_COUNT])(
+      f, 0, &total, &healthy, &degraded);
+  return ok ? (long)total : -1;
+}
 static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
   ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
 }
@@ -166,6 +177,19 @@ func logf(format string, args ...any) {
 // cluster, strictly (no fallback to another host). Envoy copies addr.
 func setOverrideHost(f uintptr, addr string) bool {
 	return bool(C.thaw_override_host(C.uintptr_t(f), (*C.char)(unsafe.Pointer(unsafe.StringData(addr))), C.size_t(len(addr)), true))
+}
+
+// behindRemoval reports whether Envoy's routed cluster (the revision's
+// own, the one the module pins to) lists fewer hosts in this worker's
+// view than the module's state has backends (backends > 0): an endpoint
+// removal reached Envoy before the state update that removes the backend
+// reached the module, so a pin now could name a host Envoy dropped and
+// fail with 503 "no healthy upstream" (docs/activator.md, *Removal
+// ordering*). The other way round is normal: thaw sends a backend to the
+// module only after this Envoy ACKed endpoints listing it.
+func behindRemoval(f uintptr, backends int) bool {
+	n := int(C.thaw_cluster_hosts(C.uintptr_t(f)))
+	return n >= 0 && n < backends
 }
 
 func routeConfig(f uintptr) uintptr  { return uintptr(C.thaw_route_config(C.uintptr_t(f))) }

@@ -40,6 +40,10 @@ type answer struct {
 // request into a gRPC status itself.
 type answerSet struct {
 	queueFull, holdTimeout, moduleError *answer
+	// heldLimit answers a request past the module's held bound
+	// (state.ErrHeldLimit, Envoy's open-file budget) and closes an
+	// HTTP/1.1 client's connection, a file, as the ext_proc path does.
+	heldLimit *answer
 	// asleep answers a request a wake policy rule without a response
 	// matched at zero (the ext_proc path's wake_rule answer).
 	asleep *answer
@@ -62,7 +66,9 @@ func answersFor(retryAfter int) *answerSet {
 		queueFull:   newAnswer(503, "revision is busy: too many requests waiting\n", "thaw_activator_queue_full", ra),
 		holdTimeout: newAnswer(503, "revision did not become ready in time\n", "thaw_activator_hold_timeout", ra),
 		moduleError: newAnswer(503, "activator module error\n", "thaw_activator_module_error", ra),
-		asleep:      newAnswer(503, "revision is asleep; this request does not wake it\n", "thaw_activator_wake_rule", ra),
+		heldLimit: newAnswer(503, "too many requests waiting for cold revisions: Envoy's open-file limit is reached\n",
+			"thaw_activator_held_limit", ra, [2]string{"connection", "close"}),
+		asleep: newAnswer(503, "revision is asleep; this request does not wake it\n", "thaw_activator_wake_rule", ra),
 	}
 	answersBy[retryAfter] = a
 	return a
@@ -80,8 +86,8 @@ func cHeaders(kv [][2]string) (*C.thaw_header, int) {
 	return &hs[0], len(kv)
 }
 
-func newAnswer(code uint32, body, details, retryAfter string) *answer {
-	hs, n := cHeaders([][2]string{{"content-type", "text/plain; charset=utf-8"}, {"retry-after", retryAfter}})
+func newAnswer(code uint32, body, details, retryAfter string, extra ...[2]string) *answer {
+	hs, n := cHeaders(append([][2]string{{"content-type", "text/plain; charset=utf-8"}, {"retry-after", retryAfter}}, extra...))
 	gs, ng := cHeaders([][2]string{
 		{":status", "200"}, {"content-type", "application/grpc"},
 		{"grpc-status", "14"}, {"grpc-message", strings.TrimSuffix(body, "\n")},

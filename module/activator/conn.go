@@ -204,8 +204,9 @@ func (c *conn) report(ctx context.Context) {
 				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight})
 			})
 			rep.Wake = table.WakeCounts()
+			rep.HeldLimit = table.TakeHeldLimited()
 		}
-		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 && len(rep.Wake) == 0 {
+		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 && len(rep.Wake) == 0 && rep.HeldLimit == 0 {
 			continue
 		}
 		c.post(ctx, &rep)

@@ -162,10 +162,20 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		return statusContinue // not a revision route: nothing to do
 	}
 	f.rev = r
-	if b := r.Acquire(); b != nil {
-		f.backend = b
-		setOverrideHost(ep, b.Addr)
-		return statusContinue
+	// Envoy's cluster for the revision lists fewer hosts than this state
+	// has backends: a removal reached Envoy first. A pin now could get
+	// 503 "no healthy upstream"; hold and re-pick at the next state update
+	// instead (docs/activator.md, *Removal ordering*).
+	behind := false
+	if n := len(r.Backends()); n > 0 {
+		behind = behindRemoval(ep, n)
+	}
+	if !behind {
+		if b := r.Acquire(); b != nil {
+			f.backend = b
+			setOverrideHost(ep, b.Addr)
+			return statusContinue
+		}
 	}
 	f.grpc = isGRPC(ep)
 	if wakeAnswer(ep, f, r) {
@@ -173,7 +183,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
-	w, err := r.Hold(func(*state.Waiter) {
+	hold := r.Hold
+	if behind {
+		hold = r.HoldForUpdate
+	}
+	w, err := hold(func(*state.Waiter) {
 		schedulerCommit(h.sched, 1)
 		h.drop()
 	})
@@ -183,6 +197,10 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		var wf *state.WakeFailedError
 		if errors.As(err, &wf) {
 			sendWakeFailure(ep, f, r.Key, wf.Failure)
+			return statusStopIteration
+		}
+		if errors.Is(err, state.ErrHeldLimit) {
+			sendAnswer(ep, f.cfg.answers.heldLimit, f.grpc)
 			return statusStopIteration
 		}
 		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)
@@ -216,6 +234,9 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 	case state.Granted:
 		f.waiter = nil
 		f.backend = w.Take()
+		if rehold(ep, f) {
+			return
+		}
 		if f.rev.ColdStartHeader() {
 			f.coldStart, f.coldStartMs = true, time.Since(f.heldAt).Milliseconds()
 		}

@@ -20,7 +20,10 @@ type filter struct {
 	waiter  *state.Waiter
 	hold    *holdRef
 	failed  bool
-	grpc    bool // the request is gRPC (answers take the gRPC form)
+	// reheld: the request was held again once because its grant named a
+	// backend Envoy had already dropped (rehold); never twice.
+	reheld bool
+	grpc   bool // the request is gRPC (answers take the gRPC form)
 	// heldAt is when the request started waiting (held requests only).
 	heldAt time.Time
 	// coldStart: the response gets wake.HeaderColdStart with coldStartMs

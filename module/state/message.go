@@ -37,6 +37,12 @@ type Update struct {
 	Full      bool             `json:"full,omitempty"`
 	Revisions []RevisionUpdate `json:"revisions,omitempty"`
 	Removed   []string         `json:"removed,omitempty"`
+	// MaxHeld bounds the requests this Envoy's module holds at once over
+	// all revisions (0: no bound). thaw derives it from the Envoy's
+	// open-file limit (app.FileBudget.MaxHeld): each held HTTP/1.1
+	// request keeps a client connection, one file, open. Read from full
+	// updates only.
+	MaxHeld int64 `json:"maxHeld,omitempty"`
 }
 
 // RevisionUpdate is a revision's state for this Envoy.
@@ -87,6 +93,9 @@ func DecodeUpdate(b []byte) (*Update, error) {
 	var u Update
 	if err := dec.Decode(&u); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if u.MaxHeld < 0 {
+		return nil, fmt.Errorf("%w: maxHeld %d is negative", ErrInvalid, u.MaxHeld)
 	}
 	if len(u.Revisions)+len(u.Removed) > MaxRevisions {
 		return nil, fmt.Errorf("%w: %d revisions, limit %d", ErrInvalid, len(u.Revisions)+len(u.Removed), MaxRevisions)
@@ -240,6 +249,10 @@ type Report struct {
 	// Wake counts the requests that wake policies answered without
 	// holding them since the previous report (Table.WakeCounts).
 	Wake []WakeCount `json:"wake,omitempty"`
+	// HeldLimit counts the requests answered 503 since the previous
+	// report because Update.MaxHeld requests were held already
+	// (Table.TakeHeldLimited); thaw adds it to the held_limit outcome.
+	HeldLimit int64 `json:"heldLimit,omitempty"`
 }
 
 // RevisionCounts are a revision's requests held and in flight in one
@@ -263,6 +276,9 @@ func DecodeReport(b []byte) (*Report, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("%w: report: %w", ErrInvalid, err)
+	}
+	if r.HeldLimit < 0 {
+		return nil, fmt.Errorf("%w: report: heldLimit %d is negative", ErrInvalid, r.HeldLimit)
 	}
 	if len(r.Revisions)+len(r.Pokes)+len(r.Wake) > MaxRevisions {
 		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes)+len(r.Wake), MaxRevisions)

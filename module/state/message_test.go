@@ -19,6 +19,8 @@ func TestDecodeUpdate(t *testing.T) {
 		{"dup revision", `{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1},{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1}]}`, false},
 		{"zero depth", `{"revisions":[{"key":"ns/a","queueDepth":0,"holdTimeoutMs":1}]}`, false},
 		{"bad slots", `{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"backends":[{"addr":"127.0.0.1:80","slots":-2}]}]}`, false},
+		{"max held", `{"full":true,"maxHeld":784}`, true},
+		{"negative max held", `{"full":true,"maxHeld":-1}`, false},
 		{"unknown field", `{"revision":[]}`, false},
 		{"not json", `{`, false},
 	} {

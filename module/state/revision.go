@@ -29,6 +29,7 @@ type Revision struct {
 	held     atomic.Int64 // requests waiting in queue
 	inFlight atomic.Int64 // requests holding a slot
 	wake     atomic.Pointer[wakeState]
+	updates  atomic.Uint64               // state updates installed (set), for HoldForUpdate
 	failure  atomic.Pointer[WakeFailure] // nil: none
 
 	mu    sync.Mutex // queue and backend list changes
@@ -87,10 +88,28 @@ func (r *Revision) Release(b *Backend) {
 // backend, or a Waiting Waiter that notify reports on within the
 // revision's hold timeout.
 func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
+	return r.hold(notify, false)
+}
+
+// HoldForUpdate is Hold for a request whose Envoy no longer lists any
+// host of the revision while this state still does (an endpoint removal
+// reached Envoy before the state update that removes the backend reached
+// the module): the request is queued like any held request (same queue
+// depth, hold timeout and FIFO order) and is granted a backend only from
+// the next state update on, so it is never pinned to a backend Envoy
+// already dropped. Nothing is granted at once.
+func (r *Revision) HoldForUpdate(notify func(*Waiter)) (*Waiter, error) {
+	return r.hold(notify, true)
+}
+
+func (r *Revision) hold(notify func(*Waiter), afterUpdate bool) (*Waiter, error) {
 	r.mu.Lock()
 	l := r.limits.Load()
 	w := &Waiter{r: r, notify: notify}
-	if r.held.Load() == 0 {
+	if afterUpdate {
+		w.notBefore = r.updates.Load() + 1
+	}
+	if r.held.Load() == 0 && !afterUpdate {
 		if b := pick(*r.backends.Load()); b != nil {
 			r.inFlight.Add(1)
 			w.state, w.backend = Granted, b
@@ -105,6 +124,10 @@ func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 	if int(r.held.Load()) >= l.queueDepth {
 		r.mu.Unlock()
 		return nil, ErrQueueFull
+	}
+	if !r.t.reserveHeld() {
+		r.mu.Unlock()
+		return nil, ErrHeldLimit
 	}
 	first := r.held.Add(1) == 1
 	r.queue = append(r.queue, w)
@@ -130,13 +153,16 @@ func (r *Revision) dispatch() {
 			r.head++
 			continue
 		}
+		if w.notBefore > r.updates.Load() {
+			break // FIFO: nobody overtakes a request waiting for an update
+		}
 		b := pick(bs)
 		if b == nil {
 			break
 		}
 		r.inFlight.Add(1)
 		w.state, w.backend = Granted, b
-		r.held.Add(-1)
+		r.unhold()
 		r.queue[r.head] = nil
 		r.head++
 		granted = append(granted, w)
@@ -147,6 +173,12 @@ func (r *Revision) dispatch() {
 		w.timer.Stop()
 		w.notify(w)
 	}
+}
+
+// unhold counts one request less held, in the revision and the table.
+func (r *Revision) unhold() {
+	r.held.Add(-1)
+	r.t.heldTotal.Add(-1)
 }
 
 // compactLocked drops the consumed head of the queue so it does not grow
@@ -173,6 +205,7 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 	werr := r.setWake(ru.Wake)
 	r.failure.Store(ru.WakeFailure)
 	r.mu.Lock()
+	r.updates.Add(1)
 	old := *r.backends.Load()
 	byAddr := make(map[string]*Backend, len(old)+len(r.draining))
 	for a, b := range r.draining {
@@ -211,7 +244,14 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 	if f := ru.WakeFailure; f != nil && len(bs) == 0 {
 		failed = r.failAllLocked(f)
 	}
+	// Requests held while the update took the last backend away (held
+	// for an update, or held behind a full backend) wake the revision now
+	// rather than at the next report.
+	poke := len(bs) == 0 && len(old) > 0 && r.held.Load() > 0
 	r.mu.Unlock()
+	if poke {
+		r.t.poke(r.Key)
+	}
 	for _, w := range failed {
 		w.timer.Stop()
 		w.notify(w)

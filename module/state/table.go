@@ -17,7 +17,38 @@ type Table struct {
 	defaults RevisionUpdate
 
 	onPoke atomic.Pointer[func(key string)]
+
+	// maxHeld bounds heldTotal (Update.MaxHeld; 0: none); heldLimited
+	// counts refusals at the bound since TakeHeldLimited.
+	maxHeld, heldTotal, heldLimited atomic.Int64
 }
+
+// ErrHeldLimit: the module already holds Update.MaxHeld requests over
+// all revisions (Envoy's open-file budget); answered 503 + Retry-After,
+// as the ext_proc activator's activator.ErrHeldLimit.
+var ErrHeldLimit = errors.New("activator: too many requests held (Envoy's open-file limit)")
+
+// reserveHeld takes one place under the held bound, lock-free; false at
+// the bound (counted for TakeHeldLimited).
+func (t *Table) reserveHeld() bool {
+	for {
+		n, m := t.heldTotal.Load(), t.maxHeld.Load()
+		if m > 0 && n >= m {
+			t.heldLimited.Add(1)
+			return false
+		}
+		if t.heldTotal.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// HeldTotal returns the requests held now over all revisions.
+func (t *Table) HeldTotal() int64 { return t.heldTotal.Load() }
+
+// TakeHeldLimited returns the requests refused at the held bound since
+// the previous call, and starts counting again from zero.
+func (t *Table) TakeHeldLimited() int64 { return t.heldLimited.Swap(0) }
 
 // SetOnPoke installs fn, called (outside every lock, on the calling
 // thread: it must not block) when a revision without backends starts
@@ -85,6 +116,9 @@ func (t *Table) Revision(key string) *Revision {
 // reordering). The error joins the wake policies that did not compile:
 // those revisions run without a policy, everything else is installed.
 func (t *Table) Apply(u *Update) error {
+	if u.Full {
+		t.maxHeld.Store(u.MaxHeld)
+	}
 	var errs []error
 	listed := make(map[string]bool, len(u.Revisions))
 	for i := range u.Revisions {

@@ -27,6 +27,9 @@ type Waiter struct {
 	timer   *time.Timer
 	notify  func(*Waiter)
 	failure *WakeFailure // WakeFailed only
+	// notBefore: granted only once the revision installed this many
+	// updates (HoldForUpdate); 0 for Hold.
+	notBefore uint64
 }
 
 // Failure returns why the wake-up failed (WakeFailed only).
@@ -60,7 +63,7 @@ func (w *Waiter) expire() {
 		return
 	}
 	w.state = TimedOut
-	r.held.Add(-1)
+	r.unhold()
 	r.compactLocked()
 	r.mu.Unlock()
 	w.notify(w)
@@ -77,7 +80,7 @@ func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
 	switch w.state {
 	case Waiting:
 		w.state = Canceled
-		r.held.Add(-1)
+		r.unhold()
 		if w.timer != nil {
 			w.timer.Stop()
 		}

@@ -111,7 +111,7 @@ func (r *Revision) failAllLocked(f *WakeFailure) []*Waiter {
 			continue
 		}
 		w.state, w.failure = WakeFailed, f
-		r.held.Add(-1)
+		r.unhold()
 		failed = append(failed, w)
 	}
 	r.compactLocked()

@@ -58,6 +58,23 @@ func activatorDstBreakers(cfg *Config) *clusterv3.CircuitBreakers {
 	return cb
 }
 
+// revisionBreakers returns a revision cluster's circuit breakers. With
+// the activator module (cfg.Module) the revision's own cluster is where
+// the module pins every request, released ones included: it takes
+// thaw_activator_dst's connection bounds (per revision cluster and per
+// backend), so a burst released from zero opens at most that many
+// sockets, and the requests beyond wait in Envoy's pool for a free
+// connection (upstream_cx_overflow) instead of failing. That also bounds
+// a warm revision's connections, which on the ext_proc path only the
+// request limits bound (docs/activator.md, *Open files on the module
+// path*).
+func revisionBreakers(cfg *Config) *clusterv3.CircuitBreakers {
+	if cfg.Module != nil {
+		return activatorDstBreakers(cfg)
+	}
+	return circuitBreakers(cfg)
+}
+
 // RevisionClusterParams are the inputs of RevisionCluster.
 type RevisionClusterParams struct {
 	// Name is the cluster name (ClusterName of the revision).

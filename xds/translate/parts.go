@@ -43,7 +43,7 @@ func NewParts(cfg *Config) *Parts {
 		edsType:        &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		edsConfig:      &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),
-		breakers:       circuitBreakers(cfg),
+		breakers:       revisionBreakers(cfg),
 		proxyEndpoints: proxyEndpoints(),
 	}
 }

@@ -1,0 +1,36 @@
+//go:build cgo
+
+package main
+
+import "github.com/thaw-dev/thaw/module/state"
+
+// rehold holds a granted request once more, for the next state update,
+// when Envoy's cluster lists fewer hosts than the revision's state has
+// backends (a removal reached Envoy first, so the granted backend may be
+// gone: docs/activator.md, *Removal ordering*); the granted slot is freed
+// after the new hold is queued. At most once per request, so the wait
+// stays bounded by two hold timeouts. false: pin the grant as usual (not
+// behind, already re-held, or the new hold was refused).
+func rehold(ep uintptr, f *filter) bool {
+	h := f.hold
+	if f.reheld || h == nil {
+		return false
+	}
+	if n := len(f.rev.Backends()); n == 0 || !behindRemoval(ep, n) {
+		return false
+	}
+	f.reheld = true
+	h.refs.Add(1) // the new notifier's reference
+	w, err := f.rev.HoldForUpdate(func(*state.Waiter) {
+		schedulerCommit(h.sched, 1)
+		h.drop()
+	})
+	if err != nil {
+		h.drop()
+		return false
+	}
+	b := f.backend
+	f.backend, f.waiter = nil, w
+	f.rev.Release(b)
+	return true
+}
