@@ -28,8 +28,8 @@ var egDroppedKeys = []string{"node", "dynamic_resources", "admin", "layered_runt
 // Gateway's EnvoyProxy spec.bootstrap (type Merge): thaw's static clusters
 // (thaw_xds, thaw_extproc, thaw_stats, with the same HTTP/2, circuit
 // breakers and TLS as RenderBootstrap's), the cluster thaw_activator_dst
-// and the internal listener thaw_activator (thaw's own fleet gets those
-// two over ADS; EG's Envoy needs them static), the internal listener
+// and the internal listeners thaw_activator and thaw_activator_wake
+// (thaw's own fleet gets those over ADS; EG's Envoy needs them static), the internal listener
 // bootstrap extension and the metrics_service stats sink. p.NodeID is not
 // used. Errors wrap ErrInvalidParams or come from building the xds parts.
 func RenderEnvoyGatewayMerge(p BootstrapParams, cfg translate.Config) ([]byte, error) {
@@ -49,11 +49,19 @@ func RenderEnvoyGatewayMerge(p BootstrapParams, cfg translate.Config) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
+	wake, err := translate.WakeListener(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	dst, err := translate.ActivatorDstCluster(&cfg)
 	if err != nil {
 		return nil, err
 	}
 	lisJSON, err := protoValue(lis)
+	if err != nil {
+		return nil, err
+	}
+	wakeJSON, err := protoValue(wake)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +75,7 @@ func RenderEnvoyGatewayMerge(p BootstrapParams, cfg translate.Config) ([]byte, e
 	}
 	clusters, _ := sr["clusters"].([]any)
 	sr["clusters"] = append(clusters, dstJSON)
-	sr["listeners"] = []any{lisJSON}
+	sr["listeners"] = []any{lisJSON, wakeJSON}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("render merge fragment: %w", err)

@@ -42,8 +42,12 @@ func TestEnvoyGatewayMerge(t *testing.T) {
 	if got := strings.Join(clusters, ","); got != "thaw_xds,thaw_extproc,thaw_stats,thaw_activator_dst" {
 		t.Errorf("static clusters %s", got)
 	}
-	if ls := b.GetStaticResources().GetListeners(); len(ls) != 1 || ls[0].GetName() != translate.ActivatorListenerName {
-		t.Errorf("static listeners %v, want only thaw_activator", ls)
+	var listeners []string
+	for _, l := range b.GetStaticResources().GetListeners() {
+		listeners = append(listeners, l.GetName())
+	}
+	if got, want := strings.Join(listeners, ","), translate.ActivatorListenerName+","+translate.WakeListenerName; got != want {
+		t.Errorf("static listeners %s, want %s", got, want)
 	}
 	if len(b.GetBootstrapExtensions()) != 1 || len(b.GetStatsSinks()) != 1 {
 		t.Errorf("bootstrap extensions %d, stats sinks %d; want the internal listener and metrics_service",

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -33,18 +34,51 @@ func BenchmarkDecisions(b *testing.B) {
 	// and does nothing else, on the same gRPC server options. What cc=0
 	// costs above it is thaw's; the rest is gRPC's (HTTP/2, protobuf) and
 	// the client's.
-	b.Run("floor", func(b *testing.B) { benchStreams(b, floorClient(b)) })
+	b.Run("floor", func(b *testing.B) { benchStreams(b, floorClient(b), onlyRevision) })
+	// The headers a browser's navigation brings through the activator
+	// listener's forward rules as they stood after issue 30 (wake headers
+	// and x-*; docs/activator.md, "Forwarded headers"): the per-request
+	// cost of forwarding them, against cc=0's x-thaw-revision alone.
+	b.Run("cc=0/wake-headers", func(b *testing.B) {
+		e := newEnv(b, 5*time.Second)
+		e.revision(demo, 0, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
+		benchStreams(b, e.client, browserHeaders)
+	})
+}
+
+// onlyRevision is what the narrow forward rules send: x-thaw-revision.
+var onlyRevision = rawHeaders("x-thaw-revision", "default/demo")
+
+// browserHeaders is what the wide forward rules send for a browser's
+// navigation through thaw_http (Envoy adds x-forwarded-*; x-envoy-* and
+// x-request-id are not forwarded).
+var browserHeaders = rawHeaders(
+	":method", "GET",
+	":path", "/articles/2026/11/scale-to-zero?ref=home",
+	"user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+	"accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
+	"x-forwarded-for", "203.0.113.7",
+	"x-forwarded-proto", "https",
+	"x-thaw-revision", "default/demo",
+)
+
+// rawHeaders is a request_headers message with exactly kv.
+func rawHeaders(kv ...string) *extprocv3.ProcessingRequest {
+	hm := &corev3.HeaderMap{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: kv[i], RawValue: []byte(kv[i+1])})
+	}
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{
+		RequestHeaders: &extprocv3.HttpHeaders{Headers: hm, EndOfStream: true}}}
 }
 
 func benchDecisions(b *testing.B, e *env, cc int) {
 	e.revision(demo, cc, time.Minute, 10000, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
-	benchStreams(b, e.client)
+	benchStreams(b, e.client, onlyRevision)
 }
 
 // benchStreams runs complete streams in parallel against client.
-func benchStreams(b *testing.B, client extprocv3.ExternalProcessorClient) {
-	// Only x-thaw-revision: the filter's forward_rules send nothing else.
-	req := headers("x-thaw-revision", "default/demo")
+func benchStreams(b *testing.B, client extprocv3.ExternalProcessorClient, req *extprocv3.ProcessingRequest) {
 	b.ReportAllocs()
 	cpu0 := processCPU(b)
 	b.SetParallelism(16) // many concurrent streams, as under load

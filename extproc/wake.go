@@ -59,7 +59,7 @@ func (m *wakeMetrics) register(r prometheus.Registerer) error {
 // It costs one atomic load for revisions without a policy.
 func (s *Server) wakeAnswer(key revision.Key, h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, string) {
 	pol, atZero := s.opts.Activator.WakePolicy(key)
-	if pol == nil || !atZero || (len(pol.Rules) == 0 && pol.Page == nil) {
+	if !atZero || !pol.ReadsRequests() {
 		return nil, ""
 	}
 	hl := headerList(h.GetHeaders().GetHeaders())

@@ -42,6 +42,13 @@ func (p *Policy) HolderConfig() []byte {
 	return p.holder
 }
 
+// ReadsRequests reports whether the policy looks at requests (rules or a
+// waiting page), so the activator needs their headers: Envoy forwards
+// them only for such revisions (translate.WakeListener). False for nil.
+func (p *Policy) ReadsRequests() bool {
+	return p != nil && (len(p.Rules) > 0 || p.Page != nil)
+}
+
 // Rule is a compiled RuleConfig.
 type Rule struct {
 	Name string

@@ -61,7 +61,8 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	m := t.memo[rev.Key]
 	timeouts := translate.TimeoutsOf(&rev.Spec)
 	if m != nil && m.port == rev.Spec.Port && m.mode == rev.Mode && m.timeouts == timeouts &&
-		m.protocol == rev.Spec.Protocol && slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
+		m.protocol == rev.Spec.Protocol && m.wake == rev.Spec.Wake.ReadsRequests() &&
+		slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
 		return m, nil
 	}
 	var name string
@@ -98,7 +99,7 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		}
 	}
 	entry := &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends,
-		timeouts: timeouts, protocol: rev.Spec.Protocol, target: target, res: res}
+		timeouts: timeouts, protocol: rev.Spec.Protocol, wake: rev.Spec.Wake.ReadsRequests(), target: target, res: res}
 	if entry.idle() {
 		return entry, nil
 	}

@@ -72,6 +72,9 @@ type memoEntry struct {
 	backends []revision.Backend
 	timeouts translate.RouteTimeouts
 	protocol revision.Protocol
+	// wake: the revision's wake policy reads requests (its proxy-mode endpoint is
+	// thaw_activator_wake, translate.LoadAssignment).
+	wake bool
 	// target is the cluster its routes lead to: name, or a hold cluster
 	// while the revision is idle (translate.IdleRevision: then res has no
 	// cluster and no cla).
@@ -183,6 +186,9 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		tl.Encoded[resourcev3.VirtualHostType], out.VirtualHosts = vhosts, nil
 	}
 	out.Listeners = []*listenerv3.Listener{t.shared.ActivatorListener, t.shared.HTTPListener}
+	if t.shared.WakeListener != nil {
+		out.Listeners = append(out.Listeners, t.shared.WakeListener)
+	}
 	if t.shared.HoldListener != nil {
 		out.Listeners = append(out.Listeners, t.shared.HoldListener)
 	}

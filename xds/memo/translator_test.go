@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 	"github.com/thaw-dev/thaw/xds/encoded"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
@@ -93,6 +94,21 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 	}
 }
 
+// The wake policies of the history: one with a rule, one with only the
+// cold-start header.
+var (
+	readingPolicy = mustCompile(&wake.Config{Rules: []wake.RuleConfig{{Name: "robots", Path: "^/robots[.]txt$"}}})
+	headerPolicy  = mustCompile(&wake.Config{ColdStartHeader: true})
+)
+
+func mustCompile(c *wake.Config) *wake.Policy {
+	p, errs := wake.Compile(c)
+	if len(errs) > 0 {
+		panic(fmt.Sprint(errs))
+	}
+	return p
+}
+
 // history makes random changes and publishes them through a real
 // registry, so the snapshots (shared maps, the log of changed keys behind
 // Snapshot.Changes) are the ones the server gets.
@@ -148,7 +164,7 @@ func (h *history) next() *revision.Snapshot {
 			continue
 		}
 		r := *old
-		switch op := h.rng.IntN(14); op {
+		switch op := h.rng.IntN(15); op {
 		case 0, 1, 2:
 			r.Mode = 1 - r.Mode
 			h.last += fmt.Sprintf("flip %s to %s; ", k, r.Mode)
@@ -206,6 +222,11 @@ func (h *history) next() *revision.Snapshot {
 		case 12:
 			r.Spec.Tag = []string{"", "t", "canary"}[h.rng.IntN(3)]
 			h.last += fmt.Sprintf("tag of %s: %q; ", k, r.Spec.Tag)
+		case 13:
+			// no policy, one that reads requests (thaw_activator_wake),
+			// one that does not (thaw_activator)
+			r.Spec.Wake = []*wake.Policy{nil, readingPolicy, headerPolicy}[h.rng.IntN(3)]
+			h.last += fmt.Sprintf("wake policy of %s: reads requests %v; ", k, r.Spec.Wake.ReadsRequests())
 		default:
 			r.Spec.RequestTimeout = time.Duration(1+h.rng.IntN(3)) * time.Minute
 			h.last += fmt.Sprintf("request timeout of %s: %s; ", k, r.Spec.RequestTimeout)

@@ -16,6 +16,10 @@ const (
 	// ActivatorListenerName is the internal listener proxy-mode endpoints
 	// point at; it runs the ext_proc filter.
 	ActivatorListenerName = "thaw_activator"
+	// WakeListenerName is thaw_activator's twin for revisions with a wake
+	// policy: its ext_proc filter also forwards the headers wake rules
+	// match (WakeListener), which the others do not pay for.
+	WakeListenerName = "thaw_activator_wake"
 	// ActivatorDstClusterName is the ORIGINAL_DST cluster the activator
 	// listener routes to, with the destination taken from dynamic metadata.
 	ActivatorDstClusterName = "thaw_activator_dst"

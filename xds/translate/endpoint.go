@@ -48,7 +48,7 @@ func backendEndpoints(backends []revision.Backend, defaultPort int32) []*endpoin
 // revision with ready backends keeps serving when thaw is gone. Held
 // requests still count in the revision cluster's upstream_rq_active.
 func ProxyLoadAssignment(name string, backends []revision.Backend, defaultPort int32) (*endpointv3.ClusterLoadAssignment, error) {
-	return proxyLoadAssignment(name, proxyEndpoints()[0], backends, defaultPort)
+	return proxyLoadAssignment(name, proxyEndpoints(ActivatorListenerName)[0], backends, defaultPort)
 }
 
 // proxyLoadAssignment builds a proxy-mode assignment around activator, the
@@ -62,14 +62,16 @@ func proxyLoadAssignment(name string, activator *endpointv3.LocalityLbEndpoints,
 	return validated(&endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: eps})
 }
 
-// proxyEndpoints is the priority-0 locality of every proxy-mode assignment.
-func proxyEndpoints() []*endpointv3.LocalityLbEndpoints {
+// proxyEndpoints is the priority-0 locality of a proxy-mode assignment:
+// the internal listener named listener (thaw_activator or
+// thaw_activator_wake).
+func proxyEndpoints(listener string) []*endpointv3.LocalityLbEndpoints {
 	return []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
 		HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 			Address: &corev3.Address{Address: &corev3.Address_EnvoyInternalAddress{
 				EnvoyInternalAddress: &corev3.EnvoyInternalAddress{
 					AddressNameSpecifier: &corev3.EnvoyInternalAddress_ServerListenerName{
-						ServerListenerName: ActivatorListenerName,
+						ServerListenerName: listener,
 					},
 				},
 			}},

@@ -105,11 +105,16 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 // (container concurrency 0) the server answers with a mode_override to
 // ActivatorShortMode, which Envoy accepts (allow_mode_override with that
 // one mode allowed) and then closes the stream at once: one round trip.
-func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) { return extProcFilter(cfg, nil) }
+func ExtProcFilter(cfg *Config) (*hcmv3.HttpFilter, error) { return extProcFilter(cfg, nil, false) }
 
 // extProcFilter is ExtProcFilter with gRPC initial metadata on every
-// stream (set by configuration only: a client cannot write it).
-func extProcFilter(cfg *Config, initialMetadata []*corev3.HeaderValue) (*hcmv3.HttpFilter, error) {
+// stream (set by configuration only: a client cannot write it) and, with
+// wake, the wake policy's headers forwarded too (wakeForwardRules).
+func extProcFilter(cfg *Config, initialMetadata []*corev3.HeaderValue, wake bool) (*hcmv3.HttpFilter, error) {
+	rules := activatorForwardRules()
+	if wake {
+		rules = wakeForwardRules()
+	}
 	a, err := toAny(&extprocv3.ExternalProcessor{
 		GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
 			EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: ExtProcClusterName},
@@ -122,7 +127,7 @@ func extProcFilter(cfg *Config, initialMetadata []*corev3.HeaderValue) (*hcmv3.H
 		MetadataOptions: &extprocv3.MetadataOptions{
 			ReceivingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{MetadataNamespace}},
 		},
-		ForwardRules:         activatorForwardRules(),
+		ForwardRules:         rules,
 		AllowModeOverride:    true,
 		AllowedOverrideModes: []*extprocv3.ProcessingMode{ActivatorShortMode()},
 	})
@@ -153,15 +158,25 @@ func ActivatorShortMode() *extprocv3.ProcessingMode {
 	return activatorMode(extprocv3.ProcessingMode_SKIP)
 }
 
+// activatorForwardRules lists the headers Envoy sends to the activator
+// for a revision without a wake policy: RevisionHeader alone.
+func activatorForwardRules() *extprocv3.HeaderForwardingRules {
+	return &extprocv3.HeaderForwardingRules{AllowedHeaders: &matcherv3.ListStringMatcher{
+		Patterns: []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: RevisionHeader}}},
+	}}
+}
+
 // wakeHeaders are the request headers a wake policy may look at (package
 // wake: path, method, User-Agent, and the navigation test), sent to the
 // activator besides RevisionHeader. Header matchers of wake rules may also
 // name any other "x-" header; Envoy's own (x-envoy-*, x-request-id) are
-// left out. Only activator-path requests pay for them.
+// left out. Only requests through WakeListener (and the hold path) pay
+// for them: measured in docs/activator.md ("Forwarded headers").
 var wakeHeaders = []string{":method", ":path", "user-agent", "accept", "upgrade", "content-type"}
 
-// activatorForwardRules lists the headers Envoy sends to the activator.
-func activatorForwardRules() *extprocv3.HeaderForwardingRules {
+// wakeForwardRules lists the headers Envoy sends to the activator for a
+// revision with a wake policy (wake.MatchableHeader names the same set).
+func wakeForwardRules() *extprocv3.HeaderForwardingRules {
 	allowed := []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: RevisionHeader}}}
 	for _, h := range wakeHeaders {
 		allowed = append(allowed, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: h}})
@@ -182,20 +197,32 @@ func activatorForwardRules() *extprocv3.HeaderForwardingRules {
 // thaw_activator_dst. The x-thaw-revision header set by thaw_http's route is
 // left in place so backends see the same header in both modes.
 func ActivatorListener(cfg *Config) (*listenerv3.Listener, error) {
-	return activatorListener(cfg, ActivatorListenerName, nil)
+	return activatorListener(cfg, ActivatorListenerName, nil, false)
+}
+
+// WakeListener returns the internal listener thaw_activator_wake that the
+// proxy-mode endpoints of revisions with a wake policy point at
+// (LoadAssignment): ActivatorListener whose ext_proc filter also forwards
+// the wake policy's headers (wakeForwardRules). Envoy 1.40's per-route
+// ext_proc override (ExtProcOverrides) cannot carry forward_rules, so the
+// wider rules need a listener of their own.
+func WakeListener(cfg *Config) (*listenerv3.Listener, error) {
+	return activatorListener(cfg, WakeListenerName, nil, true)
 }
 
 // HoldListener returns the internal listener thaw_hold that the hold
 // clusters of idle revisions point at (hold.go): ActivatorListener with
 // gRPC initial metadata HoldPathMetadata on its ext_proc streams, so the
 // activator counts the requests it holds there, which no revision
-// cluster's stats count (extproc.HoldPathMetadata).
+// cluster's stats count (extproc.HoldPathMetadata). It forwards the wake
+// policy's headers: the hold clusters are shared by every idle revision,
+// with or without a policy, and every request there is a cold one.
 func HoldListener(cfg *Config) (*listenerv3.Listener, error) {
-	return activatorListener(cfg, HoldListenerName, []*corev3.HeaderValue{{Key: HoldPathMetadata, Value: "1"}})
+	return activatorListener(cfg, HoldListenerName, []*corev3.HeaderValue{{Key: HoldPathMetadata, Value: "1"}}, true)
 }
 
-func activatorListener(cfg *Config, name string, initialMetadata []*corev3.HeaderValue) (*listenerv3.Listener, error) {
-	extProc, err := extProcFilter(cfg, initialMetadata)
+func activatorListener(cfg *Config, name string, initialMetadata []*corev3.HeaderValue, wake bool) (*listenerv3.Listener, error) {
+	extProc, err := extProcFilter(cfg, initialMetadata, wake)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ type Parts struct {
 	connectTimeout *durationpb.Duration
 	breakers       *clusterv3.CircuitBreakers
 	proxyEndpoints []*endpointv3.LocalityLbEndpoints
+	wakeEndpoints  []*endpointv3.LocalityLbEndpoints
 	h2cOptions     map[string]*anypb.Any
 }
 
@@ -44,7 +45,8 @@ func NewParts(cfg *Config) *Parts {
 		edsConfig:      &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),
 		breakers:       revisionBreakers(cfg),
-		proxyEndpoints: proxyEndpoints(),
+		proxyEndpoints: proxyEndpoints(ActivatorListenerName),
+		wakeEndpoints:  proxyEndpoints(WakeListenerName),
 	}
 }
 

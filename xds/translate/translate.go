@@ -136,7 +136,10 @@ func Translate(snap *revision.Snapshot, cfg Config) (*Resources, error) {
 // Shared are the resources that depend only on Config.
 type Shared struct {
 	HTTPListener, ActivatorListener *listenerv3.Listener
-	ActivatorDst                    *clusterv3.Cluster
+	// WakeListener is thaw_activator_wake, for revisions with a wake
+	// policy; nil with Config.Module (the module sees every header).
+	WakeListener *listenerv3.Listener
+	ActivatorDst *clusterv3.Cluster
 	// VHDSRoute is thaw_http without Config.InlineRoutes.
 	VHDSRoute *routev3.RouteConfiguration
 	// Hold are the hold clusters of idle revisions and HoldListener
@@ -156,6 +159,11 @@ func NewShared(cfg *Config) (*Shared, error) {
 	}
 	if sh.ActivatorListener, err = ActivatorListener(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.Module == nil {
+		if sh.WakeListener, err = WakeListener(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if sh.ActivatorDst, err = ActivatorDstCluster(cfg); err != nil {
 		return nil, err
@@ -320,6 +328,9 @@ func assemble(revs []*revision.Revision, plan *RoutePlan, b *built, cfg *Config,
 		})
 	}
 	out.Listeners = []*listenerv3.Listener{sh.ActivatorListener, sh.HTTPListener}
+	if sh.WakeListener != nil {
+		out.Listeners = append(out.Listeners, sh.WakeListener)
+	}
 	if sh.HoldListener != nil {
 		out.Listeners = append(out.Listeners, sh.HoldListener)
 	}
@@ -341,7 +352,8 @@ func (r *Resources) Sort() {
 
 // LoadAssignment returns a revision's ClusterLoadAssignment named name:
 // the module's (Config.Module), its ready backends in serve mode, else
-// the thaw_activator internal listener with the backends behind it.
+// the thaw_activator internal listener (thaw_activator_wake for a revision
+// whose wake policy reads requests) with the backends behind it.
 func LoadAssignment(cfg *Config, pt *Parts, rev *revision.Revision, name string) (*endpointv3.ClusterLoadAssignment, error) {
 	if cfg.Module != nil {
 		return moduleLoadAssignment(rev, name)
@@ -349,5 +361,9 @@ func LoadAssignment(cfg *Config, pt *Parts, rev *revision.Revision, name string)
 	if rev.Mode == revision.ModeServe && revision.ReadyCount(rev.Backends) > 0 {
 		return ServeLoadAssignment(name, rev.Backends, rev.Spec.Port)
 	}
-	return proxyLoadAssignment(name, pt.proxyEndpoints[0], rev.Backends, rev.Spec.Port)
+	activator := pt.proxyEndpoints[0]
+	if rev.Spec.Wake.ReadsRequests() {
+		activator = pt.wakeEndpoints[0]
+	}
+	return proxyLoadAssignment(name, activator, rev.Backends, rev.Spec.Port)
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 	"github.com/thaw-dev/thaw/xds/internal/xdstest"
 )
 
@@ -43,6 +44,15 @@ var (
 
 // percent returns a traffic percent.
 func percent(p int32) *int32 { return &p }
+
+// mustWake compiles c.
+func mustWake(c *wake.Config) *wake.Policy {
+	p, errs := wake.Compile(c)
+	if len(errs) > 0 {
+		panic(errors.Join(errs...))
+	}
+	return p
+}
 
 // withSpec applies edit to r's spec and returns r.
 func withSpec(r *revision.Revision, edit func(*revision.Spec)) *revision.Revision {
@@ -75,6 +85,18 @@ func TestTranslateGolden(t *testing.T) {
 				func(s *revision.Spec) { s.Protocol = revision.ProtocolH2C }),
 			withSpec(rev("default", "poll", revision.ModeProxy, []string{"poll.example.com"}),
 				func(s *revision.Spec) { s.RequestTimeout = 10 * time.Minute; s.IdleTimeout = 90 * time.Second }),
+		)},
+		// Only a wake policy that reads requests (rules, waiting page)
+		// moves the revision's proxy endpoint to thaw_activator_wake; a
+		// cold-start header alone stays on thaw_activator.
+		{name: "wake", snap: snapshotOf(
+			withSpec(rev("default", "bots", revision.ModeProxy, []string{"bots.example.com"}, ready("10.0.0.1", 8080)),
+				func(s *revision.Spec) {
+					s.Wake = mustWake(&wake.Config{Rules: []wake.RuleConfig{{Name: "robots", Path: "^/robots[.]txt$"}}})
+				}),
+			withSpec(rev("default", "header", revision.ModeProxy, []string{"header.example.com"}),
+				func(s *revision.Spec) { s.Wake = mustWake(&wake.Config{ColdStartHeader: true}) }),
+			rev("default", "plain", revision.ModeProxy, []string{"plain.example.com"}),
 		)},
 		{name: "no_backends", snap: snapshotOf(rev("default", "cold", revision.ModeServe, []string{"cold.example.com"},
 			revision.Backend{Address: "10.0.0.9", Port: 8080, Ready: false}))},
