@@ -196,20 +196,31 @@ func (t *Tracker) reindexResponse(s *streamState, r *Response) {
 	}
 }
 
+// answered settles the response with nonce on stream k, answered at now:
+// the stream and the response, or a nil response when the stream or the
+// nonce is unknown. t.mu is held.
+func (t *Tracker) answered(k StreamKey, nonce string, now time.Time) (*streamState, *Response) {
+	s := t.streams[k]
+	if s == nil {
+		return nil, nil
+	}
+	r := s.settle(nonce)
+	if r == nil {
+		return s, nil
+	}
+	s.answeredAt = now
+	return s, r
+}
+
 // Ack records that the stream accepted the response with nonce. It returns
 // the response, or nil when the nonce is unknown.
 func (t *Tracker) Ack(k StreamKey, nonce string, now time.Time) *Response {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.streams[k]
-	if s == nil {
-		return nil
-	}
-	r := s.settle(nonce)
+	s, r := t.answered(k, nonce, now)
 	if r == nil {
 		return nil
 	}
-	s.answeredAt = now
 	a := s.acked[r.TypeURL]
 	if a == nil {
 		a = make(map[string]string, len(r.Names))
@@ -254,15 +265,10 @@ func (t *Tracker) AssumeAcked(k StreamKey, typeURL string, versions map[string]s
 func (t *Tracker) Nack(k StreamKey, nonce, message string, now time.Time) *NACK {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.streams[k]
-	if s == nil {
-		return nil
-	}
-	r := s.settle(nonce)
+	s, r := t.answered(k, nonce, now)
 	if r == nil {
 		return nil
 	}
-	s.answeredAt = now
 	t.reindexResponse(s, r)
 	names := make([]string, 0, len(r.Names)+len(r.Removed))
 	names = append(append(names, r.Names...), r.Removed...)

@@ -2,7 +2,6 @@ package memo
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -145,15 +144,9 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 	} else {
 		out.Clusters = make([]*clusterv3.Cluster, 0, len(b.memo)+1)
 	}
-	var errs []error
-	reported := map[error]bool{}
 	for _, rev := range revs {
-		if err := plan.Skipped[rev.Key]; err != nil {
-			if !reported[err] { // the members of a split share one error
-				reported[err] = true
-				errs = append(errs, err)
-			}
-			continue
+		if plan.Skipped[rev.Key] != nil {
+			continue // reported by plan.SkippedErr
 		}
 		m := b.memo[rev.Key]
 		if m.idle() {
@@ -214,7 +207,7 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		return nil, err
 	}
 	t.confirm = confirm
-	return tl, errors.Join(errs...)
+	return tl, plan.SkippedErr(revs)
 }
 
 // encodeShared encodes the shared clusters once (encode).

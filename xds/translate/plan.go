@@ -65,6 +65,24 @@ type RoutePlan struct {
 	Splits []SplitGroup
 }
 
+// SkippedErr joins the errors of the revisions in revs that the plan
+// skipped, each error once (the members of an invalid split share one),
+// in the order of revs; nil when none was skipped.
+func (p *RoutePlan) SkippedErr(revs []*revision.Revision) error {
+	if len(p.Skipped) == 0 {
+		return nil
+	}
+	var errs []error
+	reported := make(map[error]bool, len(p.Skipped))
+	for _, rev := range revs {
+		if err := p.Skipped[rev.Key]; err != nil && !reported[err] {
+			reported[err] = true
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // SplitGroup is hosts shared by the same revisions with the same percents.
 type SplitGroup struct {
 	Domains []string

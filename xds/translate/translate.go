@@ -298,15 +298,9 @@ func assemble(revs []*revision.Revision, plan *RoutePlan, b *built, cfg *Config,
 	out := &Resources{Skipped: plan.Skipped,
 		Clusters:  make([]*clusterv3.Cluster, 0, len(b.revs)+1),
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(b.revs))}
-	var errs []error
-	reported := map[error]bool{}
 	for _, rev := range revs {
-		if err := plan.Skipped[rev.Key]; err != nil {
-			if !reported[err] { // the members of a split share one error
-				reported[err] = true
-				errs = append(errs, err)
-			}
-			continue
+		if plan.Skipped[rev.Key] != nil {
+			continue // reported by plan.SkippedErr
 		}
 		r := b.revs[rev.Key]
 		if r.cluster == nil {
@@ -337,7 +331,7 @@ func assemble(revs []*revision.Revision, plan *RoutePlan, b *built, cfg *Config,
 	out.Clusters = append(out.Clusters, sh.ActivatorDst)
 	out.Clusters = append(out.Clusters, sh.Hold...)
 	out.Sort()
-	return out, errors.Join(errs...)
+	return out, plan.SkippedErr(revs)
 }
 
 // Sort sorts Clusters, Endpoints and Listeners by name (Routes and
