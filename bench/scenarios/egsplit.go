@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,44 +23,17 @@ import (
 // back to back (the order rotating each round) and divide EG's Envoy's
 // CPU time (/proc) by the requests served.
 func runEGSplit(e *env) (*results.EGSplit, error) {
-	if err := egPreflight(e); err != nil {
-		return nil, err
-	}
-	dir, err := e.tempDir("egsplit")
-	if err != nil {
-		return nil, err
-	}
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1", "target-burst-capacity": "0"}
 	main, canary := rev{name: "main", autoscaling: one}, rev{name: "canary", autoscaling: one}
-	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, main, canary), "--eg-extension")
+	setup, err := startEGSetup(e, egSetupOptions{name: "egsplit", revs: []rev{main, canary}, warm: []rev{main, canary}, plain: main,
+		routes: func(backendPort int) string { return egRoutes(main, backendPort, nil) + egSplitRoute(main, canary) },
+		hosts:  []string{main.host(), "plain.bench", "split.bench"}})
 	if err != nil {
 		return nil, err
 	}
-	defer e.stopLogged(th.process)
-	if err := th.waitStatus(e.ctx, 30*time.Second, "serve mode, 1 ready", func(r revStatus) bool {
-		return r.Mode == "serve" && r.Ready == 1
-	}, main.name, canary.name); err != nil {
-		return nil, err
-	}
-	backendPort, err := localBackendPort(filepath.Join(dir, "state"), "local/"+main.name)
-	if err != nil {
-		return nil, err
-	}
-	eg, err := startEGStandalone(e, dir, th.grpcAddr, th.grpcPort, egRoutes(main, backendPort, nil)+egSplitRoute(main, canary))
-	if err != nil {
-		return nil, err
-	}
-	defer e.stopLogged(eg.process)
+	defer setup.stop(e)
+	eg, envoyPid := setup.eg, setup.envoyPid
 	c := &http.Client{Timeout: 5 * time.Second}
-	for _, h := range []string{main.host(), "plain.bench", "split.bench"} {
-		if err := waitRoute(e.ctx, c, eg.url, h, 120*time.Second); err != nil {
-			return nil, fmt.Errorf("EG's Envoy never routed %s: %w\n%s", h, err, eg.logTail(30))
-		}
-	}
-	envoyPid, err := eg.envoyPid()
-	if err != nil {
-		return nil, err
-	}
 
 	out := &results.EGSplit{Concurrency: 16, ThroughputRounds: 20, ThroughputSeconds: 2, SplitChecked: 1000}
 	if e.quick {
