@@ -73,35 +73,10 @@ func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
 		}
 	}
 	out.Plain.Latency, out.Revision.Latency = all[0].latency(), all[1].latency()
-	tdur := time.Duration(out.ThroughputSeconds * float64(time.Second))
-	sides := []struct {
-		t   *target
-		s   *results.Side
-		cpu time.Duration
-		n   float64
-	}{{t: plain, s: &out.Plain}, {t: revT, s: &out.Revision}}
-	for r := range out.ThroughputRounds {
-		for i := range sides {
-			sd := &sides[(i+r)%len(sides)]
-			m := startCPU(envoyPid)
-			rps, errs := closedLoop(sd.t, out.Concurrency, tdur)
-			used := m.stop()[0]
-			sd.cpu += used
-			if rps > 0 {
-				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/(rps*tdur.Seconds()))
-			}
-			sd.n += rps * tdur.Seconds()
-			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
-			sd.s.ThroughputErrors += errs
-			e.logf("eg: throughput round %d %-11s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
-		}
-	}
-	for _, sd := range sides {
-		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
-		if sd.n > 0 {
-			sd.s.EnvoyCPUUsPerRequest = float64(sd.cpu.Microseconds()) / sd.n
-			sd.s.CPURequests = int64(sd.n)
-		}
+	sides := []egSide{{t: plain, s: &out.Plain}, {t: revT, s: &out.Revision}}
+	if err := egThroughput(e, "eg: throughput", envoyPid, sides, out.ThroughputRounds, out.Concurrency,
+		time.Duration(out.ThroughputSeconds*float64(time.Second))); err != nil {
+		return nil, err
 	}
 
 	cc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"time"
+
+	"github.com/thaw-dev/thaw/bench/results"
 )
 
 // egSetup is what the Envoy Gateway scenarios (eg, egsplit) run on: thaw
@@ -96,4 +98,49 @@ func (s *egSetup) stop(e *env) {
 	if s.th != nil {
 		e.stopLogged(s.th.process)
 	}
+}
+
+// egSide is one side of an Envoy Gateway scenario's closed-loop rounds:
+// the target, where its figures go, and EG's Envoy's CPU time and the
+// requests it served so far.
+type egSide struct {
+	t   *target
+	s   *results.Side
+	cpu time.Duration
+	n   float64
+}
+
+// egThroughput runs rounds closed-loop rounds of every side (concurrency
+// in flight for dur each, the order rotating each round), measuring EG's
+// Envoy's CPU time (/proc of envoyPid) per side, and fills each side's
+// round figures, median throughput and CPU per request. label prefixes
+// the log lines ("eg: throughput", "egsplit:").
+func egThroughput(e *env, label string, envoyPid int, sides []egSide, rounds, concurrency int, dur time.Duration) error {
+	for r := range rounds {
+		for i := range sides {
+			sd := &sides[(i+r)%len(sides)]
+			m := startCPU(envoyPid)
+			rps, errs := closedLoop(sd.t, concurrency, dur)
+			used := m.stop()[0]
+			sd.cpu += used
+			if rps > 0 {
+				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/(rps*dur.Seconds()))
+			}
+			sd.n += rps * dur.Seconds()
+			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
+			sd.s.ThroughputErrors += errs
+			e.logf("%s round %d %-11s %.0f req/s (%d errors)", label, r+1, sd.t.name, rps, errs)
+		}
+		if err := e.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for _, sd := range sides {
+		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
+		if sd.n > 0 {
+			sd.s.EnvoyCPUUsPerRequest = float64(sd.cpu.Microseconds()) / sd.n
+			sd.s.CPURequests = int64(sd.n)
+		}
+	}
+	return nil
 }

@@ -47,12 +47,7 @@ func runEGSplit(e *env) (*results.EGSplit, error) {
 	out.Plain = results.Side{Name: "eg-plain", Description: "EG's Envoy → an EG Backend with main's backend address"}
 	out.Revision = results.Side{Name: "eg-revision", Description: "EG's Envoy → the Revision main's EDS cluster from thaw (serve mode)"}
 	out.Split = results.Side{Name: "eg-split", Description: "EG's Envoy → the RevisionSplit: weighted clusters main 90% / canary 10% (serve mode)"}
-	sides := []struct {
-		t   *target
-		s   *results.Side
-		cpu time.Duration
-		n   float64
-	}{
+	sides := []egSide{
 		{t: newTarget("eg-plain", eg.url, "plain.bench", 256), s: &out.Plain},
 		{t: newTarget("eg-revision", eg.url, main.host(), 256), s: &out.Revision},
 		{t: newTarget("eg-split", eg.url, "split.bench", 256), s: &out.Split},
@@ -60,32 +55,9 @@ func runEGSplit(e *env) (*results.EGSplit, error) {
 	for i := range sides {
 		closedLoop(sides[i].t, out.Concurrency, time.Second) // warm connections
 	}
-	tdur := time.Duration(out.ThroughputSeconds * float64(time.Second))
-	for r := range out.ThroughputRounds {
-		for i := range sides {
-			sd := &sides[(i+r)%len(sides)]
-			m := startCPU(envoyPid)
-			rps, errs := closedLoop(sd.t, out.Concurrency, tdur)
-			used := m.stop()[0]
-			sd.cpu += used
-			if rps > 0 {
-				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/(rps*tdur.Seconds()))
-			}
-			sd.n += rps * tdur.Seconds()
-			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
-			sd.s.ThroughputErrors += errs
-			e.logf("egsplit: round %d %-11s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
-		}
-		if err := e.ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	for _, sd := range sides {
-		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
-		if sd.n > 0 {
-			sd.s.EnvoyCPUUsPerRequest = float64(sd.cpu.Microseconds()) / sd.n
-			sd.s.CPURequests = int64(sd.n)
-		}
+	if err := egThroughput(e, "egsplit:", envoyPid, sides, out.ThroughputRounds, out.Concurrency,
+		time.Duration(out.ThroughputSeconds*float64(time.Second))); err != nil {
+		return nil, err
 	}
 	e.logf("egsplit: canary share %.1f%% of %d; Envoy CPU per request plain %.1f revision %.1f split %.1f µs",
 		out.CanaryShare, out.SplitChecked, out.Plain.EnvoyCPUUsPerRequest, out.Revision.EnvoyCPUUsPerRequest, out.Split.EnvoyCPUUsPerRequest)
