@@ -75,10 +75,12 @@ tools-envoy-gateway:
 test: tools verify-generate test-unit test-fuzz bench-micro image test-e2e test-peers
 
 ## generate: deepcopy code and the Revision CRD from the Go types in api/
+## and the wake policy types in wake/ (spec.wake's one definition)
 ## (controller-gen, pinned; `go run` builds it once into the Go cache).
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 export CONTROLLER_GEN
 generate:
+	$(CONTROLLER_GEN) object paths=./wake
 	$(CONTROLLER_GEN) object paths=./api/... crd:allowDangerousTypes=true paths=./api/... \
 		output:crd:dir=manifests/base/crd
 

@@ -24,85 +24,6 @@ const (
 	DefaultPageCode = http.StatusServiceUnavailable
 )
 
-// Config is the user-facing wake policy of one revision (YAML / JSON field
-// names in tags). The zero value is "no policy": nothing changes.
-type Config struct {
-	// Rules are tried in order; the first one that matches a request for
-	// a revision at zero answers it.
-	Rules []RuleConfig `json:"rules,omitempty"`
-	// WaitingPage, when set, answers browser navigations at zero with an
-	// HTML page while the revision wakes.
-	WaitingPage *PageConfig `json:"waitingPage,omitempty"`
-	// ColdStartHeader adds HeaderColdStart (milliseconds held) to the
-	// response of every request that was held.
-	ColdStartHeader bool `json:"coldStartHeader,omitempty"`
-	// Schedule lists warm windows.
-	Schedule []WindowConfig `json:"schedule,omitempty"`
-}
-
-// RuleConfig matches requests that must not wake a revision at zero. Every
-// set matcher must match (logical and); regular expressions use RE2 syntax
-// and must match the whole value (they are anchored). At least one matcher
-// is required.
-type RuleConfig struct {
-	// Name labels the rule in metrics and logs: a DNS label, unique per
-	// revision.
-	Name string `json:"name"`
-	// Path matches the request path without its query string.
-	Path string `json:"path,omitempty"`
-	// Method matches the HTTP method (for example "GET|HEAD").
-	Method string `json:"method,omitempty"`
-	// UserAgent matches the User-Agent header; a request without one
-	// does not match.
-	UserAgent string `json:"userAgent,omitempty"`
-	// Headers maps lower-case header names to regular expressions; a
-	// missing header does not match. Names: accept, content-type, upgrade,
-	// or any x- header but x-envoy-* and x-request-id (MatchableHeader).
-	Headers map[string]string `json:"headers,omitempty"`
-	// Response is what a matched request gets; nil: 503 with Retry-After.
-	Response *ResponseConfig `json:"response,omitempty"`
-}
-
-// ResponseConfig is a static response.
-type ResponseConfig struct {
-	// Status is the HTTP status code (200..599).
-	Status int `json:"status"`
-	// Headers are added to the response (at most MaxHeaders).
-	Headers map[string]string `json:"headers,omitempty"`
-	// Body is sent as is (at most MaxBodyBytes).
-	Body string `json:"body,omitempty"`
-}
-
-// PageConfig is the waiting page.
-type PageConfig struct {
-	// Status is the page's HTTP status (default 503, which tells crawlers
-	// to come back; Retry-After is added for 503).
-	Status int `json:"status,omitempty"`
-	// Refresh is the page's reload period (Go duration, default 2s,
-	// 1s..60s).
-	Refresh string `json:"refresh,omitempty"`
-	// Body replaces the default page (HTML, at most MaxBodyBytes). The
-	// text {{refresh}} is replaced by the period in seconds; a custom body
-	// should carry its own <meta http-equiv="refresh"> or script.
-	Body string `json:"body,omitempty"`
-}
-
-// WindowConfig is a warm window: from each time Start fires, for
-// Duration, the revision keeps at least MinScale replicas.
-type WindowConfig struct {
-	// Name labels the window in `thaw status`: a DNS label.
-	Name string `json:"name"`
-	// Start is a standard five-field cron expression (minute hour
-	// day-of-month month day-of-week) or a descriptor such as @daily.
-	Start string `json:"start"`
-	// Duration is how long the window stays open (Go duration, 1m..168h).
-	Duration string `json:"duration"`
-	// TimeZone is an IANA time zone name (default UTC).
-	TimeZone string `json:"timeZone,omitempty"`
-	// MinScale is the minimum replica count inside the window (>= 1).
-	MinScale int32 `json:"minScale"`
-}
-
 // FieldError is one invalid field of a Config; Field is its path
 // ("rules[0].userAgent").
 type FieldError struct {
@@ -231,9 +152,9 @@ func compileRegex(field, expr string, bad func(string, string, string)) *regexp.
 }
 
 func compileResponse(field string, rc *ResponseConfig, bad func(string, string, string)) *Response {
-	r := &Response{Status: rc.Status, Body: rc.Body}
+	r := &Response{Status: int(rc.Status), Body: rc.Body}
 	if rc.Status < 200 || rc.Status > 599 {
-		bad(field+".status", strconv.Itoa(rc.Status), "an HTTP status code 200..599")
+		bad(field+".status", strconv.Itoa(int(rc.Status)), "an HTTP status code 200..599")
 	}
 	if len(rc.Body) > MaxBodyBytes {
 		bad(field+".body", strconv.Itoa(len(rc.Body))+" bytes", fmt.Sprintf("at most %d bytes", MaxBodyBytes))
@@ -259,12 +180,12 @@ func compileResponse(field string, rc *ResponseConfig, bad func(string, string, 
 }
 
 func compilePage(pc *PageConfig, bad func(string, string, string)) *Page {
-	pg := &Page{Status: pc.Status, Refresh: DefaultRefresh}
+	pg := &Page{Status: int(pc.Status), Refresh: DefaultRefresh}
 	if pg.Status == 0 {
 		pg.Status = DefaultPageCode
 	}
 	if pg.Status < 200 || pg.Status > 599 {
-		bad("waitingPage.status", strconv.Itoa(pc.Status), "an HTTP status code 200..599")
+		bad("waitingPage.status", strconv.Itoa(int(pc.Status)), "an HTTP status code 200..599")
 	}
 	if pc.Refresh != "" {
 		d, err := time.ParseDuration(pc.Refresh)

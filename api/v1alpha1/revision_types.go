@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"github.com/thaw-dev/thaw/wake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,7 +95,7 @@ type RevisionSpec struct {
 	// Wake is the revision's wake policy (off when unset).
 	//
 	// +optional
-	Wake *WakePolicy `json:"wake,omitempty"`
+	Wake *wake.Config `json:"wake,omitempty"`
 }
 
 // ScaleTargetRef points at an object with a /scale subresource in the

@@ -29,13 +29,6 @@ import (
 //     cluster and one EDS stream to thaw each) and the time until every
 //     new cluster has its endpoints.
 func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
-	if err := egPreflight(e); err != nil {
-		return nil, err
-	}
-	dir, err := e.tempDir("eg")
-	if err != nil {
-		return nil, err
-	}
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1", "target-burst-capacity": "0"}
 	warm := rev{name: "warm", autoscaling: one}
 	revs := []rev{warm}
@@ -46,36 +39,14 @@ func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
 	for i := range idle {
 		idle[i] = rev{name: fmt.Sprintf("idle-%d", i), autoscaling: map[string]string{"initial-scale": "0"}}
 	}
-	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, append(revs, idle...)...), "--eg-extension")
+	setup, err := startEGSetup(e, egSetupOptions{name: "eg", revs: append(revs, idle...), warm: []rev{warm}, plain: warm,
+		routes: func(backendPort int) string { return egRoutes(warm, backendPort, revs[1:]) },
+		hosts:  []string{warm.host(), "plain.bench"}})
 	if err != nil {
 		return nil, err
 	}
-	defer e.stopLogged(th.process)
-	if err := th.waitStatus(e.ctx, 30*time.Second, "serve mode, 1 ready", func(r revStatus) bool {
-		return r.Mode == "serve" && r.Ready == 1
-	}, warm.name); err != nil {
-		return nil, err
-	}
-	backendPort, err := localBackendPort(filepath.Join(dir, "state"), "local/"+warm.name)
-	if err != nil {
-		return nil, err
-	}
-	eg, err := startEGStandalone(e, dir, th.grpcAddr, th.grpcPort, egRoutes(warm, backendPort, revs[1:]))
-	if err != nil {
-		return nil, err
-	}
-	defer e.stopLogged(eg.process)
-	c := &http.Client{Timeout: 5 * time.Second}
-	if err := waitRoute(e.ctx, c, eg.url, warm.host(), 120*time.Second); err != nil {
-		return nil, fmt.Errorf("EG's Envoy never routed to the Revision: %w\n%s", err, eg.logTail(30))
-	}
-	if err := waitRoute(e.ctx, c, eg.url, "plain.bench", 30*time.Second); err != nil {
-		return nil, fmt.Errorf("EG's Envoy never routed to the plain Backend: %w", err)
-	}
-	envoyPid, err := eg.envoyPid()
-	if err != nil {
-		return nil, err
-	}
+	defer setup.stop(e)
+	th, eg, envoyPid := setup.th, setup.eg, setup.envoyPid
 
 	out := &results.EnvoyGateway{RateRPS: e.rate, Rounds: 20, RoundSeconds: 2, Concurrency: 16, ThroughputRounds: 10, ThroughputSeconds: 2}
 	if e.quick {
@@ -102,35 +73,10 @@ func runEG(e *env, n, idleN int) (*results.EnvoyGateway, error) {
 		}
 	}
 	out.Plain.Latency, out.Revision.Latency = all[0].latency(), all[1].latency()
-	tdur := time.Duration(out.ThroughputSeconds * float64(time.Second))
-	sides := []struct {
-		t   *target
-		s   *results.Side
-		cpu time.Duration
-		n   float64
-	}{{t: plain, s: &out.Plain}, {t: revT, s: &out.Revision}}
-	for r := range out.ThroughputRounds {
-		for i := range sides {
-			sd := &sides[(i+r)%len(sides)]
-			m := startCPU(envoyPid)
-			rps, errs := closedLoop(sd.t, out.Concurrency, tdur)
-			used := m.stop()[0]
-			sd.cpu += used
-			if rps > 0 {
-				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/(rps*tdur.Seconds()))
-			}
-			sd.n += rps * tdur.Seconds()
-			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
-			sd.s.ThroughputErrors += errs
-			e.logf("eg: throughput round %d %-11s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
-		}
-	}
-	for _, sd := range sides {
-		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
-		if sd.n > 0 {
-			sd.s.EnvoyCPUUsPerRequest = float64(sd.cpu.Microseconds()) / sd.n
-			sd.s.CPURequests = int64(sd.n)
-		}
+	sides := []egSide{{t: plain, s: &out.Plain}, {t: revT, s: &out.Revision}}
+	if err := egThroughput(e, "eg: throughput", envoyPid, sides, out.ThroughputRounds, out.Concurrency,
+		time.Duration(out.ThroughputSeconds*float64(time.Second))); err != nil {
+		return nil, err
 	}
 
 	cc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}

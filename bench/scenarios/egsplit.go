@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,44 +23,17 @@ import (
 // back to back (the order rotating each round) and divide EG's Envoy's
 // CPU time (/proc) by the requests served.
 func runEGSplit(e *env) (*results.EGSplit, error) {
-	if err := egPreflight(e); err != nil {
-		return nil, err
-	}
-	dir, err := e.tempDir("egsplit")
-	if err != nil {
-		return nil, err
-	}
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1", "target-burst-capacity": "0"}
 	main, canary := rev{name: "main", autoscaling: one}, rev{name: "canary", autoscaling: one}
-	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, main, canary), "--eg-extension")
+	setup, err := startEGSetup(e, egSetupOptions{name: "egsplit", revs: []rev{main, canary}, warm: []rev{main, canary}, plain: main,
+		routes: func(backendPort int) string { return egRoutes(main, backendPort, nil) + egSplitRoute(main, canary) },
+		hosts:  []string{main.host(), "plain.bench", "split.bench"}})
 	if err != nil {
 		return nil, err
 	}
-	defer e.stopLogged(th.process)
-	if err := th.waitStatus(e.ctx, 30*time.Second, "serve mode, 1 ready", func(r revStatus) bool {
-		return r.Mode == "serve" && r.Ready == 1
-	}, main.name, canary.name); err != nil {
-		return nil, err
-	}
-	backendPort, err := localBackendPort(filepath.Join(dir, "state"), "local/"+main.name)
-	if err != nil {
-		return nil, err
-	}
-	eg, err := startEGStandalone(e, dir, th.grpcAddr, th.grpcPort, egRoutes(main, backendPort, nil)+egSplitRoute(main, canary))
-	if err != nil {
-		return nil, err
-	}
-	defer e.stopLogged(eg.process)
+	defer setup.stop(e)
+	eg, envoyPid := setup.eg, setup.envoyPid
 	c := &http.Client{Timeout: 5 * time.Second}
-	for _, h := range []string{main.host(), "plain.bench", "split.bench"} {
-		if err := waitRoute(e.ctx, c, eg.url, h, 120*time.Second); err != nil {
-			return nil, fmt.Errorf("EG's Envoy never routed %s: %w\n%s", h, err, eg.logTail(30))
-		}
-	}
-	envoyPid, err := eg.envoyPid()
-	if err != nil {
-		return nil, err
-	}
 
 	out := &results.EGSplit{Concurrency: 16, ThroughputRounds: 20, ThroughputSeconds: 2, SplitChecked: 1000}
 	if e.quick {
@@ -75,12 +47,7 @@ func runEGSplit(e *env) (*results.EGSplit, error) {
 	out.Plain = results.Side{Name: "eg-plain", Description: "EG's Envoy → an EG Backend with main's backend address"}
 	out.Revision = results.Side{Name: "eg-revision", Description: "EG's Envoy → the Revision main's EDS cluster from thaw (serve mode)"}
 	out.Split = results.Side{Name: "eg-split", Description: "EG's Envoy → the RevisionSplit: weighted clusters main 90% / canary 10% (serve mode)"}
-	sides := []struct {
-		t   *target
-		s   *results.Side
-		cpu time.Duration
-		n   float64
-	}{
+	sides := []egSide{
 		{t: newTarget("eg-plain", eg.url, "plain.bench", 256), s: &out.Plain},
 		{t: newTarget("eg-revision", eg.url, main.host(), 256), s: &out.Revision},
 		{t: newTarget("eg-split", eg.url, "split.bench", 256), s: &out.Split},
@@ -88,32 +55,9 @@ func runEGSplit(e *env) (*results.EGSplit, error) {
 	for i := range sides {
 		closedLoop(sides[i].t, out.Concurrency, time.Second) // warm connections
 	}
-	tdur := time.Duration(out.ThroughputSeconds * float64(time.Second))
-	for r := range out.ThroughputRounds {
-		for i := range sides {
-			sd := &sides[(i+r)%len(sides)]
-			m := startCPU(envoyPid)
-			rps, errs := closedLoop(sd.t, out.Concurrency, tdur)
-			used := m.stop()[0]
-			sd.cpu += used
-			if rps > 0 {
-				sd.s.RoundEnvoyCPUUs = append(sd.s.RoundEnvoyCPUUs, float64(used.Microseconds())/(rps*tdur.Seconds()))
-			}
-			sd.n += rps * tdur.Seconds()
-			sd.s.RoundThroughput = append(sd.s.RoundThroughput, rps)
-			sd.s.ThroughputErrors += errs
-			e.logf("egsplit: round %d %-11s %.0f req/s (%d errors)", r+1, sd.t.name, rps, errs)
-		}
-		if err := e.ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	for _, sd := range sides {
-		sd.s.ThroughputRPS = results.Quantile(sd.s.RoundThroughput, 0.5)
-		if sd.n > 0 {
-			sd.s.EnvoyCPUUsPerRequest = float64(sd.cpu.Microseconds()) / sd.n
-			sd.s.CPURequests = int64(sd.n)
-		}
+	if err := egThroughput(e, "egsplit:", envoyPid, sides, out.ThroughputRounds, out.Concurrency,
+		time.Duration(out.ThroughputSeconds*float64(time.Second))); err != nil {
+		return nil, err
 	}
 	e.logf("egsplit: canary share %.1f%% of %d; Envoy CPU per request plain %.1f revision %.1f split %.1f µs",
 		out.CanaryShare, out.SplitChecked, out.Plain.EnvoyCPUUsPerRequest, out.Revision.EnvoyCPUUsPerRequest, out.Split.EnvoyCPUUsPerRequest)

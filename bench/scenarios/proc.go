@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,11 +85,11 @@ type thaw struct {
 	grpcAddr      string
 }
 
-// startThaw writes config into dir and runs `thaw local` on free loopback
-// ports; it returns once thaw's /readyz answers (Envoy ACKed the first
-// configuration), within 60 s (startThawWait: any bound). thaw and its Envoy take ports chosen here;
-// when another process took one in between (the log says "address already
-// in use"), thaw is started again on fresh ports, at most 4 times.
+// startThaw writes config into dir and runs `thaw local` through the e2e
+// harness (harness.LaunchThaw) on free loopback ports; it returns once
+// thaw's /readyz answers (Envoy ACKed the first configuration), within
+// 60 s (startThawWait: any bound). The harness starts thaw again on fresh
+// ports when one was taken before thaw or its Envoy bound it.
 func startThaw(ctx context.Context, env *env, dir, config string) (*thaw, error) {
 	return startThawArgs(ctx, env, dir, config)
 }
@@ -101,63 +100,24 @@ func startThawArgs(ctx context.Context, env *env, dir, config string, extra ...s
 }
 
 // startThawWait is startThawArgs waiting up to ready for thaw's /readyz.
+// thaw runs the scenario's thaw and Envoy binaries, with Envoy's worker
+// count, extra and then -thaw-args as flags.
 func startThawWait(ctx context.Context, env *env, dir, config string, ready time.Duration, extra ...string) (*thaw, error) {
-	cfgPath := filepath.Join(dir, "thaw.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
-		return nil, err
-	}
-	for attempt := 1; ; attempt++ {
-		th, err := startThawOnce(ctx, env, dir, cfgPath, ready, extra...)
-		if err == nil || !th.lostPort() || attempt == 4 {
-			return th, err
-		}
-		env.logf("thaw: a port was taken before thaw or its Envoy bound it; starting again on fresh ports")
-	}
-}
-
-// startThawOnce is one attempt of startThaw; on error it returns the
-// stopped thaw, for its log.
-func startThawOnce(ctx context.Context, env *env, dir, cfgPath string, ready time.Duration, extra ...string) (*thaw, error) {
-	ports, err := pickPorts(4)
+	args := append([]string{"--envoy-concurrency", strconv.Itoa(env.envoyWorkers)}, extra...)
+	h, err := harness.LaunchThaw(ctx, dir, harness.ThawOptions{
+		Config:       config,
+		Args:         append(args, env.thawArgs...),
+		Binary:       env.thawBin,
+		EnvoyBinary:  env.envoyBin,
+		ReadyTimeout: ready,
+		Logf:         env.logf,
+	})
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"local", "-f", cfgPath,
-		"--http-port", strconv.Itoa(ports[0]),
-		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		"--admin-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
-		"--envoy-admin-port", strconv.Itoa(ports[3]),
-		"--envoy", env.envoyBin,
-		"--envoy-concurrency", strconv.Itoa(env.envoyWorkers),
-		"--state-dir", filepath.Join(dir, "state"),
-	}
-	args = append(args, extra...)
-	args = append(args, env.thawArgs...)
-	p, err := startProcess("thaw", filepath.Join(dir, "thaw.log"), env.thawBin, args...)
-	if err != nil {
-		return nil, err
-	}
-	th := &thaw{process: p,
-		httpURL:       fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
-		adminURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
-		envoyAdminURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), grpcPort: ports[1],
-		grpcAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", ready); err != nil {
-		_ = th.stop(30 * time.Second)
-		return th, fmt.Errorf("thaw not ready: %w\n%s", err, p.logTail(30))
-	}
-	return th, nil
-}
-
-// lostPort reports whether thaw (or its Envoy) failed because a listen
-// address was in use.
-func (th *thaw) lostPort() bool {
-	if th == nil {
-		return false
-	}
-	b, _ := os.ReadFile(th.LogPath())
-	s := string(b)
-	return strings.Contains(s, "address already in use") || strings.Contains(s, "Address already in use")
+	return &thaw{process: &process{Process: h.Process(), name: "thaw"},
+		httpURL: h.HTTPURL, adminURL: h.AdminURL, envoyAdminURL: h.EnvoyAdminURL,
+		grpcPort: h.GRPCPort, grpcAddr: h.GRPCAddress}, nil
 }
 
 // waitHTTP polls url every 50 ms until it answers 200, p exits or timeout.

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,14 +18,23 @@ import (
 // the test when neither exists.
 func ThawBinary(t testing.TB) string {
 	t.Helper()
+	bin, err := FindThawBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// FindThawBinary is ThawBinary for callers without a test (bench/).
+func FindThawBinary() (string, error) {
 	bin := os.Getenv("THAW_BIN")
 	if bin == "" {
 		bin = filepath.Join(RepoRoot(), "bin", "thaw")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("thaw binary %s not found (%v): run `make build` or set THAW_BIN", bin, err)
+		return "", fmt.Errorf("thaw binary %s not found (%v): run `make build` or set THAW_BIN", bin, err)
 	}
-	return bin
+	return bin, nil
 }
 
 // ActivatorEnv names the environment variable that, when set (extproc or
@@ -36,7 +43,7 @@ func ThawBinary(t testing.TB) string {
 // on the activator module with THAW_E2E_ACTIVATOR=module (docs/activator.md).
 const ActivatorEnv = "THAW_E2E_ACTIVATOR"
 
-// ThawOptions configures StartThaw.
+// ThawOptions configures StartThaw and LaunchThaw.
 type ThawOptions struct {
 	// Config is the local platform's YAML (written to a temp file, -f).
 	Config string
@@ -52,6 +59,15 @@ type ThawOptions struct {
 	StateDir string
 	// NoWaitReady returns right after start.
 	NoWaitReady bool
+	// Binary is the thaw executable; empty means FindThawBinary.
+	Binary string
+	// EnvoyBinary is thaw's --envoy; empty means FindEnvoyBinary.
+	EnvoyBinary string
+	// ReadyTimeout bounds the wait for admin /readyz (default 60 s).
+	ReadyTimeout time.Duration
+	// Logf, when set, receives the harness's notes (a start retried on
+	// fresh ports).
+	Logf func(format string, args ...any)
 }
 
 // Thaw is a running `thaw local` process (which runs its own Envoy).
@@ -68,105 +84,34 @@ type Thaw struct {
 	GRPCAddress    string
 	LogPath        string
 	ConfigPath     string
-	cmd            *exec.Cmd
-	done           chan struct{}
-	exitErr        error
+	proc           *Process
 }
 
 // StartThaw runs `thaw local -f <config>` on free loopback ports, waits up to
 // 60 s for its admin /readyz (Envoy ACKed the first snapshot), and stops it
-// in t.Cleanup. The log is printed when the test fails.
+// in t.Cleanup. The log is printed when the test fails. With ActivatorEnv
+// set, it adds --activator unless opts.Args has one.
 func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := opts.ConfigPath
-	if cfg == "" {
-		cfg = filepath.Join(dir, "thaw.yaml")
-		if err := os.WriteFile(cfg, []byte(opts.Config), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if opts.Binary == "" {
+		opts.Binary = ThawBinary(t)
 	}
-	// Ports left 0 are picked here; thaw and its Envoy bind them a moment
-	// later. When another process took one in between (the log says
-	// "address already in use"), thaw is started again on fresh ports.
-	for attempt := 1; ; attempt++ {
-		th := launchThaw(t, opts, dir, cfg)
-		if opts.NoWaitReady {
-			return th
-		}
-		err := th.WaitReady(60 * time.Second)
-		if err == nil {
-			return th
-		}
-		picked := opts.HTTPPort == 0 && opts.GRPCPort == 0 && opts.AdminPort == 0 && opts.EnvoyAdminPort == 0
-		if picked && attempt < bindAttempts && strings.Contains(strings.ToLower(tail(th.LogPath, 200)), "address already in use") {
-			t.Logf("thaw: a port was taken before it was bound; starting again on fresh ports")
-			th.stopQuietly()
-			killLeftoverEnvoy(t, th.StateDir)
-			continue
-		}
-		t.Fatalf("thaw not ready: %v\n%s", err, tail(th.LogPath, 60))
+	if opts.EnvoyBinary == "" {
+		opts.EnvoyBinary = EnvoyBinary(t)
 	}
-}
-
-// launchThaw starts one thaw (ports left 0 in opts picked now) and
-// registers its cleanup; it does not wait for readiness.
-func launchThaw(t testing.TB, opts ThawOptions, dir, cfg string) *Thaw {
-	t.Helper()
-	pick := func(p int) int {
-		if p == 0 {
-			return PickPort(t)
-		}
-		return p
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
 	}
-	opts.HTTPPort, opts.GRPCPort = pick(opts.HTTPPort), pick(opts.GRPCPort)
-	opts.AdminPort, opts.EnvoyAdminPort = pick(opts.AdminPort), pick(opts.EnvoyAdminPort)
-	if opts.StateDir == "" {
-		opts.StateDir = filepath.Join(dir, "state")
-	}
-	// A previous attempt's log is kept beside the new one.
-	if _, err := os.Stat(filepath.Join(dir, "thaw.log")); err == nil {
-		_ = os.Rename(filepath.Join(dir, "thaw.log"), filepath.Join(dir, fmt.Sprintf("thaw-%d.log", time.Now().UnixNano())))
-	}
-	th := &Thaw{
-		HTTPURL:        fmt.Sprintf("http://127.0.0.1:%d", opts.HTTPPort),
-		HTTPPort:       opts.HTTPPort,
-		GRPCPort:       opts.GRPCPort,
-		AdminPort:      opts.AdminPort,
-		EnvoyAdminPort: opts.EnvoyAdminPort,
-		StateDir:       opts.StateDir,
-		AdminURL:       fmt.Sprintf("http://127.0.0.1:%d", opts.AdminPort),
-		EnvoyAdminURL:  fmt.Sprintf("http://127.0.0.1:%d", opts.EnvoyAdminPort),
-		GRPCAddress:    fmt.Sprintf("127.0.0.1:%d", opts.GRPCPort),
-		LogPath:        filepath.Join(dir, "thaw.log"),
-		ConfigPath:     cfg,
-		done:           make(chan struct{}),
-	}
-	args := append([]string{"local", "-f", cfg,
-		"--http-port", strconv.Itoa(opts.HTTPPort),
-		"--grpc-address", th.GRPCAddress,
-		"--admin-address", fmt.Sprintf("127.0.0.1:%d", opts.AdminPort),
-		"--envoy-admin-port", strconv.Itoa(opts.EnvoyAdminPort),
-		"--envoy", EnvoyBinary(t),
-		"--state-dir", opts.StateDir,
-	}, opts.Args...)
 	if a := os.Getenv(ActivatorEnv); a != "" && !slices.ContainsFunc(opts.Args, func(s string) bool { return strings.HasPrefix(s, "--activator=") }) {
-		args = append(args, "--activator="+a)
+		opts.Args = append(slices.Clip(opts.Args), "--activator="+a)
 	}
-	th.cmd = exec.Command(ThawBinary(t), args...)
-	th.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.Create(th.LogPath)
+	th, err := LaunchThaw(context.Background(), t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	th.cmd.Stdout, th.cmd.Stderr = logf, logf
-	if err := th.cmd.Start(); err != nil {
-		t.Fatalf("start thaw: %v", err)
-	}
-	go func() { th.exitErr = th.cmd.Wait(); logf.Close(); close(th.done) }()
 	t.Cleanup(func() {
 		th.Stop(t)
-		killLeftoverEnvoy(t, opts.StateDir)
+		killLeftoverEnvoy(t.Logf, th.StateDir)
 		if t.Failed() {
 			t.Logf("thaw log tail (%s):\n%s", th.LogPath, tail(th.LogPath, 80))
 		}
@@ -174,68 +119,39 @@ func launchThaw(t testing.TB, opts ThawOptions, dir, cfg string) *Thaw {
 	return th
 }
 
-// stopQuietly stops a thaw that failed to start (SIGTERM, then its process
-// group after 30 s) without judging its exit.
-func (th *Thaw) stopQuietly() {
-	_ = th.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-th.done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-th.cmd.Process.Pid, syscall.SIGKILL)
-		<-th.done
-	}
-}
-
-// WaitReady polls admin /readyz until 200, the process exits, or timeout.
-func (th *Thaw) WaitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(th.AdminURL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-th.done:
-			return fmt.Errorf("thaw exited: %v", th.exitErr)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("not ready after %s", timeout)
-}
-
 // Pid returns thaw's process id.
-func (th *Thaw) Pid() int { return th.cmd.Process.Pid }
+func (th *Thaw) Pid() int { return th.proc.Pid() }
+
+// Process returns thaw's process (its log, arguments, StopGroup).
+func (th *Thaw) Process() *Process { return th.proc }
 
 // Signal sends sig to thaw (not to its process group).
-func (th *Thaw) Signal(sig os.Signal) error { return th.cmd.Process.Signal(sig) }
+func (th *Thaw) Signal(sig os.Signal) error { return th.proc.cmd.Process.Signal(sig) }
 
 // Exited returns a channel closed when thaw has exited.
-func (th *Thaw) Exited() <-chan struct{} { return th.done }
+func (th *Thaw) Exited() <-chan struct{} { return th.proc.Exited() }
 
 // ExitErr returns the process exit error after Exited is closed.
-func (th *Thaw) ExitErr() error { return th.exitErr }
+func (th *Thaw) ExitErr() error { return th.proc.ExitErr() }
 
 // Stop sends SIGTERM and waits up to 30 s, then kills thaw's process group.
 // It reports an error when thaw did not exit 0 on SIGTERM.
 func (th *Thaw) Stop(t testing.TB) {
 	select {
-	case <-th.done:
+	case <-th.Exited():
 		return
 	default:
 	}
-	_ = th.cmd.Process.Signal(syscall.SIGTERM)
+	_ = th.Signal(syscall.SIGTERM)
 	select {
-	case <-th.done:
-		if th.exitErr != nil {
-			t.Errorf("thaw exited with %v after SIGTERM, want 0", th.exitErr)
+	case <-th.Exited():
+		if err := th.ExitErr(); err != nil {
+			t.Errorf("thaw exited with %v after SIGTERM, want 0", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("thaw did not exit within 30s of SIGTERM; killing its process group")
-		_ = syscall.Kill(-th.cmd.Process.Pid, syscall.SIGKILL)
-		<-th.done
+		_ = syscall.Kill(-th.Pid(), syscall.SIGKILL)
+		<-th.Exited()
 	}
 }
 
@@ -268,25 +184,6 @@ func (th *Thaw) Log() string {
 // backend processes, each in its own process group, keep running, as after
 // a crash.
 func (th *Thaw) Kill() {
-	_ = th.cmd.Process.Kill()
-	<-th.done
-}
-
-// killLeftoverEnvoy stops an Envoy a crashed thaw left in stateDir (by the
-// pid thaw recorded), so a failed test does not leak it.
-func killLeftoverEnvoy(t testing.TB, stateDir string) {
-	b, err := os.ReadFile(filepath.Join(stateDir, "envoy.pid"))
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmdline), stateDir) {
-		return
-	}
-	t.Logf("stopping leftover envoy pid %d", pid)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = th.proc.Kill()
+	<-th.Exited()
 }

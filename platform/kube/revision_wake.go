@@ -24,17 +24,8 @@ func wakeFromAnnotation(annotations map[string]string) (*wake.Policy, error) {
 		return nil, &revision.FieldError{Field: AnnotationWakePolicy, Value: truncate(v, 64),
 			Allowed: "a YAML or JSON wake policy (docs/configuration.md, \"Wake policy\"): " + err.Error()}
 	}
-	pol, errs := wake.Compile(&c)
-	out := make([]error, 0, len(errs))
-	for _, err := range errs {
-		var fe *wake.FieldError
-		if errors.As(err, &fe) {
-			out = append(out, &revision.FieldError{Field: AnnotationWakePolicy + ": " + fe.Field, Value: fe.Value, Allowed: fe.Allowed})
-			continue
-		}
-		out = append(out, err)
-	}
-	return pol, errors.Join(out...)
+	pol, errs := revision.CompileWake(AnnotationWakePolicy+": ", &c)
+	return pol, errors.Join(errs...)
 }
 
 func truncate(s string, n int) string {

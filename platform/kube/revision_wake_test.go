@@ -8,16 +8,17 @@ import (
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
 
 func TestSpecFromRevisionWake(t *testing.T) {
 	r := testRevision(func(r *v1alpha1.Revision) {
-		r.Spec.Wake = &v1alpha1.WakePolicy{
-			Rules: []v1alpha1.WakeRule{{Name: "kube-probe", UserAgent: "kube-probe/.*",
-				Response: &v1alpha1.WakeResponse{Status: 200, Body: "ok"}}},
-			WaitingPage:     &v1alpha1.WaitingPage{Refresh: "3s"},
+		r.Spec.Wake = &wake.Config{
+			Rules: []wake.RuleConfig{{Name: "kube-probe", UserAgent: "kube-probe/.*",
+				Response: &wake.ResponseConfig{Status: 200, Body: "ok"}}},
+			WaitingPage:     &wake.PageConfig{Refresh: "3s"},
 			ColdStartHeader: true,
-			Schedule:        []v1alpha1.WarmWindow{{Name: "office", Start: "0 8 * * 1-5", Duration: "10h", TimeZone: "Europe/Paris", MinScale: 2}},
+			Schedule:        []wake.WindowConfig{{Name: "office", Start: "0 8 * * 1-5", Duration: "10h", TimeZone: "Europe/Paris", MinScale: 2}},
 		}
 	})
 	s, err := specFromRevision(revision.DefaultSpec(), revision.Limits{}, r)

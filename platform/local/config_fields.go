@@ -122,14 +122,6 @@ func parseTraffic(tf *trafficFile, bad func(field, value, allowed string)) (*int
 // parseWake compiles a revision's wake policy; its problems are reported
 // as *revision.FieldError values under "wake.".
 func parseWake(c *wake.Config, errs []error) (*wake.Policy, []error) {
-	p, werrs := wake.Compile(c)
-	for _, err := range werrs {
-		var fe *wake.FieldError
-		if errors.As(err, &fe) {
-			errs = append(errs, &revision.FieldError{Field: "wake." + fe.Field, Value: fe.Value, Allowed: fe.Allowed})
-		} else {
-			errs = append(errs, err)
-		}
-	}
-	return p, errs
+	p, werrs := revision.CompileWake("wake.", c)
+	return p, append(errs, werrs...)
 }

@@ -1,24 +1,44 @@
-package v1alpha1
+package wake
 
-// WakePolicy is a Revision's wake policy: requests that must not wake it
-// at zero, the waiting page for browsers, the cold-start header and warm
+// The Config types below are the one definition of a wake policy's shape:
+// the local YAML file's wake: block, the wake.thaw.dev/policy annotation,
+// the state stream to the in-Envoy module and a Revision's spec.wake
+// (api/v1alpha1 uses Config as the field's type). The kubebuilder markers
+// are the Revision CRD's schema: controller-gen reads them from here, and
+// `make generate` writes the CRD and zz_generated.deepcopy.go. The API
+// package refers to this one and not the other way round, so that the
+// module loaded into Envoy, which compiles policies, does not link
+// apimachinery. The schema bounds sizes and names at admission; Compile
+// checks everything (regular expressions, cron expressions, time zones)
+// for every source, within the Max* bounds of config.go.
+//
+// Beyond the field docs (which are the CRD's descriptions): the zero
+// Config is no policy; a rule's regular expressions must match the whole
+// value, and a request without the User-Agent or a header a rule names
+// does not match it; MatchableHeader says which header names a rule may
+// use (holders see only those).
+
+// Config is a revision's wake policy: requests that must not wake it at
+// zero, the waiting page for browsers, the cold-start header and warm
 // windows. It has the shape of the local YAML's wake: block
 // (docs/configuration.md, "Wake policy"). The schema bounds sizes and
 // names at admission; thaw checks regular expressions, cron expressions
 // and time zones and reports a bad one in the Ready condition.
-type WakePolicy struct {
+//
+// +kubebuilder:object:generate=true
+type Config struct {
 	// Rules are tried in order; the first that matches a request for the
 	// revision at zero answers it without waking the revision.
 	//
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
-	Rules []WakeRule `json:"rules,omitempty"`
+	Rules []RuleConfig `json:"rules,omitempty"`
 	// WaitingPage answers browser navigations at zero with an HTML page
 	// that reloads itself while the revision wakes.
 	//
 	// +optional
-	WaitingPage *WaitingPage `json:"waitingPage,omitempty"`
+	WaitingPage *PageConfig `json:"waitingPage,omitempty"`
 	// ColdStartHeader adds x-thaw-cold-start (milliseconds held) to the
 	// response of every held request.
 	//
@@ -29,14 +49,15 @@ type WakePolicy struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
-	Schedule []WarmWindow `json:"schedule,omitempty"`
+	Schedule []WindowConfig `json:"schedule,omitempty"`
 }
 
-// WakeRule matches requests by anchored RE2 regular expressions; every
+// RuleConfig matches requests by anchored RE2 regular expressions; every
 // matcher given must match, at least one is required.
 //
+// +kubebuilder:object:generate=true
 // +kubebuilder:validation:XValidation:rule="has(self.path) || has(self.method) || has(self.userAgent) || has(self.headers)",message="want at least one of path, method, userAgent, headers"
-type WakeRule struct {
+type RuleConfig struct {
 	// Name labels the rule in metrics (a DNS label).
 	//
 	// +kubebuilder:validation:MinLength=1
@@ -67,11 +88,13 @@ type WakeRule struct {
 	// Response is the static answer; unset: 503 with Retry-After.
 	//
 	// +optional
-	Response *WakeResponse `json:"response,omitempty"`
+	Response *ResponseConfig `json:"response,omitempty"`
 }
 
-// WakeResponse is a static response.
-type WakeResponse struct {
+// ResponseConfig is a static response.
+//
+// +kubebuilder:object:generate=true
+type ResponseConfig struct {
 	// Status is the HTTP status code.
 	//
 	// +kubebuilder:validation:Minimum=200
@@ -89,8 +112,10 @@ type WakeResponse struct {
 	Body string `json:"body,omitempty"`
 }
 
-// WaitingPage is the page browsers get while a revision wakes.
-type WaitingPage struct {
+// PageConfig is the page browsers get while a revision wakes.
+//
+// +kubebuilder:object:generate=true
+type PageConfig struct {
 	// Status of the page (default 503, with Retry-After).
 	//
 	// +optional
@@ -112,9 +137,11 @@ type WaitingPage struct {
 	Body string `json:"body,omitempty"`
 }
 
-// WarmWindow keeps at least MinScale replicas for Duration after each time
-// Start fires.
-type WarmWindow struct {
+// WindowConfig keeps at least MinScale replicas for Duration after each
+// time Start fires.
+//
+// +kubebuilder:object:generate=true
+type WindowConfig struct {
 	// Name labels the window in `thaw status` (a DNS label).
 	//
 	// +kubebuilder:validation:MinLength=1
