@@ -56,6 +56,22 @@ func startEG(t testing.TB, autoscaling map[string]string) *egEnv {
 // and extra resources appended to EG's file.
 func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	t.Helper()
+	return startEGOpts(t, egOptions{extra: extra}, revs...)
+}
+
+// egOptions vary startEGOpts: extra resources for EG's file, more thaw
+// arguments, and EG's translation hook with listeners (the activator
+// module's filter goes into them).
+type egOptions struct {
+	extra     string
+	thawArgs  []string
+	listeners bool
+}
+
+// startEGOpts is startEGWith with o.
+func startEGOpts(t testing.TB, o egOptions, revs ...revisionYAML) *egEnv {
+	t.Helper()
+	extra := o.extra
 	// EG standalone binds fixed ports: its xDS server (18000) and metrics
 	// (19001). Another EG on them would serve this test's Envoy instead.
 	for _, p := range []int{18000, 19001} {
@@ -64,7 +80,7 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 			t.Fatalf("127.0.0.1:%d is in use: Envoy Gateway standalone needs it", p)
 		}
 	}
-	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--eg-extension"}, Config: localConfig(t, revs...)})
+	th := harness.StartThaw(t, harness.ThawOptions{Args: append([]string{"--eg-extension"}, o.thawArgs...), Config: localConfig(t, revs...)})
 	dir := t.TempDir()
 	dirs := harness.EGDirs{Root: dir}
 	for _, d := range dirs.All() {
@@ -88,7 +104,11 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 		t.Fatalf("thaw envoy-bootstrap --envoy-gateway: %v", err)
 	}
 	port := harness.PickPort(t)
-	writeFile(t, filepath.Join(dir, "config.yaml"), harness.EGConfig(dirs, th.GRPCPort))
+	egConfig := harness.EGConfig(dirs, th.GRPCPort)
+	if o.listeners {
+		egConfig = harness.EGConfigWithListeners(dirs, th.GRPCPort)
+	}
+	writeFile(t, filepath.Join(dir, "config.yaml"), egConfig)
 	writeFile(t, filepath.Join(dirs.Resources(), "all.yaml"), harness.EGBaseResources(string(merge), port)+harness.EGRevisionRoute("hello", "")+extra)
 	env := &egEnv{thaw: th, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin,
 		egBin: egBin, config: filepath.Join(dir, "config.yaml"), res: filepath.Join(dir, "res", "all.yaml")}
