@@ -27,7 +27,15 @@ import (
 // by its --service-node (EG names it), the node of its EDS streams to
 // thaw.
 func TestEnvoyGatewayModule(t *testing.T) {
-	env := startEGOpts(t, egOptions{thawArgs: moduleArgs(t), listeners: true},
+	// The merge also carries the module bridge (what `thaw run
+	// --activator=module` gives EG's Envoys: listener thaw_module), here
+	// a plain TCP proxy to thaw local's admin address, which serves the
+	// module's endpoints; thaw local's module itself connects to that
+	// address directly.
+	bridgePort := harness.PickPort(t)
+	env := startEGOpts(t, egOptions{thawArgs: moduleArgs(t), listeners: true, mergeArgs: func(th *harness.Thaw) []string {
+		return []string{"--module-address", strings.TrimPrefix(th.AdminURL, "http://"), "--module-bridge-port", fmt.Sprint(bridgePort)}
+	}},
 		revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Latency: 50 * time.Millisecond,
 			Autoscaling: fast(map[string]string{"container-concurrency": "2", "max-scale": "3", "target": "2", "initial-scale": "0"})})
 	waitStatus(t, env.thaw, "local/hello", 10*time.Second, "at zero", func(r map[string]any) bool { return num(r, "ready") == 0 })
@@ -43,6 +51,12 @@ func TestEnvoyGatewayModule(t *testing.T) {
 	if !strings.Contains(dump, `"name": "thaw_activator"`) || !strings.Contains(dump, `"disabled": true`) ||
 		!strings.Contains(dump, `{\"revision\":\"local/hello\"}`) {
 		t.Fatalf("EG's Envoy config has no disabled thaw_activator filter or no per-route config naming local/hello:\n%.3000s", dump)
+	}
+	// EG accepted the merge with the bridge, and the bridge reaches thaw.
+	// (thaw local serves the module's paths on its admin address, whose
+	// /readyz answers 200.)
+	if code, body, _, err := egGet(c, fmt.Sprintf("http://127.0.0.1:%d/readyz", bridgePort), ""); err != nil || code != 200 {
+		t.Errorf("module bridge thaw_module in EG's Envoy: %d %v %q, want thaw's admin /readyz 200", code, err, body)
 	}
 	if n := metricSum(t, env.thaw, "thaw_module_connected_nodes"); n < 1 {
 		t.Errorf("thaw_module_connected_nodes %v: EG's Envoy's module never opened its state stream", n)

@@ -43,17 +43,11 @@ type egEnv struct {
 	res      string // EG's resources file (the file provider watches it)
 }
 
-// startEG writes EG's configuration and resources (a Gateway, a Revision
-// hello in namespace local, an HTTPRoute to it, an EnvoyProxy carrying
-// thaw's bootstrap merge and envoyVersion) and starts thaw local
-// --eg-extension and envoy-gateway server.
-func startEG(t testing.TB, autoscaling map[string]string) *egEnv {
-	t.Helper()
-	return startEGWith(t, "", revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Autoscaling: autoscaling})
-}
-
-// startEGWith is startEG with more local revisions (the first is hello)
-// and extra resources appended to EG's file.
+// startEGWith writes EG's configuration and resources (a Gateway, the
+// local revisions revs, the first named hello, with a Revision hello in
+// namespace local and an HTTPRoute to it, an EnvoyProxy carrying thaw's
+// bootstrap merge and envoyVersion, and extra appended to EG's file) and
+// starts thaw local --eg-extension and envoy-gateway server.
 func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	t.Helper()
 	return startEGOpts(t, egOptions{extra: extra}, revs...)
@@ -66,6 +60,9 @@ type egOptions struct {
 	extra     string
 	thawArgs  []string
 	listeners bool
+	// mergeArgs are added to `thaw envoy-bootstrap --envoy-gateway`; a
+	// function of the started thaw (its addresses).
+	mergeArgs func(*harness.Thaw) []string
 }
 
 // startEGOpts is startEGWith with o.
@@ -99,7 +96,11 @@ func startEGOpts(t testing.TB, o egOptions, revs ...revisionYAML) *egEnv {
 	if out, err := exec.Command(egBin, "certgen", "--local", "--config-home", filepath.Join(dir, "cfg")).CombinedOutput(); err != nil {
 		t.Fatalf("envoy-gateway certgen: %v\n%s", err, out)
 	}
-	merge, err := exec.Command(harness.ThawBinary(t), "envoy-bootstrap", "--envoy-gateway", "--xds-address", th.GRPCAddress).Output()
+	margs := []string{"envoy-bootstrap", "--envoy-gateway", "--xds-address", th.GRPCAddress}
+	if o.mergeArgs != nil {
+		margs = append(margs, o.mergeArgs(th)...)
+	}
+	merge, err := exec.Command(harness.ThawBinary(t), margs...).Output()
 	if err != nil {
 		t.Fatalf("thaw envoy-bootstrap --envoy-gateway: %v", err)
 	}
@@ -170,7 +171,10 @@ func egTranslations(t testing.TB) float64 {
 // scale to zero, a second cold start flips the revision's mode twice with
 // no EG re-translation.
 func TestEnvoyGatewayOneHop(t *testing.T) {
-	env := startEG(t, map[string]string{"window": "6s", "scale-to-zero-grace-period": "2s"})
+	// EG's translation hook sends listeners, as the manifests configure
+	// it (for the module): on the ext_proc path they come back unchanged.
+	env := startEGOpts(t, egOptions{listeners: true}, revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond,
+		Autoscaling: map[string]string{"window": "6s", "scale-to-zero-grace-period": "2s"}})
 	c := client(60 * time.Second)
 	body := waitGateway(t, c, env, 120*time.Second)
 	if !strings.Contains(body, "hello from hello") {
