@@ -85,17 +85,22 @@ func setModuleConfig(dst *map[string]*anypb.Any, pc map[string]*anypb.Any) {
 // hook without translation.route.includeAll) thaw cannot tell, and every
 // HCM gets the filter. An HCM that already has it is left as it is.
 // Listeners without such an HCM come back as they were (the same
-// pointers); without the module every listener does. Errors: an HCM to
-// change that has no router (ErrNoRouter) or does not decode, or a result
-// that does not validate.
-func ModuleListeners(listeners []*listenerv3.Listener, routes []*routev3.RouteConfiguration, o Options) ([]*listenerv3.Listener, error) {
+// pointers); without the module every listener does.
+//
+// A listener thaw cannot change (an HCM to change without a router,
+// ErrNoRouter, or one that does not decode, or a result that does not
+// validate) comes back unchanged and is reported in skipped (errors
+// joined, each naming its listener): bad input never fails the hook,
+// which with failOpen false would freeze EG's whole translation. err is
+// only for options the filter cannot be built from (ErrInvalidOptions).
+func ModuleListeners(listeners []*listenerv3.Listener, routes []*routev3.RouteConfiguration, o Options) (out []*listenerv3.Listener, skipped, err error) {
 	cfg := moduleConfig(o)
 	if cfg == nil || listeners == nil {
-		return listeners, nil
+		return listeners, nil, nil
 	}
 	filter, err := translate.ModuleFilter(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	filter.Disabled = true
 	var serving map[string]bool
@@ -116,15 +121,17 @@ func ModuleListeners(listeners []*listenerv3.Listener, routes []*routev3.RouteCo
 		}
 		return serving[h.GetRds().GetRouteConfigName()]
 	}
-	out := make([]*listenerv3.Listener, 0, len(listeners))
+	out = make([]*listenerv3.Listener, 0, len(listeners))
+	var errs []error
 	for _, l := range listeners {
 		nl, err := moduleListener(l, filter, wants)
 		if err != nil {
-			return nil, fmt.Errorf("listener %q: %w", l.GetName(), err)
+			errs = append(errs, fmt.Errorf("listener %q: %w", l.GetName(), err))
+			nl = l
 		}
 		out = append(out, nl)
 	}
-	return out, nil
+	return out, errors.Join(errs...), nil
 }
 
 // moduleListener returns l with filter inserted into every HCM wants

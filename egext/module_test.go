@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,9 +196,9 @@ func TestModuleListenersGolden(t *testing.T) {
 	other := egListener(t, "default/other/http", "default/other/http")
 	in := []*listenerv3.Listener{thawL, other}
 	before := proto.Clone(thawL)
-	out, err := ModuleListeners(in, routes, o)
-	if err != nil {
-		t.Fatal(err)
+	out, skipped, err := ModuleListeners(in, routes, o)
+	if err != nil || skipped != nil {
+		t.Fatal(err, skipped)
 	}
 	if !proto.Equal(thawL, before) {
 		t.Error("ModuleListeners modified its input")
@@ -231,17 +232,17 @@ func TestModuleListenersGolden(t *testing.T) {
 	checkGolden(t, filepath.Join("testdata", "module_listener_filter.yaml"), goldenYAML(t, h.GetHttpFilters()[1]))
 
 	// Idempotent: a second pass adds nothing.
-	again, err := ModuleListeners(out, routes, o)
+	again, _, err := ModuleListeners(out, routes, o)
 	if err != nil || again[0] != out[0] {
 		t.Errorf("second pass: %v, %v; want the listener unchanged", again, err)
 	}
 	// No route configurations (translation.route.includeAll unset): every HCM.
-	all, err := ModuleListeners(in, nil, o)
+	all, _, err := ModuleListeners(in, nil, o)
 	if err != nil || len(hcmOf(t, all[1]).GetHttpFilters()) != 2 {
 		t.Errorf("routes nil: %v; want the filter in every HCM", err)
 	}
 	// Without the module: unchanged.
-	if same, err := ModuleListeners(in, routes, testOptions()); err != nil || same[0] != thawL {
+	if same, _, err := ModuleListeners(in, routes, testOptions()); err != nil || same[0] != thawL {
 		t.Errorf("without the module: %v; want the listeners themselves", err)
 	}
 	// An HCM without a router cannot take the filter.
@@ -250,8 +251,13 @@ func TestModuleListenersGolden(t *testing.T) {
 	hb.HttpFilters = nil
 	a, _ := anypb.New(hb)
 	bad.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
-	if _, err := ModuleListeners([]*listenerv3.Listener{bad}, routes, o); !errors.Is(err, ErrNoRouter) {
-		t.Errorf("HCM without router: %v, want ErrNoRouter", err)
+	// An HCM without a router cannot take the filter: that listener comes
+	// back unchanged and is reported, the others still get it (the hook
+	// never fails on bad input).
+	got, skipped, err := ModuleListeners([]*listenerv3.Listener{bad, thawL}, routes, o)
+	if err != nil || !errors.Is(skipped, ErrNoRouter) || !strings.Contains(skipped.Error(), `"bad"`) || got[0] != bad ||
+		!hasFilter(hcmOf(t, got[1]), translate.ModuleFilterName) {
+		t.Errorf("HCM without router: skipped %v, err %v; want ErrNoRouter naming it, it unchanged and the other listener with the filter", skipped, err)
 	}
 }
 

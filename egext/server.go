@@ -138,7 +138,11 @@ func (s *Server) PostTranslateModify(ctx context.Context, req *egpb.PostTranslat
 		if routes == nil {
 			s.log.Warn("activator module: EG sent no route configurations (translation.route.includeAll unset): the module filter goes into every HTTP listener")
 		}
-		listeners, err = ModuleListeners(listeners, routes, s.opts)
+		var skipped error
+		listeners, skipped, err = ModuleListeners(listeners, routes, s.opts)
+		if skipped != nil {
+			s.log.Error("activator module: listeners left without the module's filter (their Revision routes do not run it)", zap.Error(skipped))
+		}
 	}
 	outcome := outcomeModified
 	if err != nil {
