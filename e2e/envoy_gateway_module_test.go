@@ -25,7 +25,7 @@ import (
 // 60 requests is served with no backend above its container concurrency
 // (2); thaw's ext_proc answers nothing. The module identifies EG's Envoy
 // by its --service-node (EG names it), the node of its EDS streams to
-// thaw.
+// thaw. A RevisionSplit's tag host wakes its 0% member through the module.
 func TestEnvoyGatewayModule(t *testing.T) {
 	// The merge also carries the module bridge (what `thaw run
 	// --activator=module` gives EG's Envoys: listener thaw_module), here
@@ -33,12 +33,16 @@ func TestEnvoyGatewayModule(t *testing.T) {
 	// module's endpoints; thaw local's module itself connects to that
 	// address directly.
 	bridgePort := harness.PickPort(t)
-	env := startEGOpts(t, egOptions{thawArgs: moduleArgs(t), listeners: true, mergeArgs: func(th *harness.Thaw) []string {
+	env := startEGOpts(t, egOptions{thawArgs: moduleArgs(t), listeners: true, extra: egModuleSplit, mergeArgs: func(th *harness.Thaw) []string {
 		return []string{"--module-address", strings.TrimPrefix(th.AdminURL, "http://"), "--module-bridge-port", fmt.Sprint(bridgePort)}
 	}},
 		revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Latency: 50 * time.Millisecond,
-			Autoscaling: fast(map[string]string{"container-concurrency": "2", "max-scale": "3", "target": "2", "initial-scale": "0"})})
-	waitStatus(t, env.thaw, "local/hello", 10*time.Second, "at zero", func(r map[string]any) bool { return num(r, "ready") == 0 })
+			Autoscaling: fast(map[string]string{"container-concurrency": "2", "max-scale": "3", "target": "2", "initial-scale": "0"})},
+		revisionYAML{Name: "next", Host: "next.localhost", StartupDelay: 200 * time.Millisecond,
+			Autoscaling: fast(map[string]string{"container-concurrency": "1", "initial-scale": "0"})})
+	for _, rev := range []string{"local/hello", "local/next"} {
+		waitStatus(t, env.thaw, rev, 10*time.Second, "at zero", func(r map[string]any) bool { return num(r, "ready") == 0 })
+	}
 	c := client(60 * time.Second)
 
 	start := time.Now()
@@ -109,6 +113,11 @@ func TestEnvoyGatewayModule(t *testing.T) {
 		}
 	}
 	t.Logf("max in flight per backend (pid: max): %v, %v ready", seen, num(row, "ready"))
+	// A RevisionSplit's tag host names its member to the module: the
+	// member at zero (0%) is held and woken through it.
+	if code, body, _, err := egGet(c, env.gateway+"/", "next-split.localhost"); err != nil || code != 200 || !strings.Contains(body, "hello from next") {
+		t.Errorf("tag host of a split, member at zero: %d %v %q; want it held and served", code, err, body)
+	}
 	if a := extprocAnswers(t, env.thaw); a != 0 {
 		t.Errorf("thaw's ext_proc answered %v requests; on the module path it must see none", a)
 	}
@@ -133,3 +142,30 @@ func egConfigDump(t *testing.T, env *egEnv) string {
 	}
 	return string(b)
 }
+
+// egModuleSplit is a RevisionSplit "split" (hello 100%, next 0% with tag
+// next) and its HTTPRoute on split.localhost: tag host
+// next-split.localhost.
+const egModuleSplit = `---
+apiVersion: thaw.dev/v1alpha1
+kind: Revision
+metadata: {name: next, namespace: local}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: next}, port: 8080}
+---
+apiVersion: thaw.dev/v1alpha1
+kind: RevisionSplit
+metadata: {name: split, namespace: local}
+spec:
+  traffic:
+  - {revisionName: hello, percent: 100}
+  - {revisionName: next, percent: 0, tag: next}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: split, namespace: local}
+spec:
+  parentRefs: [{name: eg}]
+  hostnames: [split.localhost]
+  rules:
+  - backendRefs: [{group: thaw.dev, kind: RevisionSplit, name: split}]
+`
