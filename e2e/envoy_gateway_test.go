@@ -43,19 +43,32 @@ type egEnv struct {
 	res      string // EG's resources file (the file provider watches it)
 }
 
-// startEG writes EG's configuration and resources (a Gateway, a Revision
-// hello in namespace local, an HTTPRoute to it, an EnvoyProxy carrying
-// thaw's bootstrap merge and envoyVersion) and starts thaw local
-// --eg-extension and envoy-gateway server.
-func startEG(t testing.TB, autoscaling map[string]string) *egEnv {
-	t.Helper()
-	return startEGWith(t, "", revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond, Autoscaling: autoscaling})
-}
-
-// startEGWith is startEG with more local revisions (the first is hello)
-// and extra resources appended to EG's file.
+// startEGWith writes EG's configuration and resources (a Gateway, the
+// local revisions revs, the first named hello, with a Revision hello in
+// namespace local and an HTTPRoute to it, an EnvoyProxy carrying thaw's
+// bootstrap merge and envoyVersion, and extra appended to EG's file) and
+// starts thaw local --eg-extension and envoy-gateway server.
 func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	t.Helper()
+	return startEGOpts(t, egOptions{extra: extra}, revs...)
+}
+
+// egOptions vary startEGOpts: extra resources for EG's file, more thaw
+// arguments, and EG's translation hook with listeners (the activator
+// module's filter goes into them).
+type egOptions struct {
+	extra     string
+	thawArgs  []string
+	listeners bool
+	// mergeArgs are added to `thaw envoy-bootstrap --envoy-gateway`; a
+	// function of the started thaw (its addresses).
+	mergeArgs func(*harness.Thaw) []string
+}
+
+// startEGOpts is startEGWith with o.
+func startEGOpts(t testing.TB, o egOptions, revs ...revisionYAML) *egEnv {
+	t.Helper()
+	extra := o.extra
 	// EG standalone binds fixed ports: its xDS server (18000) and metrics
 	// (19001). Another EG on them would serve this test's Envoy instead.
 	for _, p := range []int{18000, 19001} {
@@ -64,7 +77,7 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 			t.Fatalf("127.0.0.1:%d is in use: Envoy Gateway standalone needs it", p)
 		}
 	}
-	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--eg-extension"}, Config: localConfig(t, revs...)})
+	th := harness.StartThaw(t, harness.ThawOptions{Args: append([]string{"--eg-extension"}, o.thawArgs...), Config: localConfig(t, revs...)})
 	dir := t.TempDir()
 	dirs := harness.EGDirs{Root: dir}
 	for _, d := range dirs.All() {
@@ -83,12 +96,20 @@ func startEGWith(t testing.TB, extra string, revs ...revisionYAML) *egEnv {
 	if out, err := exec.Command(egBin, "certgen", "--local", "--config-home", filepath.Join(dir, "cfg")).CombinedOutput(); err != nil {
 		t.Fatalf("envoy-gateway certgen: %v\n%s", err, out)
 	}
-	merge, err := exec.Command(harness.ThawBinary(t), "envoy-bootstrap", "--envoy-gateway", "--xds-address", th.GRPCAddress).Output()
+	margs := []string{"envoy-bootstrap", "--envoy-gateway", "--xds-address", th.GRPCAddress}
+	if o.mergeArgs != nil {
+		margs = append(margs, o.mergeArgs(th)...)
+	}
+	merge, err := exec.Command(harness.ThawBinary(t), margs...).Output()
 	if err != nil {
 		t.Fatalf("thaw envoy-bootstrap --envoy-gateway: %v", err)
 	}
 	port := harness.PickPort(t)
-	writeFile(t, filepath.Join(dir, "config.yaml"), harness.EGConfig(dirs, th.GRPCPort))
+	egConfig := harness.EGConfig(dirs, th.GRPCPort)
+	if o.listeners {
+		egConfig = harness.EGConfigWithListeners(dirs, th.GRPCPort)
+	}
+	writeFile(t, filepath.Join(dir, "config.yaml"), egConfig)
 	writeFile(t, filepath.Join(dirs.Resources(), "all.yaml"), harness.EGBaseResources(string(merge), port)+harness.EGRevisionRoute("hello", "")+extra)
 	env := &egEnv{thaw: th, gateway: fmt.Sprintf("http://127.0.0.1:%d", port), runDir: filepath.Join(dir, "run"), envoyBin: envoyBin,
 		egBin: egBin, config: filepath.Join(dir, "config.yaml"), res: filepath.Join(dir, "res", "all.yaml")}
@@ -150,7 +171,10 @@ func egTranslations(t testing.TB) float64 {
 // scale to zero, a second cold start flips the revision's mode twice with
 // no EG re-translation.
 func TestEnvoyGatewayOneHop(t *testing.T) {
-	env := startEG(t, map[string]string{"window": "6s", "scale-to-zero-grace-period": "2s"})
+	// EG's translation hook sends listeners, as the manifests configure
+	// it (for the module): on the ext_proc path they come back unchanged.
+	env := startEGOpts(t, egOptions{listeners: true}, revisionYAML{Name: "hello", Host: "hello.localhost", StartupDelay: 200 * time.Millisecond,
+		Autoscaling: map[string]string{"window": "6s", "scale-to-zero-grace-period": "2s"}})
 	c := client(60 * time.Second)
 	body := waitGateway(t, c, env, 120*time.Second)
 	if !strings.Contains(body, "hello from hello") {

@@ -111,8 +111,8 @@ func (s *Server) postRouteModify(_ context.Context, req *egpb.PostRouteModifyReq
 	var r *routev3.Route
 	if be.split != nil {
 		r, err = SplitRoute(req.GetRoute(), *be.split, s.opts)
-	} else {
-		r, err = Route(req.GetRoute(), *be.rev)
+	} else if r, err = Route(req.GetRoute(), *be.rev); err == nil {
+		r, err = ModuleRoute(r, be.rev.Key, s.opts)
 	}
 	if err != nil {
 		s.log.Error("EG route hook failed", zap.String("backend", be.key()), zap.Error(err))
@@ -122,12 +122,28 @@ func (s *Server) postRouteModify(_ context.Context, req *egpb.PostRouteModifyReq
 }
 
 // PostTranslateModify adds the clusters of RevisionSplit members and their
-// tag hosts (see Translate); every other resource comes back as EG sent
-// it. EG calls it only when extensionManager.hooks.xdsTranslator.post
+// tag hosts (see Translate) and, with the activator module, the module's
+// filter in the HTTP listeners serving revision routes (ModuleListeners);
+// every other resource comes back as EG sent it. EG calls it only when extensionManager.hooks.xdsTranslator.post
 // lists Translation.
 func (s *Server) PostTranslateModify(ctx context.Context, req *egpb.PostTranslateModifyRequest) (*egpb.PostTranslateModifyResponse, error) {
 	start := s.opts.Clock.Now()
 	clusters, routes, err := Translate(req.GetClusters(), req.GetRoutes(), s.opts)
+	listeners := req.GetListeners()
+	if err == nil && s.opts.XDS.Module != nil {
+		if listeners == nil {
+			s.log.Error("activator module: EG sent no listeners, so revision routes do not run the module; " +
+				"set extensionManager.hooks.xdsTranslator.translation.listener.includeAll: true (docs/envoy-gateway.md)")
+		}
+		if routes == nil {
+			s.log.Warn("activator module: EG sent no route configurations (translation.route.includeAll unset): the module filter goes into every HTTP listener")
+		}
+		var skipped error
+		listeners, skipped, err = ModuleListeners(listeners, routes, s.opts)
+		if skipped != nil {
+			s.log.Error("activator module: listeners left without the module's filter (their Revision routes do not run it)", zap.Error(skipped))
+		}
+	}
 	outcome := outcomeModified
 	if err != nil {
 		outcome = outcomeError
@@ -138,7 +154,7 @@ func (s *Server) PostTranslateModify(ctx context.Context, req *egpb.PostTranslat
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &egpb.PostTranslateModifyResponse{
-		Clusters: clusters, Secrets: req.GetSecrets(), Listeners: req.GetListeners(), Routes: routes,
+		Clusters: clusters, Secrets: req.GetSecrets(), Listeners: listeners, Routes: routes,
 	}, nil
 }
 

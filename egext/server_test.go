@@ -21,7 +21,13 @@ import (
 // dialServer serves a Server on loopback and returns EG's client for it.
 func dialServer(t *testing.T) egpb.EnvoyGatewayExtensionClient {
 	t.Helper()
-	s, err := NewServer(zaptest.NewLogger(t), testOptions())
+	return dialServerWith(t, testOptions())
+}
+
+// dialServerWith is dialServer with opts.
+func dialServerWith(t *testing.T, opts Options) egpb.EnvoyGatewayExtensionClient {
+	t.Helper()
+	s, err := NewServer(zaptest.NewLogger(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

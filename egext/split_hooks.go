@@ -57,6 +57,8 @@ func SplitCluster(in *clusterv3.Cluster, s Split) (*clusterv3.Cluster, error) {
 //     above 0% (weight = percent) naming MemberCluster, each removing any
 //     client-sent x-thaw-revision and setting its own revision, as thaw's
 //     own split hosts do (translate.SplitVirtualHost); a 0% member gets none;
+//     with the activator module each entry also names its revision to
+//     the module (translate.ModuleRouteConfig);
 //   - sets thaw's retry policy (merged into EG's) and timeouts as Route
 //     does, from thaw's defaults: EG hands the hooks the RevisionSplit,
 //     not its Revisions, so their own timeouts are unknown here (set the
@@ -91,6 +93,9 @@ func SplitRoute(in *routev3.Route, s Split, o Options) (*routev3.Route, error) {
 				Header:       &corev3.HeaderValue{Key: translate.RevisionHeader, Value: m.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			}},
+			// With the activator module: the member's revision, as on
+			// thaw's own split hosts (nil without it).
+			TypedPerFilterConfig: translate.ModuleRouteConfig(moduleConfig(o), m.Key),
 		})
 	}
 	ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: &routev3.WeightedCluster{Clusters: weighted}}

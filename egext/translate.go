@@ -79,7 +79,7 @@ func Translate(clusters []*clusterv3.Cluster, routes []*routev3.RouteConfigurati
 	}
 	outRoutes := make([]*routev3.RouteConfiguration, 0, len(routes))
 	for _, rc := range routes {
-		t, err := tagHosts(rc)
+		t, err := tagHosts(rc, o)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -93,7 +93,7 @@ func Translate(clusters []*clusterv3.Cluster, routes []*routev3.RouteConfigurati
 
 // tagHosts returns rc with the tag virtual hosts of its split routes
 // added (see Translate), or rc itself when it has none.
-func tagHosts(rc *routev3.RouteConfiguration) (*routev3.RouteConfiguration, error) {
+func tagHosts(rc *routev3.RouteConfiguration, o Options) (*routev3.RouteConfiguration, error) {
 	domains := map[string]bool{}
 	for _, vh := range rc.GetVirtualHosts() {
 		for _, d := range vh.GetDomains() {
@@ -126,7 +126,7 @@ func tagHosts(rc *routev3.RouteConfiguration) (*routev3.RouteConfiguration, erro
 						tvh = &routev3.VirtualHost{Name: vh.GetName() + "/thaw-tag/" + host, Domains: []string{host}}
 						byHost[host] = tvh
 					}
-					tvh.Routes = append(tvh.Routes, tagRoute(r, tag, cluster, rev))
+					tvh.Routes = append(tvh.Routes, tagRoute(r, tag, cluster, rev, o))
 				}
 			}
 		}
@@ -152,8 +152,9 @@ func tagHosts(rc *routev3.RouteConfiguration) (*routev3.RouteConfiguration, erro
 	return out, nil
 }
 
-// tagRoute is split route r sending every request to one member's cluster.
-func tagRoute(r *routev3.Route, tag, cluster, rev string) *routev3.Route {
+// tagRoute is split route r sending every request to one member's cluster
+// (with the activator module, naming that member's revision to it).
+func tagRoute(r *routev3.Route, tag, cluster, rev string, o Options) *routev3.Route {
 	t := proto.Clone(r).(*routev3.Route)
 	t.Name = r.GetName() + "/tag/" + tag
 	delete(t.GetMetadata().GetFilterMetadata(), metadataNamespace)
@@ -167,5 +168,8 @@ func tagRoute(r *routev3.Route, tag, cluster, rev string) *routev3.Route {
 		Header:       &corev3.HeaderValue{Key: translate.RevisionHeader, Value: rev},
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 	})
+	if key, err := revision.ParseKey(rev); err == nil {
+		setModuleConfig(&t.TypedPerFilterConfig, translate.ModuleRouteConfig(moduleConfig(o), key))
+	}
 	return t
 }

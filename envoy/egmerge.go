@@ -30,8 +30,9 @@ var egDroppedKeys = []string{"node", "dynamic_resources", "admin", "layered_runt
 // breakers and TLS as RenderBootstrap's), the cluster thaw_activator_dst
 // and the internal listeners thaw_activator and thaw_activator_wake
 // (thaw's own fleet gets those over ADS; EG's Envoy needs them static), the internal listener
-// bootstrap extension and the metrics_service stats sink. p.NodeID is not
-// used. Errors wrap ErrInvalidParams or come from building the xds parts.
+// bootstrap extension and the metrics_service stats sink; with p.Module
+// also the activator module's bridge (listener and cluster thaw_module,
+// as in RenderBootstrap). p.NodeID is not used. Errors wrap ErrInvalidParams or come from building the xds parts.
 func RenderEnvoyGatewayMerge(p BootstrapParams, cfg translate.Config) ([]byte, error) {
 	p.NodeID = egPlaceholderNode
 	full, err := RenderBootstrap(p)
@@ -75,7 +76,10 @@ func RenderEnvoyGatewayMerge(p BootstrapParams, cfg translate.Config) ([]byte, e
 	}
 	clusters, _ := sr["clusters"].([]any)
 	sr["clusters"] = append(clusters, dstJSON)
-	sr["listeners"] = []any{lisJSON, wakeJSON}
+	// The rendered listeners (the module bridge thaw_module, with
+	// p.Module) stay; the activator's internal listeners join them.
+	listeners, _ := sr["listeners"].([]any)
+	sr["listeners"] = append(listeners, lisJSON, wakeJSON)
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("render merge fragment: %w", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,9 +38,6 @@ moved into the certificate directory.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.AdminPort = uint32(adminPort)
 			if moduleAddr != "" {
-				if eg {
-					return errors.New("--module-address: the activator module is not wired for Envoy Gateway yet (docs/activator.md)")
-				}
 				p.Module = &envoy.ModuleBridge{Address: moduleAddr, ListenPort: uint32(bridgePort)}
 			}
 			if tlsc.CertDir != "" {

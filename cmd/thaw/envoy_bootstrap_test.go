@@ -50,11 +50,22 @@ func TestEnvoyBootstrapCmdModuleBridge(t *testing.T) {
 			t.Errorf("output lacks %q", s)
 		}
 	}
+	// Envoy Gateway's merge carries the bridge too, beside the
+	// activator's internal listeners.
 	cmd = newEnvoyBootstrapCmd()
-	cmd.SetOut(&bytes.Buffer{})
+	out.Reset()
+	cmd.SetOut(&out)
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"--envoy-gateway", "--xds-address", "127.0.0.1:18000", "--module-address", "127.0.0.1:18001"})
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "Envoy Gateway") {
-		t.Errorf("module bridge for Envoy Gateway: %v, want a refusal", err)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("module bridge for Envoy Gateway: %v", err)
+	}
+	for _, s := range []string{"name: thaw_module", "port_value: 18001", "port_value: 18009", "name: thaw_activator_wake"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("Envoy Gateway merge lacks %q", s)
+		}
+	}
+	if strings.Contains(out.String(), "dynamic_resources") {
+		t.Error("Envoy Gateway merge sets dynamic_resources (EG refuses it)")
 	}
 }

@@ -140,7 +140,10 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		return err
 	}
 	if xcfg.Module != nil && f.eg.enabled {
-		return errors.New("--activator=module is not supported with Envoy Gateway yet (docs/activator.md); use --activator=extproc")
+		// EG's Envoys (on this host) load the module and reach thaw's
+		// admin address directly; each names itself (--service-node), so
+		// the extension server leaves the node out (docs/envoy-gateway.md).
+		logger.Info("activator: dynamic module in Envoy Gateway's Envoys (translation.listener.includeAll needed)")
 	}
 	if xcfg.Module != nil {
 		logger.Info("activator: dynamic module in Envoy", zap.String("module", xcfg.Module.Path),

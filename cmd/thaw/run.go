@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"time"
 
@@ -161,9 +160,6 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	var moduleAddress string
 	var modTLS *tls.Config
 	if xcfg.Module != nil {
-		if f.eg.enabled {
-			return errors.New("--activator=module is not supported with --eg-extension yet (docs/activator.md, \"Envoy Gateway\"); use --activator=extproc")
-		}
 		if modTLS, err = moduleTLS(logger, f.tls); err != nil {
 			return err
 		}

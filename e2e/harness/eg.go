@@ -71,6 +71,14 @@ func EGRevisionRoute(name, host string) string {
 	return fmt.Sprintf(egRevisionRoute, name, hostnames)
 }
 
+// EGConfigWithListeners is EGConfig with EG's translation hook also
+// sending listeners (translation.listener.includeAll), which the
+// activator module needs: thaw inserts its filter into them.
+func EGConfigWithListeners(d EGDirs, thawPort int) string {
+	return strings.Replace(EGConfig(d, thawPort), "        route:\n          includeAll: true\n",
+		"        route:\n          includeAll: true\n        listener:\n          includeAll: true\n", 1)
+}
+
 const egConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: EnvoyGateway
 gateway:
