@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,9 +25,20 @@ import (
 // the module with container concurrency 4 (and, at 16, 0: no hold) on the
 // same backend, and the
 // Envoy CPU per request (user + system from /proc) and throughput of each
-// side are logged as ratios from the same run. It asserts only what must
-// hold (every request answered 200, the backend never above 4 in flight
-// from the module side); the figures go to docs/activator.md.
+// side are logged as ratios from the same run. At 16 in flight through
+// cc 4 a third side takes part: a plain Envoy whose cluster limits itself
+// to 4 upstream connections and queues the rest in its connection pool
+// (circuit breakers, no module), the cost of limiting concurrency to 4
+// inside Envoy at all, so the module's own share of the ratio shows. It
+// asserts only what must hold (every request answered 200, the backend
+// never above 4 in flight from the module side); the figures go to
+// docs/activator.md.
+//
+// THAW_E2E_MODULE_BASELINE_SO=path adds a fourth side to every run: an
+// Envoy loading another build of the module (for example main's, built
+// with `go build -buildmode=c-shared -o /some/dir/base.so
+// ./module/activator` in a checkout of it), so a change to the module is
+// measured against its baseline in the same run.
 func TestModulePathEnvoyCPU(t *testing.T) {
 	moduleSO = filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
 	if _, err := os.Stat(moduleSO); err != nil {
@@ -69,6 +81,13 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 		[]string{moduleFilter(moduleSO, fmt.Sprintf(`{"stateURL":"%s/state","node":"cost"}`, feed.url))},
 		staticCluster("rev_ns_m", backend))})
 
+	// Envoy's own concurrency limit: 4 HTTP/1.1 upstream connections,
+	// the other requests pending in the connection pool.
+	nativePort := harness.PickPort(t)
+	native := harness.StartEnvoy(t, harness.EnvoyOptions{Name: "native", Bootstrap: moduleBootstrap(nativePort,
+		[]string{`match: {prefix: "/"}` + "\nroute: {cluster: rev_ns_m, timeout: 30s}"}, nil,
+		staticCluster("rev_ns_m", backend)+"\ncircuit_breakers: {thresholds: [{max_connections: 4, max_pending_requests: 1000, max_requests: 1000}]}")})
+
 	type side struct {
 		name string
 		url  string
@@ -80,6 +99,21 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 	sides := []*side{
 		{name: "plain", url: fmt.Sprintf("http://127.0.0.1:%d/p", plainPort), pid: plain.Pid()},
 		{name: "module", url: fmt.Sprintf("http://127.0.0.1:%d/m", modPort), pid: mod.Pid()},
+		{name: "envoy-limit-4", url: fmt.Sprintf("http://127.0.0.1:%d/p", nativePort), pid: native.Pid()},
+	}
+	var baseline *side
+	if so := os.Getenv("THAW_E2E_MODULE_BASELINE_SO"); so != "" {
+		cur := moduleSO
+		moduleSO = so // moduleRoute names the module too
+		basePort := harness.PickPort(t)
+		b := harness.StartEnvoy(t, harness.EnvoyOptions{Name: "baseline", Bootstrap: moduleBootstrap(basePort,
+			[]string{moduleRoute("/u", "rev_ns_m", "ns/u"), moduleRoute("/", "rev_ns_m", "ns/m")},
+			[]string{moduleFilter(so, fmt.Sprintf(`{"stateURL":"%s/state","node":"baseline"}`, feed.url))},
+			staticCluster("rev_ns_m", backend))})
+		moduleSO = cur
+		// Path /b: its own revision state in its own Envoy, not counted
+		// in the module side's in-flight maximum.
+		baseline = &side{name: "baseline", url: fmt.Sprintf("http://127.0.0.1:%d/b", basePort), pid: b.Pid()}
 	}
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	var failures atomic.Int64
@@ -122,14 +156,25 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 	}{{16, sides[1].url, "module (cc 4)"}, {4, sides[1].url, "module (cc 4)"}, {16, unlimited, "module (cc 0)"}} {
 		inflight := run.inflight
 		sides[1].url = run.modURL
-		for _, s := range sides {
+		in := sides[:2]
+		if run.inflight == 16 && run.modURL != unlimited {
+			in = sides
+		}
+		if baseline != nil {
+			baseline.url = baseline.url[:strings.LastIndex(baseline.url, "/")] + "/b"
+			if run.modURL == unlimited {
+				baseline.url = baseline.url[:strings.LastIndex(baseline.url, "/")] + "/u"
+			}
+			in = append(in[:len(in):len(in)], baseline)
+		}
+		for _, s := range in {
 			s.cpu, s.reqs, s.secs = 0, 0, 0
 			round(s, inflight, 500*time.Millisecond) // warm up connections
 			s.cpu, s.reqs, s.secs = 0, 0, 0
 		}
 		for r := 0; r < 4; r++ {
-			for i := range sides {
-				round(sides[(i+r)%2], inflight, 2*time.Second)
+			for i := range in {
+				round(in[(i+r)%len(in)], inflight, 2*time.Second)
 			}
 		}
 		p, m := sides[0], sides[1]
@@ -140,6 +185,16 @@ func TestModulePathEnvoyCPU(t *testing.T) {
 		pt, mt := float64(p.reqs)/p.secs, float64(m.reqs)/m.secs
 		t.Logf("%d in flight: Envoy CPU per request plain %.1f µs, %s %.1f µs: %.2fx; throughput plain %.0f req/s, module %.0f req/s: %.2fx",
 			inflight, pc, run.what, mc, mc/pc, pt, mt, mt/pt)
+		if baseline != nil && baseline.reqs > 0 {
+			bc := baseline.cpu / float64(baseline.reqs) * 1e6
+			t.Logf("%d in flight: baseline module build %.1f µs: %.2fx plain; this build %.2fx of it", inflight, bc, bc/pc, mc/bc)
+		}
+		if len(in) >= 3 && in[2] == sides[2] && in[2].reqs > 0 {
+			n := in[2]
+			nc := n.cpu / float64(n.reqs) * 1e6
+			t.Logf("%d in flight: Envoy's own limit of 4 (connection pool queue, no module) %.1f µs: %.2fx plain; module %.2fx of it",
+				inflight, nc, nc/pc, mc/nc)
+		}
 	}
 	if f := failures.Load(); f > 0 {
 		t.Fatalf("%d requests failed", f)

@@ -53,6 +53,7 @@ func envoy_dynamic_module_on_program_init() (v *C.char) {
 	// hits a closed pipe: the module's log lines, once the process that
 	// reads Envoy's stderr (thaw local) is gone. Ignore it in Go too.
 	signal.Ignore(syscall.SIGPIPE)
+	setProcs()
 	if err := resolveCallbacks(); err != nil {
 		logf("%v", err)
 		return nil

@@ -39,6 +39,10 @@ type Revision struct {
 	// in flight on them, so a backend that comes back keeps its count and
 	// its slots are never oversubscribed. Bounded by MaxBackends.
 	draining map[string]*Backend
+	// sweepTimer ends held requests at their deadline; sweepAt is when it
+	// is armed for (zero: not armed). See sweep.go.
+	sweepTimer *time.Timer
+	sweepAt    time.Time
 }
 
 func newRevision(t *Table, key string) *Revision {
@@ -131,7 +135,8 @@ func (r *Revision) hold(notify func(*Waiter), afterUpdate bool) (*Waiter, error)
 	}
 	first := r.held.Add(1) == 1
 	r.queue = append(r.queue, w)
-	w.timer = time.AfterFunc(l.holdTimeout, w.expire)
+	w.deadline = time.Now().Add(l.holdTimeout)
+	r.armLocked(w.deadline)
 	noBackends := len(*r.backends.Load()) == 0
 	r.mu.Unlock()
 	if first && noBackends {
@@ -170,7 +175,6 @@ func (r *Revision) dispatch() {
 	r.compactLocked()
 	r.mu.Unlock()
 	for _, w := range granted {
-		w.timer.Stop()
 		w.notify(w)
 	}
 }
@@ -253,7 +257,6 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 		r.t.poke(r.Key)
 	}
 	for _, w := range failed {
-		w.timer.Stop()
 		w.notify(w)
 	}
 	if r.held.Load() > 0 {

@@ -24,9 +24,10 @@ type Waiter struct {
 	r       *Revision
 	state   Outcome // guarded by r.mu
 	backend *Backend
-	timer   *time.Timer
-	notify  func(*Waiter)
-	failure *WakeFailure // WakeFailed only
+	// deadline: the hold timeout ends the wait then (Revision.sweep).
+	deadline time.Time
+	notify   func(*Waiter)
+	failure  *WakeFailure // WakeFailed only
 	// notBefore: granted only once the revision installed this many
 	// updates (HoldForUpdate); 0 for Hold.
 	notBefore uint64
@@ -54,21 +55,6 @@ func (w *Waiter) Backend() *Backend {
 	return w.backend
 }
 
-// expire ends w with TimedOut when it is still waiting.
-func (w *Waiter) expire() {
-	r := w.r
-	r.mu.Lock()
-	if w.state != Waiting {
-		r.mu.Unlock()
-		return
-	}
-	w.state = TimedOut
-	r.unhold()
-	r.compactLocked()
-	r.mu.Unlock()
-	w.notify(w)
-}
-
 // Cancel ends w (its request went away). wasWaiting reports that w was
 // still waiting, so Notify will never be called for it; otherwise Notify
 // has run or is running. b is the backend when w had been granted one and
@@ -81,9 +67,6 @@ func (w *Waiter) Cancel() (b *Backend, wasWaiting bool) {
 	case Waiting:
 		w.state = Canceled
 		r.unhold()
-		if w.timer != nil {
-			w.timer.Stop()
-		}
 		r.compactLocked()
 		return nil, true
 	case Granted:
