@@ -71,6 +71,7 @@ func runCold(e *env, delays []time.Duration, name string, extra ...string) ([]re
 			name, d, res.OverheadP50Ms, res.OverheadP99Ms, res.OverheadMaxMs, res.TotalP50Ms, res.SpawnP50Ms, res.Errors, res.N)
 		out = append(out, res)
 	}
+	logFlipToAck(e, th, name)
 	return out, nil
 }
 

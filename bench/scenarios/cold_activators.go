@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -27,4 +28,30 @@ func parseActivators(v string) ([]string, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// logFlipToAck logs thaw's mean xDS change-to-ACK time
+// (thaw_xds_flip_to_ack_seconds' sum over count): on the module path a
+// woken backend reaches the module only once Envoy ACKed endpoints listing
+// it, so this wait is part of every module cold start; on the ext_proc
+// path the held request is released at once to an original-destination
+// cluster and the ACK is off the request's path.
+func logFlipToAck(e *env, th *thaw, name string) {
+	body, err := fetchBody(e.ctx, th.adminURL+"/metrics")
+	if err != nil {
+		e.logf("%s: thaw /metrics: %v", name, err)
+		return
+	}
+	var sum, count float64
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "thaw_xds_flip_to_ack_seconds_sum "); ok {
+			sum, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+		if v, ok := strings.CutPrefix(line, "thaw_xds_flip_to_ack_seconds_count "); ok {
+			count, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if count > 0 {
+		e.logf("%s: xDS change to Envoy's ACK: mean %.1f ms over %.0f changes", name, 1000*sum/count, count)
+	}
 }
