@@ -25,7 +25,11 @@ type Scenarios struct {
 	Load1End   float64 `json:"load1End"`
 	Paths      *Paths  `json:"paths,omitempty"`
 	Cold       []Cold  `json:"cold,omitempty"`
-	Burst      *Burst  `json:"burst,omitempty"`
+	// ColdModule is Cold through the activator module (thaw local
+	// --activator=module), measured right after Cold in the same run
+	// (-cold-activators extproc,module).
+	ColdModule []Cold `json:"coldModule,omitempty"`
+	Burst      *Burst `json:"burst,omitempty"`
 	// Failover is thaw killed under proxy-mode load and restarted.
 	Failover *Failover `json:"failover,omitempty"`
 	// BurstLarge are the repeated 10,000-request bursts at zero.

@@ -189,7 +189,7 @@ func runBurst(e *env, n int, burstRev rev, name string) (*results.Burst, error) 
 	}
 	b.LatencyP50Ms, b.LatencyP99Ms = results.Quantile(lats, 0.5), results.Quantile(lats, 0.99)
 	b.Memory = mem.stop()
-	b.BackendMaxInFlight, b.ContainerConcurrency = backendMaxInFlight(e, th, burstRev.host()), cc
+	b.BackendMaxInFlight, b.ContainerConcurrency = backendMaxInFlight(e, th, burstRev.name, burstRev.host()), cc
 	time.Sleep(2 * time.Second)
 	if st, err := th.envoyStats(e.ctx, `ext_proc|thaw_activator|rq_timeout|downstream_rq_5xx|outlier_detection|upstream_rq_retry|lb_healthy_panic|upstream_rq_5xx|upstream_cx_connect_fail|upstream_cx_overflow|upstream_cx_total|upstream_rq_pending|thaw_extproc`); err == nil {
 		b.EnvoyStats = st
@@ -227,11 +227,21 @@ func runBurst(e *env, n int, burstRev rev, name string) (*results.Burst, error) 
 	return b, nil
 }
 
-// backendMaxInFlight asks the revision's backends (through Envoy, 40
-// requests on fresh connections, so they spread over the backends) for the
-// most requests each had at once, and returns the highest.
-func backendMaxInFlight(e *env, th *thaw, host string) int {
+// backendMaxInFlight returns the most requests any backend of the revision
+// had at once: read from every backend directly (backendPeaks), or, when
+// that fails, through Envoy (40 requests on fresh connections, so they
+// spread over the backends).
+func backendMaxInFlight(e *env, th *thaw, name, host string) int {
 	most := 0
+	peaks, err := backendPeaks(e.ctx, th, name)
+	if err == nil {
+		for _, p := range peaks {
+			most = max(most, int(p))
+		}
+		e.logf("burst: most requests at once per backend: %v", peaks)
+		return most
+	}
+	e.logf("burst: backend peaks: %v; asking through Envoy", err)
 	for range 40 {
 		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		ws, err := fetchStats(e.ctx, c, th.httpURL, host)

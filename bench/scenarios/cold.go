@@ -17,9 +17,11 @@ import (
 // and Envoy add on top of the backend's own startup (readiness detection,
 // the activator releasing the held request, proxying). One extra revision is
 // woken first and not counted, so connection setup between Envoy and the
-// activator is not charged to the first sample.
-func runCold(e *env, delays []time.Duration) ([]results.Cold, error) {
-	dir, err := e.tempDir("cold")
+// activator is not charged to the first sample. name names the run's work
+// directory and log lines; extra are more `thaw local` flags
+// (--activator=module for the module path).
+func runCold(e *env, delays []time.Duration, name string, extra ...string) ([]results.Cold, error) {
+	dir, err := e.tempDir(name)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +36,7 @@ func runCold(e *env, delays []time.Duration) ([]results.Cold, error) {
 			revs = append(revs, rev{name: fmt.Sprintf("cold-%d-%d", di, i), startupDelay: d, autoscaling: zero})
 		}
 	}
-	th, err := startThaw(e.ctx, e, dir, localConfig(e.workloadBin, revs...))
+	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, revs...), extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -65,10 +67,11 @@ func runCold(e *env, delays []time.Duration) ([]results.Cold, error) {
 		res.OverheadMaxMs = results.Quantile(overhead, 1)
 		res.TotalP50Ms, res.TotalP99Ms = results.Quantile(total, 0.5), results.Quantile(total, 0.99)
 		res.SpawnP50Ms = results.Quantile(spawn, 0.5)
-		e.logf("cold: startup delay %s: overhead p50 %.1f ms p99 %.1f ms max %.1f ms; total p50 %.1f ms; spawn p50 %.1f ms; %d/%d errors",
-			d, res.OverheadP50Ms, res.OverheadP99Ms, res.OverheadMaxMs, res.TotalP50Ms, res.SpawnP50Ms, res.Errors, res.N)
+		e.logf("%s: startup delay %s: overhead p50 %.1f ms p99 %.1f ms max %.1f ms; total p50 %.1f ms; spawn p50 %.1f ms; %d/%d errors",
+			name, d, res.OverheadP50Ms, res.OverheadP99Ms, res.OverheadMaxMs, res.TotalP50Ms, res.SpawnP50Ms, res.Errors, res.N)
 		out = append(out, res)
 	}
+	logFlipToAck(e, th, name)
 	return out, nil
 }
 

@@ -156,6 +156,7 @@ func main() {
 	flag.IntVar(&e.burstRuns, "burst-runs", burstLargeRuns, "burst10k: runs at each container concurrency (0 and 50)")
 	flag.DurationVar(&burstLargeStartup, "burst-startup", burstLargeStartup, "burst10k: how long the backends take to start")
 	flag.IntVar(&e.envoyFiles, "envoy-open-files", 0, "burst and burst10k: Envoy's open-file limit (thaw local --envoy-open-files; 0: thaw's default, the hard limit)")
+	coldActs := flag.String("cold-activators", "extproc", "cold: activators to measure, back to back in this order (extproc, module; comma-separated)")
 	ccs := flag.String("burst-ccs", "0,50", "burst10k: container concurrencies to run at, comma-separated")
 	flag.IntVar(&e.largeN, "scale100k-revisions", 0, "scale100k: idle revisions (0: 100,000, -quick 20,000)")
 	thawArgs := flag.String("thaw-args", "", "extra flags for every `thaw local`, space-separated (e.g. --idle-hold-path)")
@@ -187,6 +188,9 @@ func main() {
 		log.Fatalf("-burst-ccs: %v", err)
 	}
 	burstCCs = parsed
+	if coldActivators, err = parseActivators(*coldActs); err != nil {
+		log.Fatalf("-cold-activators: %v", err)
+	}
 	peersOnly := strings.TrimSpace(*only) == "peers"
 	if !peersOnly && strings.Contains(*only, "peers") {
 		log.Fatal("-only peers runs alone (it needs a network namespace of its own)")
@@ -253,9 +257,17 @@ func run(e *env, only, out, png string) error {
 		note("paths", err)
 	}
 	if want["cold"] {
-		c, err := runCold(e, []time.Duration{0, time.Second})
-		res.Cold = c
-		note("cold", err)
+		for _, act := range coldActivators {
+			if act == "module" {
+				c, err := runCold(e, []time.Duration{0, time.Second}, "cold-module", "--activator=module")
+				res.ColdModule = c
+				note("cold (module)", err)
+				continue
+			}
+			c, err := runCold(e, []time.Duration{0, time.Second}, "cold")
+			res.Cold = c
+			note("cold", err)
+		}
 	}
 	if want["burst"] {
 		b, err := runBurst(e, 1000, burstRevAt(burstCC), "burst")

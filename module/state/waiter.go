@@ -55,6 +55,19 @@ func (w *Waiter) Backend() *Backend {
 	return w.backend
 }
 
+// stopWaitingForUpdate lets a HoldForUpdate waiter still waiting be
+// granted without the update (UpdateWait passed) and dispatches.
+func (w *Waiter) stopWaitingForUpdate() {
+	r := w.r
+	r.mu.Lock()
+	lifted := w.state == Waiting && w.notBefore > 0
+	w.notBefore = 0
+	r.mu.Unlock()
+	if lifted {
+		r.dispatch()
+	}
+}
+
 // Cancel ends w (its request went away). wasWaiting reports that w was
 // still waiting, so Notify will never be called for it; otherwise Notify
 // has run or is running. b is the backend when w had been granted one and
