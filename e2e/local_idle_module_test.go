@@ -27,7 +27,7 @@ func TestLocalModuleIdleClusters(t *testing.T) {
 	th := harness.StartThaw(t, harness.ThawOptions{Args: append(moduleArgs(t), "--idle-hold-path"), Config: localConfig(t,
 		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond, Autoscaling: atZero},
 		revisionYAML{Name: "other", Host: "other.test", Autoscaling: atZero},
-		revisionYAML{Name: "v1", Host: "shop.test", Traffic: "{percent: 90}", Autoscaling: fast(nil)},
+		revisionYAML{Name: "v1", Host: "shop.test", Traffic: "{percent: 90}", Autoscaling: fast(map[string]string{"min-scale": "1"})},
 		revisionYAML{Name: "v2", Host: "shop.test", Traffic: "{percent: 10, tag: canary}", Autoscaling: atZero},
 		revisionYAML{Name: "v3", Host: "shop.test", Traffic: "{percent: 0, tag: zero}", Autoscaling: atZero},
 	)})
