@@ -49,9 +49,9 @@ func routeUnfiltered(ep uintptr) {
 // and not yet on this worker). A pin now would fail with a 503; the
 // request is held for the next state update instead.
 func envoyBehind(ep uintptr, f *filter, backends int) bool {
-	n := clusterHosts(ep)
-	if n < 0 {
-		return f.cluster != ""
+	if f.cluster == "" {
+		return behindRemoval(ep, backends)
 	}
-	return n < backends
+	n := clusterHosts(ep)
+	return n < 0 || n < backends
 }
