@@ -78,8 +78,10 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 			return err
 		}
 		names[i] = tr.ClusterName
-		if err := addOne(st.vhds, tr.VirtualHostName, tr.VirtualHost, tr.VirtualHostEnc); err != nil {
-			return err
+		if !tr.KeepsRoutes { // with the module's cluster routes nothing routes differently
+			if err := addOne(st.vhds, tr.VirtualHostName, tr.VirtualHost, tr.VirtualHostEnc); err != nil {
+				return err
+			}
 		}
 		if tr.Idle {
 			st.cds.del = append(st.cds.del, tr.ClusterName)
@@ -108,6 +110,12 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 	}
 	s.mu.Unlock()
 	s.notify.broadcast()
+	if len(st.vhds.upd) == 0 {
+		// Cluster routes (translate.ClusterRoutes): no virtual host waits
+		// for the new clusters, and the removed ones are no route's.
+		s.startWakeFlips(st.eds.added, versions, start)
+		return s.finishApply(ctx, st)
+	}
 	if len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
 		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
 		{typeURL: resourcev3.EndpointType, want: versions, current: true},

@@ -346,6 +346,8 @@ func defaultStateDir(f *localFlags) (string, error) {
 }
 
 // idleHoldPathUsage is the help of --idle-hold-path (thaw local, thaw run).
-const idleHoldPathUsage = "give a revision without any backend no cluster in Envoy: its route leads to a shared hold path " +
-	"(an idle revision costs Envoy one virtual host instead of a cluster, its endpoints and stats); waking and going " +
-	"idle then change its virtual host, which makes Envoy rebuild its route table (docs/scaling.md); off with Envoy Gateway"
+const idleHoldPathUsage = "give a revision without any backend no cluster in Envoy (an idle revision costs Envoy one virtual host " +
+	"instead of a cluster, its endpoints and stats). With --activator=module every revision route takes its cluster from " +
+	"a header the module writes, so waking and going idle add or remove the cluster only; with ext_proc the route leads to " +
+	"a shared hold path and waking and going idle change its virtual host, which makes Envoy rebuild its route table " +
+	"(docs/scaling.md); off with Envoy Gateway"

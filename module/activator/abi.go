@@ -35,6 +35,7 @@ enum {
   THAW_CB_SEND_HEADERS,
   THAW_CB_SET_HEADER,
   THAW_CB_HOST_COUNT,
+  THAW_CB_CLEAR_ROUTE,
   THAW_CB_COUNT
 };
 static const char* const thaw_cb_names[THAW_CB_COUNT] = {
@@ -49,6 +50,7 @@ static const char* const thaw_cb_names[THAW_CB_COUNT] = {
   "envoy_dynamic_module_callback_http_send_response_headers",
   "envoy_dynamic_module_callback_http_set_header",
   "envoy_dynamic_module_callback_http_get_cluster_host_count",
+  "envoy_dynamic_module_callback_http_clear_route_cache",
 };
 static void* thaw_cb[THAW_CB_COUNT];
 
@@ -124,6 +126,16 @@ static long thaw_cluster_hosts(uintptr_t f) {
       f, 0, &total, &healthy, &degraded);
   return ok ? (long)total : -1;
 }
+// thaw_route_to_cluster sets request header k (header type 0,
+// RequestHeader; every existing value is removed first) to the cluster
+// name v and clears the stream's route cache, so the route (whose
+// cluster_header is k) and its cluster are resolved again from it.
+static bool thaw_route_to_cluster(uintptr_t f, const char* k, size_t nk, const char* v, size_t nv) {
+  bool ok = ((bool (*)(uintptr_t, int, thaw_buf, thaw_buf))thaw_cb[THAW_CB_SET_HEADER])(
+      f, 0, (thaw_buf){k, nk}, (thaw_buf){v, nv});
+  ((void (*)(uintptr_t))thaw_cb[THAW_CB_CLEAR_ROUTE])(f);
+  return ok;
+}
 static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
   ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
 }
@@ -134,6 +146,8 @@ import (
 	"fmt"
 	"os"
 	"unsafe"
+
+	"github.com/thaw-dev/thaw/module/state"
 )
 
 // Statuses of the ABI's envoy_dynamic_module_type_on_http_filter_*_status
@@ -246,3 +260,20 @@ func sendHeaders(f uintptr, h *C.thaw_header, nh int) {
 
 // isGRPC reports whether the request is gRPC (content-type).
 func isGRPC(f uintptr) bool { return bool(C.thaw_is_grpc(C.uintptr_t(f))) }
+
+// clusterHeaderC is state.ClusterHeader in C memory, for routeToCluster.
+var clusterHeaderC = C.CString(state.ClusterHeader)
+
+// routeToCluster overwrites request header state.ClusterHeader with
+// cluster (every client-sent value removed) and clears the stream's route
+// cache, so the router resolves the route's cluster_header again; Envoy
+// copies cluster. false: Envoy had no request headers to set.
+func routeToCluster(f uintptr, cluster string) bool {
+	return bool(C.thaw_route_to_cluster(C.uintptr_t(f), clusterHeaderC, C.size_t(len(state.ClusterHeader)),
+		(*C.char)(unsafe.Pointer(unsafe.StringData(cluster))), C.size_t(len(cluster))))
+}
+
+// clusterHosts returns how many hosts the stream's routed cluster lists
+// at priority 0 in this worker's view, -1 when Envoy holds no such
+// cluster (or the stream has no route).
+func clusterHosts(f uintptr) int { return int(C.thaw_cluster_hosts(C.uintptr_t(f))) }

@@ -30,7 +30,12 @@ type filterConfig struct {
 	rev     *state.Revision // cfg.Revision, for routes without per-route config
 }
 
-type routeCfg struct{ rev *state.Revision }
+// routeCfg is a revision route's per-route configuration: its revision,
+// and its cluster on a cluster route (clusterroute.go), else "".
+type routeCfg struct {
+	rev     *state.Revision
+	cluster string
+}
 
 // copyBuf copies an Envoy-owned buffer into Go memory.
 func copyBuf(b C.thaw_buf) []byte {
@@ -115,7 +120,7 @@ func envoy_dynamic_module_on_http_filter_per_route_config_new(a1, config C.thaw_
 		logf("route config for %s refused: the module tracks at most %d revisions", rc.Revision, state.MaxRevisions)
 		return 0
 	}
-	return uintptr(cgo.NewHandle(&routeCfg{rev: r}))
+	return uintptr(cgo.NewHandle(&routeCfg{rev: r, cluster: rc.Cluster}))
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_destroy
@@ -153,23 +158,27 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		}
 	}()
 	if f == nil {
+		routeUnfiltered(ep)
 		return statusContinue
 	}
 	r := f.cfg.rev
-	if rc := routeConfig(ep); rc != 0 {
-		r = cgo.Handle(rc).Value().(*routeCfg).rev
+	if rc := routeOf(ep); rc != nil {
+		r, f.cluster = rc.rev, rc.cluster
 	}
 	if r == nil {
 		return statusContinue // not a revision route: nothing to do
 	}
 	f.rev = r
+	if f.cluster != "" {
+		routeToCluster(ep, f.cluster) // before anything reads the header
+	}
 	// Envoy's cluster for the revision lists fewer hosts than this state
 	// has backends: a removal reached Envoy first. A pin now could get
 	// 503 "no healthy upstream"; hold and re-pick at the next state update
 	// instead (docs/activator.md, *Removal ordering*).
 	behind := false
 	if n := len(r.Backends()); n > 0 {
-		behind = behindRemoval(ep, n)
+		behind = envoyBehind(ep, f, n)
 	}
 	if !behind {
 		if b := r.Acquire(); b != nil {
@@ -235,6 +244,9 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 	case state.Granted:
 		f.waiter = nil
 		f.backend = w.Take()
+		if f.cluster != "" {
+			routeToCluster(ep, f.cluster) // the cluster may have come since
+		}
 		if rehold(ep, f) {
 			return
 		}

@@ -16,7 +16,7 @@ func rehold(ep uintptr, f *filter) bool {
 	if f.reheld || h == nil {
 		return false
 	}
-	if n := len(f.rev.Backends()); n == 0 || !behindRemoval(ep, n) {
+	if n := len(f.rev.Backends()); n == 0 || !envoyBehind(ep, f, n) {
 		return false
 	}
 	f.reheld = true

@@ -16,6 +16,7 @@ type filter struct {
 	id      uint32
 	cfg     *filterConfig
 	rev     *state.Revision
+	cluster string         // the route's cluster on a cluster route (clusterroute.go)
 	backend *state.Backend // slot this stream holds, freed once
 	waiter  *state.Waiter
 	hold    *holdRef

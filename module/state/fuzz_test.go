@@ -38,10 +38,14 @@ func FuzzDecodeUpdate(f *testing.F) {
 // hands the module.
 func FuzzDecodeConfig(f *testing.F) {
 	f.Add([]byte(`{"revision":"ns/a"}`))
+	f.Add([]byte(`{"revision":"ns/a","cluster":"rev_ns_a"}`))
 	f.Add([]byte(`{"stateURL":"http://127.0.0.1:1/x","node":"n","holdTimeoutMs":5}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if c, err := DecodeRouteConfig(b); err == nil && validKey(c.Revision) != nil {
 			t.Fatalf("accepted invalid revision %q", c.Revision)
+		}
+		if c, err := DecodeRouteConfig(b); err == nil && validClusterName(c.Cluster) != nil {
+			t.Fatalf("accepted invalid cluster %q", c.Cluster)
 		}
 		if c, err := DecodeFilterConfig(b); err == nil && (c.HoldTimeoutMs <= 0 || c.QueueDepth <= 0) {
 			t.Fatalf("accepted config without limits: %+v", c)

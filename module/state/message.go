@@ -154,7 +154,23 @@ func DecodeUpdate(b []byte) (*Update, error) {
 // client header never chooses one.
 type RouteConfig struct {
 	Revision string `json:"revision"`
+	// Cluster, when set, is the revision's cluster on a route whose
+	// upstream is named by request header ClusterHeader (thaw's idle
+	// clusters, docs/scaling.md): the module overwrites that header with
+	// Cluster on every request of the route once Envoy holds the cluster
+	// (a client never chooses an upstream), and holds the request while
+	// it does not. Empty: the route names its cluster itself.
+	Cluster string `json:"cluster,omitempty"`
 }
+
+// ClusterHeader is the request header a revision route with
+// RouteConfig.Cluster takes its upstream cluster from (the route's
+// cluster_header); only the module writes it.
+const ClusterHeader = "x-thaw-cluster"
+
+// maxClusterName bounds RouteConfig.Cluster (Envoy's own limit on a
+// cluster name is far larger; thaw's names are rev_<namespace>_<name>).
+const maxClusterName = 320
 
 // DecodeRouteConfig parses and validates a per-route configuration.
 func DecodeRouteConfig(b []byte) (RouteConfig, error) {
@@ -165,6 +181,9 @@ func DecodeRouteConfig(b []byte) (RouteConfig, error) {
 		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
 	}
 	if err := validKey(c.Revision); err != nil {
+		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
+	}
+	if err := validClusterName(c.Cluster); err != nil {
 		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
 	}
 	return c, nil
@@ -235,6 +254,22 @@ func validKey(k string) error {
 	ns, name, ok := strings.Cut(k, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") || len(k) > 253+64 {
 		return fmt.Errorf("revision key %q is not namespace/name", k)
+	}
+	return nil
+}
+
+// validClusterName accepts "" or a cluster name of at most
+// maxClusterName bytes of [A-Za-z0-9_.-] (what thaw's cluster names use;
+// a header value must not carry control characters).
+func validClusterName(c string) error {
+	if len(c) > maxClusterName {
+		return fmt.Errorf("cluster name of %d bytes: at most %d", len(c), maxClusterName)
+	}
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '.' || b == '-') {
+			return fmt.Errorf("cluster name %q: byte %d is not one of [A-Za-z0-9_.-]", c, i)
+		}
 	}
 	return nil
 }

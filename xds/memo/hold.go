@@ -116,6 +116,10 @@ type Transition struct {
 	Cluster         *clusterv3.Cluster
 	ClusterEnc      *encoded.Resource
 	Endpoints       *endpointv3.ClusterLoadAssignment
+	// KeepsRoutes: the virtual host is the same idle or not
+	// (translate.ClusterRoutes): only the cluster and the assignment
+	// change.
+	KeepsRoutes bool
 }
 
 // Transition returns key's resources as the fast path left them (see
@@ -128,7 +132,7 @@ func (t *Translator) Transition(key revision.Key) (tr Transition, ok bool, err e
 	}
 	tr = Transition{Idle: m.idle(), ClusterName: m.name, VirtualHostName: translate.VirtualHostName(m.name),
 		VirtualHost: m.res.vhost, VirtualHostEnc: m.res.vhostEnc, Cluster: m.res.cluster, ClusterEnc: m.res.clusterEnc,
-		Endpoints: m.res.cla}
+		Endpoints: m.res.cla, KeepsRoutes: translate.ClusterRoutes(t.cfg)}
 	if !tr.Idle {
 		delete(t.confirm, key)
 		return tr, true, nil

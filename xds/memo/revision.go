@@ -71,10 +71,7 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	} else {
 		name = revision.ClusterName(rev.Key)
 	}
-	target := name
-	if translate.IdleRevision(t.cfg, rev) {
-		target = translate.HoldClusterFor(rev.Spec.Protocol)
-	}
+	target := translate.RouteTarget(t.cfg, rev, name)
 	res := &revisionResources{}
 	switch {
 	case len(domains) == 0:
@@ -99,7 +96,7 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 		}
 	}
 	entry := &memoEntry{name: name, domains: domains, port: rev.Spec.Port, mode: rev.Mode, backends: rev.Backends,
-		timeouts: timeouts, protocol: rev.Spec.Protocol, wake: rev.Spec.Wake.ReadsRequests(), target: target, res: res}
+		timeouts: timeouts, protocol: rev.Spec.Protocol, wake: rev.Spec.Wake.ReadsRequests(), target: target, noCluster: translate.IdleRevision(t.cfg, rev), res: res}
 	if entry.idle() {
 		return entry, nil
 	}

@@ -78,11 +78,16 @@ type memoEntry struct {
 	// while the revision is idle (translate.IdleRevision: then res has no
 	// cluster and no cla).
 	target string
-	res    *revisionResources
+	// noCluster: the revision is idle (translate.IdleRevision): no
+	// cluster and no cla in res; its routes lead to target, a hold
+	// cluster, or its own name through the module's header
+	// (translate.ClusterRoutes).
+	noCluster bool
+	res       *revisionResources
 }
 
-// idle reports whether the revision's routes lead to a hold cluster.
-func (m *memoEntry) idle() bool { return m.target != m.name }
+// idle reports whether the revision has no cluster of its own.
+func (m *memoEntry) idle() bool { return m.noCluster }
 
 // New returns a Translator for cfg (validated by the caller; see
 // translate.Config.Validate) with an empty memo. With encode, it keeps the

@@ -31,15 +31,20 @@ import (
 // encode, clusters and virtual hosts are held as encodings, as the server
 // holds them, and decoded for the comparison.
 func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
-	for seed := uint64(1); seed <= 6; seed++ {
-		inline := seed%2 == 0 // both route layouts: VHDS and InlineRoutes
-		encode := seed > 3    // both memo forms with both layouts
-		hold := seed%3 != 0   // the idle hold path with both layouts and memo forms
-		t.Run(fmt.Sprintf("seed=%d/inline=%v/encode=%v/hold=%v", seed, inline, encode, hold), func(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		inline := seed%2 == 0         // both route layouts: VHDS and InlineRoutes
+		encode := seed > 3            // both memo forms with both layouts
+		module := seed > 6            // the module's cluster routes (translate.ClusterRoutes), both layouts
+		hold := seed%3 != 0 || module // the idle hold path with both layouts and memo forms
+		t.Run(fmt.Sprintf("seed=%d/inline=%v/encode=%v/hold=%v/module=%v", seed, inline, encode, hold, module), func(t *testing.T) {
 			h := newHistory(seed)
 			cfg := testConfig()
 			cfg.InlineRoutes = inline
 			cfg.IdleHoldPath = hold
+			if module {
+				cfg.Module = &translate.ModuleConfig{Path: "/opt/thaw/thaw-activator.so", Node: "n",
+					StateURL: "http://127.0.0.1:9901/activator/v1/state", ReportURL: "http://127.0.0.1:9901/activator/v1/report"}
+			}
 			tr, err := New(&cfg, encode)
 			if err != nil {
 				t.Fatal(err)

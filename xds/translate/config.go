@@ -137,10 +137,13 @@ type Config struct {
 	// virtual host. Off by default: waking and going idle then change the
 	// revision's virtual host, and Envoy rebuilds its whole route table
 	// for every virtual host update (docs/scaling.md, "Idle revisions
-	// without a cluster"). Not with Config.Module, nor when Envoys other
-	// than thaw's own fetch revisions' endpoints from thaw (Envoy
-	// Gateway: an idle revision's assignment is what holds its requests
-	// there).
+	// without a cluster"). With Config.Module there is no hold cluster:
+	// every revision route takes its cluster from a header the module
+	// writes (ClusterRoutes, idle_module.go), so waking and going idle
+	// add or remove the cluster and assignment and never change a route.
+	// Not when Envoys other than thaw's own fetch revisions' endpoints
+	// from thaw (Envoy Gateway: an idle revision's assignment is what
+	// holds its requests there).
 	IdleHoldPath bool
 }
 

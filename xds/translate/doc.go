@@ -16,10 +16,14 @@
 // and leaves out host collisions and invalid splits. With
 // Config.IdleHoldPath a revision without any backend has no cluster and
 // no ClusterLoadAssignment: its routes lead to the shared hold cluster
-// thaw_hold and internal listener thaw_hold (hold.go).
+// thaw_hold and internal listener thaw_hold (hold.go), or, with
+// Config.Module, every revision route takes its cluster from the header
+// the module writes, so no route changes when a revision wakes or goes
+// idle (idle_module.go).
 //
 // One file per resource kind: cluster.go, endpoint.go, listener.go,
-// route.go, route_split.go, module.go, failover.go, protocols.go, hold.go;
+// route.go, route_split.go, module.go, failover.go, protocols.go, hold.go,
+// idle_module.go;
 // external.go holds the pieces an Envoy whose ADS goes elsewhere (Envoy
 // Gateway's) uses. Every builder validates its message (ValidateAll)
 // before packing it. Parts are the sub-messages revisions share.

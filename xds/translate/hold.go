@@ -35,8 +35,8 @@ import (
 //
 // All of this only with Config.IdleHoldPath (off by default: every
 // transition makes Envoy rebuild its route table, docs/scaling.md). With
-// the activator module (Config.Module) every revision keeps its cluster:
-// the module pins requests to hosts of the routed cluster.
+// the activator module (Config.Module) there is no hold cluster and no
+// route change: see idle_module.go.
 
 const (
 	// HoldListenerName is the internal listener of the hold clusters:
@@ -64,11 +64,23 @@ func HoldClusterFor(protocol revision.Protocol) string {
 	return HoldClusterName
 }
 
-// IdleRevision reports whether rev is routed to the hold cluster:
-// Config.IdleHoldPath is on, the activator is ext_proc (not the module)
-// and rev has no backend at all.
+// IdleRevision reports whether rev has no cluster and no
+// ClusterLoadAssignment: Config.IdleHoldPath is on and rev has no backend
+// at all. Its routes lead to the hold cluster (IdleTarget), or, with
+// Config.Module, still name its own cluster through the module's header
+// (ClusterRoutes), which the module holds requests for while Envoy has
+// no such cluster.
 func IdleRevision(cfg *Config, rev *revision.Revision) bool {
-	return cfg.IdleHoldPath && cfg.Module == nil && len(rev.Backends) == 0
+	return cfg.IdleHoldPath && len(rev.Backends) == 0
+}
+
+// RouteTarget returns the cluster rev's routes lead to: its own (name),
+// or the hold cluster while it is idle without Config.Module.
+func RouteTarget(cfg *Config, rev *revision.Revision, name string) string {
+	if IdleRevision(cfg, rev) && cfg.Module == nil {
+		return HoldClusterFor(rev.Spec.Protocol)
+	}
+	return name
 }
 
 // HoldCluster returns the shared hold cluster for protocol (see

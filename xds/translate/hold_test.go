@@ -56,14 +56,11 @@ func TestHoldListenerMarksStreams(t *testing.T) {
 	}
 }
 
-// TestIdleClustersKept: without Config.IdleHoldPath (the default), or
-// with the activator module (it pins requests to hosts of the routed
-// cluster), every revision keeps its cluster and assignment at zero, and
-// there is no hold path.
+// TestIdleClustersKept: without Config.IdleHoldPath (the default), with
+// either activator, every revision keeps its cluster and assignment at
+// zero, and there is no hold path.
 func TestIdleClustersKept(t *testing.T) {
-	module := moduleTestConfig()
-	module.IdleHoldPath = true
-	for name, cfg := range map[string]Config{"default": testConfig(), "module": module} {
+	for name, cfg := range map[string]Config{"default": testConfig(), "module": moduleTestConfig()} {
 		res, err := Translate(snapshotOf(rev("default", "cold", revision.ModeProxy, []string{"cold.example.com"})), cfg)
 		if err != nil {
 			t.Fatal(err)

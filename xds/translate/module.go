@@ -111,7 +111,7 @@ func moduleRouteConfig(cfg *Config, key revision.Key) map[string]*anypb.Any {
 	if cfg == nil || cfg.Module == nil {
 		return nil
 	}
-	js, err := json.Marshal(state.RouteConfig{Revision: key.String()})
+	js, err := json.Marshal(state.RouteConfig{Revision: key.String(), Cluster: routeConfigCluster(cfg, key)})
 	if err != nil {
 		panic(err) // a struct of one string always marshals
 	}

@@ -111,18 +111,17 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 	if target == "" {
 		target = name
 	}
+	action := routeCluster(p.Config, target)
+	action.Timeout = pt.duration(p.Timeouts.routeTimeout())
+	action.IdleTimeout = pt.duration(p.Timeouts.idleTimeout())
+	action.RetryPolicy = pt.retryPolicy
 	return &routev3.VirtualHost{
 		Name:    VirtualHostName(name),
 		Domains: p.Domains,
 		Routes: []*routev3.Route{{
-			Name:  name,
-			Match: pt.prefixAll,
-			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: target},
-				Timeout:          pt.duration(p.Timeouts.routeTimeout()),
-				IdleTimeout:      pt.duration(p.Timeouts.idleTimeout()),
-				RetryPolicy:      pt.retryPolicy,
-			}},
+			Name:   name,
+			Match:  pt.prefixAll,
+			Action: &routev3.Route_Route{Route: action},
 			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
 				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: p.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,

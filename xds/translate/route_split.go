@@ -56,15 +56,14 @@ func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
 		if i < len(p.Clusters) && p.Clusters[i] != "" {
 			target = p.Clusters[i]
 		}
-		clusters = append(clusters, &routev3.WeightedCluster_ClusterWeight{
-			Name:   target,
-			Weight: wrapperspb.UInt32(uint32(*m.Percent)),
-			RequestHeadersToAdd: []*corev3.HeaderValueOption{{
-				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: m.Key.String()},
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-			}},
-			TypedPerFilterConfig: moduleRouteConfig(p.Config, m.Key),
-		})
+		wc := weightedCluster(p.Config, target)
+		wc.Weight = wrapperspb.UInt32(uint32(*m.Percent))
+		wc.RequestHeadersToAdd = []*corev3.HeaderValueOption{{
+			Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: m.Key.String()},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		}}
+		wc.TypedPerFilterConfig = moduleRouteConfig(p.Config, m.Key)
+		clusters = append(clusters, wc)
 	}
 	return &routev3.VirtualHost{
 		Name:    VirtualHostName(name),

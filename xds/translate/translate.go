@@ -246,9 +246,7 @@ func buildRevision(rev *revision.Revision, domains []string, cfg *Config, pt *Pa
 	name := revision.ClusterName(rev.Key)
 	r := &revisionResources{timeouts: TimeoutsOf(&rev.Spec), target: name}
 	idle := IdleRevision(cfg, rev)
-	if idle {
-		r.target = HoldClusterFor(rev.Spec.Protocol)
-	}
+	r.target = RouteTarget(cfg, rev, name)
 	if len(domains) > 0 {
 		vh := RevisionVirtualHost(VirtualHostParams{Key: rev.Key, Domains: domains, Config: cfg, Parts: pt, Name: name,
 			Cluster: r.target, Timeouts: r.timeouts})

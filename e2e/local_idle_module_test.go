@@ -1,0 +1,138 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
+)
+
+// TestLocalModuleIdleClusters runs `thaw local --activator=module
+// --idle-hold-path` with real Envoy: revisions at zero have no cluster in
+// Envoy; a request for one is held by the module, wakes it and is
+// answered by its backend, even when the client sends an x-thaw-cluster
+// header naming another (awake) revision's cluster: the module
+// overwrites it. The woken revision gets its cluster without any route
+// change (the virtual hosts' versions in Envoy's config_dump stay the
+// same), a 10% split member at zero is woken by its share and a 0% one
+// never gets a cluster, and back at zero the cluster is removed.
+func TestLocalModuleIdleClusters(t *testing.T) {
+	atZero := fast(map[string]string{"initial-scale": "0"})
+	th := harness.StartThaw(t, harness.ThawOptions{Args: append(moduleArgs(t), "--idle-hold-path"), Config: localConfig(t,
+		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond, Autoscaling: atZero},
+		revisionYAML{Name: "other", Host: "other.test", Autoscaling: atZero},
+		revisionYAML{Name: "v1", Host: "shop.test", Traffic: "{percent: 90}", Autoscaling: fast(map[string]string{"min-scale": "1"})},
+		revisionYAML{Name: "v2", Host: "shop.test", Traffic: "{percent: 10, tag: canary}", Autoscaling: atZero},
+		revisionYAML{Name: "v3", Host: "shop.test", Traffic: "{percent: 0, tag: zero}", Autoscaling: atZero},
+	)})
+	envoy := &envoyAdmin{url: th.EnvoyAdminURL}
+	hasCluster := func(name string) bool {
+		t.Helper()
+		out, err := envoy.get("/clusters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(out, name+"::")
+	}
+	routes := func() string {
+		t.Helper()
+		out, err := envoy.get("/config_dump?resource=dynamic_route_configs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	waitStatus(t, th, "local/v1", 20*time.Second, "v1 ready", func(r map[string]any) bool { return num(r, "ready") >= 1 })
+	waitUntil(t, "v1's cluster in Envoy", 10*time.Second, func() bool { return hasCluster("rev_local_v1") })
+	for _, c := range []string{"rev_local_cold", "rev_local_other", "rev_local_v2", "rev_local_v3"} {
+		if hasCluster(c) {
+			t.Fatalf("Envoy has cluster %s for a revision at zero", c)
+		}
+	}
+	if hasCluster("thaw_hold") {
+		t.Fatal("Envoy has a thaw_hold cluster with the module")
+	}
+	before := routes()
+	if !strings.Contains(before, `"cluster_header": "x-thaw-cluster"`) {
+		t.Fatalf("Envoy's routes do not take their cluster from x-thaw-cluster:\n%.2000s", before)
+	}
+
+	// Cold start held by the module; the client's x-thaw-cluster names
+	// v1's (existing) cluster and is overwritten.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	c := client(30 * time.Second)
+	code, body, err := getWithHeader(ctx, c, th, "cold.test", "x-thaw-cluster", "rev_local_v1")
+	if err != nil || code != 200 || !strings.Contains(body, "hello from cold") {
+		t.Fatalf("cold start with a spoofed x-thaw-cluster: code=%d err=%v body=%q, want cold's answer", code, err, body)
+	}
+	waitUntil(t, "cold's cluster in Envoy", 10*time.Second, func() bool { return hasCluster("rev_local_cold") })
+	// Warm: the spoofed header still changes nothing.
+	for i := range 20 {
+		code, body, err := getWithHeader(ctx, c, th, "cold.test", "x-thaw-cluster", "rev_local_v1")
+		if err != nil || code != 200 || !strings.Contains(body, "hello from cold") {
+			t.Fatalf("warm request %d with a spoofed x-thaw-cluster: code=%d err=%v body=%q", i, code, err, body)
+		}
+	}
+	if r := statusRow(t, ctx, th, "local/other"); num(r, "ready") != 0 {
+		t.Fatalf("local/other woke: %v", r)
+	}
+	if after := routes(); versionsOf(after) != versionsOf(before) {
+		t.Errorf("a wake changed Envoy's route configuration:\nbefore %s\nafter  %s", versionsOf(before), versionsOf(after))
+	}
+
+	// The split: v2 (10%) is woken by its share; v3 (0%) never.
+	counts, failed, fails := splitLoad(ctx, th, "shop.test", 300, 10)
+	if failed > 0 || counts["v1"]+counts["v2"] != 300 || counts["v2"] == 0 {
+		t.Fatalf("300 requests to shop.test: %v, %d failed (%v); want v1 and v2 only, v2 > 0", counts, failed, fails)
+	}
+	if hasCluster("rev_local_v3") {
+		t.Error("the 0% revision at zero got a cluster")
+	}
+
+	// Back to zero: the cluster is removed.
+	waitStatus(t, th, "local/cold", 40*time.Second, "scaled to zero", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
+	})
+	waitUntil(t, "cold's cluster removed", 10*time.Second, func() bool { return !hasCluster("rev_local_cold") })
+	// And it wakes again.
+	code, body, err = getWithHeader(ctx, c, th, "cold.test", "x-thaw-cluster", "rev_local_v1")
+	if err != nil || code != 200 || !strings.Contains(body, "hello from cold") {
+		t.Fatalf("second wake: code=%d err=%v body=%q", code, err, body)
+	}
+}
+
+// versionsOf returns the "version_info" lines of a config_dump, in order.
+func versionsOf(dump string) string {
+	var out []string
+	for _, l := range strings.Split(dump, "\n") {
+		if strings.Contains(l, `"version_info"`) {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// getWithHeader sends GET / with the given Host and one extra header
+// through thaw's Envoy.
+func getWithHeader(ctx context.Context, c *http.Client, th *harness.Thaw, host, key, value string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+"/", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Host = host
+	req.Header.Set(key, value)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
