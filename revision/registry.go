@@ -52,7 +52,6 @@ type Registry struct {
 	// the revisions they name, splitsDirty set when one changed.
 	splits       map[Key]*splitEntry
 	splitMembers map[Key]struct{}
-	splitSeq     uint64
 	splitsDirty  bool
 
 	kick    chan struct{}

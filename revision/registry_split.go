@@ -7,22 +7,21 @@ import "slices"
 // own rules, the splits created before it and the revisions it names, and
 // publishes it in Snapshot.Splits with Split.Err set.
 func (r *Registry) SetSplit(s Split) {
-	c := Split{Key: s.Key, Traffic: slices.Clone(s.Traffic)}
+	c := Split{Key: s.Key, Traffic: slices.Clone(s.Traffic), Created: s.Created}
 	for _, h := range s.Hosts {
 		c.Hosts = append(c.Hosts, NormalizeHost(h))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.splits[s.Key]
-	if e != nil && slices.Equal(e.split.Hosts, c.Hosts) && slices.Equal(e.split.Traffic, c.Traffic) {
+	if e != nil && slices.Equal(e.split.Hosts, c.Hosts) && slices.Equal(e.split.Traffic, c.Traffic) && e.split.Created.Equal(c.Created) {
 		return
 	}
 	if r.splits == nil {
 		r.splits = map[Key]*splitEntry{}
 	}
 	if e == nil {
-		r.splitSeq++
-		e = &splitEntry{created: r.splitSeq}
+		e = &splitEntry{}
 		r.splits[s.Key] = e
 	}
 	e.split = c

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -43,6 +44,11 @@ type Split struct {
 	// Traffic are the members in the order given; Revision is in the
 	// split's namespace.
 	Traffic []SplitTarget
+	// Created orders splits that contest a revision or host: the earlier
+	// keeps it (ties: the key that sorts first). On Kubernetes the
+	// object's creationTimestamp, so every replica and every restart
+	// decide alike; zero sorts first.
+	Created time.Time
 	// Err, set by the registry on publication, says why the split is not
 	// routed (nil: routed). It wraps one of ErrSplitSpec,
 	// ErrSplitRevisionNotFound, ErrSplitRevisionInvalid, ErrSplitConflict.
@@ -146,9 +152,6 @@ func (s *Split) Describe() string {
 // splitEntry is a split as the registry keeps it.
 type splitEntry struct {
 	split Split
-	// created orders splits: the earlier one keeps a contested revision
-	// or host.
-	created uint64
 }
 
 // resolveSplits returns every split with Err set, from the entries and
@@ -168,8 +171,8 @@ func resolveSplits(entries map[Key]*splitEntry, valid func(Key) bool, invalid ma
 	}
 	slices.SortFunc(order, func(a, b *splitEntry) int {
 		switch {
-		case a.created != b.created:
-			return cmpUint(a.created, b.created)
+		case !a.split.Created.Equal(b.split.Created):
+			return a.split.Created.Compare(b.split.Created)
 		case keyLess(a.split.Key, b.split.Key):
 			return -1
 		default:
@@ -184,13 +187,6 @@ func resolveSplits(entries map[Key]*splitEntry, valid func(Key) bool, invalid ma
 		out[s.Key] = &s
 	}
 	return out
-}
-
-func cmpUint(a, b uint64) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }
 
 // resolveSplit checks one split against its rules, the claims of earlier
@@ -252,7 +248,7 @@ func sameSplits(a, b map[Key]*Split) bool {
 	}
 	for k, x := range a {
 		y, ok := b[k]
-		if !ok || !slices.Equal(x.Hosts, y.Hosts) || !slices.Equal(x.Traffic, y.Traffic) || !sameError(x.Err, y.Err) {
+		if !ok || !x.Created.Equal(y.Created) || !slices.Equal(x.Hosts, y.Hosts) || !slices.Equal(x.Traffic, y.Traffic) || !sameError(x.Err, y.Err) {
 			return false
 		}
 	}

@@ -3,10 +3,15 @@ package revision
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
+// created gives each split made by splitOf a later creation time.
+var created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func splitOf(ns, name string, hosts []string, targets ...SplitTarget) Split {
-	return Split{Key: Key{Namespace: ns, Name: name}, Hosts: hosts, Traffic: targets}
+	created = created.Add(time.Second)
+	return Split{Key: Key{Namespace: ns, Name: name}, Hosts: hosts, Traffic: targets, Created: created}
 }
 
 func tgt(name string, p int32, tag string) SplitTarget {
@@ -14,8 +19,8 @@ func tgt(name string, p int32, tag string) SplitTarget {
 }
 
 // TestRegistrySplits checks how the registry resolves splits on
-// publication: own rules, conflicts (the earlier split keeps a revision
-// or host), missing and invalid revisions, and republication when a
+// publication: own rules, conflicts (the split created earlier keeps a
+// revision or host, whatever the order the registry learnt them in), missing and invalid revisions, and republication when a
 // member changes.
 func TestRegistrySplits(t *testing.T) {
 	r := NewRegistry(RegistryOptions{})
@@ -25,8 +30,9 @@ func TestRegistrySplits(t *testing.T) {
 	r.Upsert(Key{Namespace: "shop", Name: "v2"}, spec)
 	r.SetInvalid(Key{Namespace: "shop", Name: "bad"}, errors.New("port: out of range"))
 
-	r.SetSplit(splitOf("shop", "front", []string{"Shop.Example.com:8080"}, tgt("v1", 90, ""), tgt("v2", 10, "canary")))
-	r.SetSplit(splitOf("shop", "again", []string{"other.example.com"}, tgt("v2", 100, "")))
+	front := splitOf("shop", "front", []string{"Shop.Example.com:8080"}, tgt("v1", 90, ""), tgt("v2", 10, "canary"))
+	r.SetSplit(splitOf("shop", "again", []string{"other.example.com"}, tgt("v2", 100, ""))) // created later, learnt first
+	r.SetSplit(front)
 	r.SetSplit(splitOf("shop", "hosts", []string{"shop.example.com"}, tgt("v9", 100, "")))
 	r.SetSplit(splitOf("shop", "tagged", []string{"canary-shop.example.com"}, tgt("v8", 100, "")))
 	r.SetSplit(splitOf("shop", "missing", []string{"m.example.com"}, tgt("gone", 100, "")))

@@ -27,7 +27,7 @@ func fleetSplit(s *v1alpha1.RevisionSplit) (revision.Split, bool) {
 	if s == nil || len(s.Spec.Hosts) == 0 || s.Annotations[annotationDecodeError] != "" {
 		return revision.Split{}, false
 	}
-	out := revision.Split{Key: revision.Key{Namespace: s.Namespace, Name: s.Name}, Hosts: s.Spec.Hosts,
+	out := revision.Split{Key: revision.Key{Namespace: s.Namespace, Name: s.Name}, Hosts: s.Spec.Hosts, Created: s.CreationTimestamp.Time,
 		Traffic: make([]revision.SplitTarget, len(s.Spec.Traffic))}
 	for i, t := range s.Spec.Traffic {
 		out.Traffic[i] = revision.SplitTarget{Revision: revision.Key{Namespace: s.Namespace, Name: t.RevisionName},
