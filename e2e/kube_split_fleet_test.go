@@ -100,6 +100,9 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	if want := []string{"shop.example.com", "canary-shop.example.com", "previous-shop.example.com"}; !slices.Equal(shop.Status.Hosts, want) {
 		t.Errorf("shop status.hosts %v, want %v", shop.Status.Hosts, want)
 	}
+	if c := meta.FindStatusCondition(shop.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "shop.example.com (fleet/other)") {
+		t.Errorf("shop Ready %q does not name the host it takes from Revision other", c.Message)
+	}
 	ghost := waitSplit(t, splits, "ghost", v1alpha1.ReasonRevisionNotFound, 1)
 	if c := meta.FindStatusCondition(ghost.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "shop-nope") || len(ghost.Status.Hosts) != 0 {
 		t.Errorf("ghost Ready %q, hosts %v; want the missing Revision named and no hosts", c.Message, ghost.Status.Hosts)

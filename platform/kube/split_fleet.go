@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -164,4 +165,78 @@ func fleetHosts(in splitInput) []string {
 		out = append(out, f.TagHosts(t)...)
 	}
 	return out
+}
+
+// takenHosts returns "host (namespace/name)" for each host or tag host of
+// a routed split that a valid revision lists as well, sorted: the split
+// takes them (precedence over the revision's hosts and traffic.percent).
+// It visits every revision of snap: splits are reconciled on change only.
+func takenHosts(snap *revision.Snapshot, f *revision.Split) []string {
+	if f == nil || f.Err != nil {
+		return nil
+	}
+	hosts := map[string]bool{}
+	for _, h := range f.Hosts {
+		hosts[h] = true
+	}
+	for _, t := range f.Traffic {
+		for _, th := range f.TagHosts(t) {
+			hosts[th] = true
+		}
+	}
+	var out []string
+	for k, r := range snap.Revisions.All() {
+		for _, h := range r.Spec.Hosts {
+			if h = revision.NormalizeHost(h); hosts[h] {
+				out = append(out, fmt.Sprintf("%s (%s)", h, k))
+			}
+		}
+		if th := r.Spec.TagHost(); hosts[th] {
+			out = append(out, fmt.Sprintf("%s (%s)", th, k))
+		}
+	}
+	slices.Sort(out)
+	if len(out) > 8 {
+		out = append(out[:8], fmt.Sprintf("and %d more", len(out)-8))
+	}
+	return out
+}
+
+// splitsByHost maps each host and tag host of snap's routed splits to the
+// split (nil without splits).
+func splitsByHost(snap *revision.Snapshot) map[string]revision.Key {
+	if len(snap.Splits) == 0 {
+		return nil
+	}
+	out := map[string]revision.Key{}
+	for k, f := range snap.Splits {
+		if f.Err != nil {
+			continue
+		}
+		for _, h := range f.Hosts {
+			out[h] = k
+		}
+		for _, t := range f.Traffic {
+			for _, th := range f.TagHosts(t) {
+				out[th] = k
+			}
+		}
+	}
+	return out
+}
+
+// queueHostSplits queues the splits whose hosts a changed revision (before
+// or after the change; either may be nil) lists: their status names the
+// hosts they take from revisions.
+func queueHostSplits(sr *splitReconciler, byHost map[string]revision.Key, revs ...*revision.Revision) {
+	for _, r := range revs {
+		if r == nil {
+			continue
+		}
+		for _, h := range append(slices.Clone(r.Spec.Hosts), r.Spec.TagHost()) {
+			if k, ok := byHost[revision.NormalizeHost(h)]; ok {
+				sr.queue.Add(k)
+			}
+		}
+	}
 }

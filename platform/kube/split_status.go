@@ -57,6 +57,9 @@ type splitInput struct {
 	// fleet is the registry's split of the same key (a RevisionSplit with
 	// spec.hosts, split_fleet.go), nil when none is published.
 	fleet *revision.Split
+	// taken: "host (namespace/name)" for each host of the split that a
+	// Revision lists too (takenHosts).
+	taken []string
 }
 
 // splitReasonOrder ranks member reasons for the split's Ready reason: the
@@ -118,8 +121,12 @@ func splitStatus(in splitInput) v1alpha1.RevisionSplitStatus {
 	}
 	switch reason {
 	case "":
-		set(metav1.ConditionTrue, v1alpha1.ReasonResolved,
-			fmt.Sprintf("thaw routes all %d Revisions of the split", len(s.Spec.Traffic)))
+		msg := fmt.Sprintf("thaw routes all %d Revisions of the split", len(s.Spec.Traffic))
+		if len(in.taken) > 0 {
+			msg += "; the split takes these hosts from Revisions that list them (their own route and traffic.percent do not apply there): " +
+				strings.Join(in.taken, ", ")
+		}
+		set(metav1.ConditionTrue, v1alpha1.ReasonResolved, msg)
 		out.Hosts = fleetHosts(in)
 	case v1alpha1.ReasonPending:
 		set(metav1.ConditionUnknown, reason, "waiting for thaw to publish "+strings.Join(problems, "; "))

@@ -182,7 +182,11 @@ func (p *Platform) splitsChanged(prev, cur *revision.Snapshot) {
 		return
 	}
 	fleetSplitsChanged(sr, prev, cur)
+	byHost := splitsByHost(cur)
 	for key := range cur.Changes(prev) {
+		if len(byHost) > 0 {
+			queueHostSplits(sr, byHost, prev.Get(key), cur.Get(key))
+		}
 		if memberState(prev, key) == memberState(cur, key) {
 			continue
 		}
