@@ -103,6 +103,10 @@ func (s *Split) validate() error {
 		return fail("%d traffic entries, want 1..%d", n, MaxSplitTargets)
 	}
 	sum := 0
+	seen := map[string]bool{} // hosts and tag hosts
+	for _, h := range s.Hosts {
+		seen[h] = true
+	}
 	for i, t := range s.Traffic {
 		if t.Revision.Namespace != s.Key.Namespace || t.Revision.Name == "" {
 			return fail("revision %s is not in the split's namespace %s", t.Revision, s.Key.Namespace)
@@ -132,6 +136,10 @@ func (s *Split) validate() error {
 			if label, _, _ := strings.Cut(th, "."); len(validation.IsDNS1123Label(label)) > 0 {
 				return fail("tag host %q: its first label is not a DNS label", th)
 			}
+			if seen[th] {
+				return fail("tag host %q is already a host of the split", th)
+			}
+			seen[th] = true
 		}
 	}
 	if sum != MaxTrafficPercent {
