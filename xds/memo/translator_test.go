@@ -124,6 +124,9 @@ type history struct {
 	reg  *revision.Registry
 	gen  uint64
 	last string // the last change, for failure messages
+	// steps counts next calls: fleet splits change in one step of four
+	// batches of ten, so the others keep their fast-path share.
+	steps int
 }
 
 func newHistory(seed uint64) *history {
@@ -241,7 +244,8 @@ func (h *history) next() *revision.Snapshot {
 		r.Generation = h.gen
 		h.revs[k] = &r
 	}
-	if h.rng.IntN(8) == 0 {
+	h.steps++
+	if h.steps%40 >= 30 && h.rng.IntN(2) == 0 {
 		h.splitStep()
 	}
 	// Holdoff 0: every setter that changes something publishes, so one
@@ -428,9 +432,10 @@ func (h *history) splitStep() {
 	if h.rng.IntN(6) == 0 {
 		q++ // an invalid sum
 	}
+	first := h.rng.IntN(13)
 	s := revision.Split{Key: key, Hosts: []string{h.host()}, Traffic: []revision.SplitTarget{
-		{Revision: h.key(2 * h.rng.IntN(13)), Percent: p, Tag: []string{"", "t"}[h.rng.IntN(2)]},
-		{Revision: h.key(2 * h.rng.IntN(13)), Percent: q},
+		{Revision: h.key(2 * first), Percent: p, Tag: []string{"", "t"}[h.rng.IntN(2)]},
+		{Revision: h.key(2 * ((first + 1 + h.rng.IntN(12)) % 13)), Percent: q}, // another
 	}}
 	h.reg.SetSplit(s)
 	h.last += fmt.Sprintf("split %s on %v: %s; ", key, s.Hosts, s.Describe())
