@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
@@ -32,6 +33,8 @@ import (
 //     RevisionSplit's status lists its hosts and tag hosts;
 //   - a 0% member (reachable only by its tag, never asked) never wakes:
 //     no pod, its Deployment stays at 0 replicas;
+//   - a percent change (90/10 to 50/50) under load fails no request and
+//     moves the shares;
 //   - the split wins over a Revision listing its host;
 //   - an invalid split (a missing Revision; another naming a Revision of
 //     the first split) answers 404 on its own hosts with a status
@@ -156,6 +159,34 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 		if code, body, _, err := get(ctx, cl, th, "canary-shop.example.com", "/"); err != nil || code != 200 || !strings.HasPrefix(body, ns+"/shop-v2-") {
 			t.Fatalf("tag host canary-shop.example.com: %d %q %v, want shop-v2", code, body, err)
 		}
+	}
+	// A percent change re-translates the split without a failed request.
+	type loadResult struct {
+		counts map[string]int
+		failed int
+		fails  []string
+	}
+	during := make(chan loadResult, 1)
+	go func() {
+		c, f, fs := fleetLoad(ctx, th, "shop.example.com", 400, 10)
+		during <- loadResult{c, f, fs}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	patch := []byte(`{"spec":{"traffic":[{"revisionName":"shop-v1","percent":50},{"revisionName":"shop-v2","percent":50,"tag":"canary"},{"revisionName":"shop-v0","percent":0,"tag":"previous"}]}}`)
+	if _, err := splits.Patch(ctx, "shop", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-during; r.failed > 0 {
+		t.Fatalf("%d of 400 requests failed during the percent change, first: %v", r.failed, r.fails)
+	} else {
+		t.Logf("400 requests during the change to 50/50: %v", r.counts)
+	}
+	waitSplit(t, splits, "shop", v1alpha1.ReasonResolved, 2)
+	counts, failed, fails = fleetLoad(ctx, th, "shop.example.com", 300, 10)
+	t.Logf("300 requests after the change to 50/50: %v, %d failed", counts, failed)
+	// 50% ± 12 points of 300: 114..186 (more than 4 standard deviations).
+	if v2 := counts["shop-v2"]; failed > 0 || v2 < 114 || v2 > 186 {
+		t.Errorf("after 50/50: shop-v2 answered %d of 300 (%d failed: %v), want 150 ± 36", v2, failed, fails)
 	}
 	for _, host := range []string{"ghost.example.com", "dup.example.com"} {
 		if code, _, _, err := get(ctx, cl, th, host, "/"); err != nil || code != 404 {
