@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // TestKubeRevisionSplitFleet: `thaw run` on the real control plane with a
@@ -106,6 +108,7 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	if c := meta.FindStatusCondition(shop.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "shop.example.com (fleet/other)") {
 		t.Errorf("shop Ready %q does not name the host it takes from Revision other", c.Message)
 	}
+	waitEvent(t, c.Client, ns, "shop", v1alpha1.ReasonResolved, "takes these hosts", "shop.example.com (fleet/other)")
 	ghost := waitSplit(t, splits, "ghost", v1alpha1.ReasonRevisionNotFound, 1)
 	if c := meta.FindStatusCondition(ghost.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "shop-nope") || len(ghost.Status.Hosts) != 0 {
 		t.Errorf("ghost Ready %q, hosts %v; want the missing Revision named and no hosts", c.Message, ghost.Status.Hosts)
@@ -115,6 +118,17 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 		t.Errorf("dup Ready %q, want the conflict with fleet/shop named", c.Message)
 	}
 	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "other"})
+	// The split's virtual host in Envoy (no request yet: one would wake
+	// shop-v2 on its share before the check that it starts at zero).
+	wantVH := strconv.Quote(translate.SplitVirtualHostName([]string{"shop.example.com"}))
+	if err := pollFor(t, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		out, _, err := proxy.Admin(ctx, "/config_dump?resource=dynamic_route_configs")
+		return err == nil && strings.Contains(out, wantVH)
+	}); err != nil {
+		t.Fatalf("Envoy never received virtual host %s: %v", wantVH, err)
+	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -134,7 +148,6 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 		}
 		t.Fatalf("%s: last answer %d %q, want 200 from %s", host, code, body, want)
 	}
-	waitAnswer("shop.example.com", ns+"/shop-v")
 	waitAnswer("other.example.com", ns+"/other-")
 
 	for pod := range env.Runner.Stats() {

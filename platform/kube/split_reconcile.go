@@ -76,8 +76,10 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 	case rec.reported == report || ready.Status == metav1.ConditionUnknown:
 	case ready.Status == metav1.ConditionFalse:
 		evType = corev1.EventTypeWarning
-	case rec.reported != "":
-		evType = corev1.EventTypeNormal // Ready again
+	case rec.reported != "" || len(in.taken) > 0:
+		// Ready again, or Ready taking hosts from Revisions (once per
+		// distinct list: the Revisions' owners learn where their host went)
+		evType = corev1.EventTypeNormal
 	}
 	if ready.Status != metav1.ConditionUnknown {
 		rec.reported = report
