@@ -3,7 +3,10 @@
 //
 // A revision is one scalable workload version: a scale target, its routing
 // (hosts, port, and optionally a traffic percent and tag for hosts it
-// shares with other revisions) and an autoscaling Spec. Platforms (platform/kube,
+// shares with other revisions) and an autoscaling Spec. A Split (split.go)
+// names hosts split by percent between revisions (a RevisionSplit with
+// hosts); the Registry publishes it in Snapshot.Splits, checked against the
+// revisions. Platforms (platform/kube,
 // platform/local) parse configuration into Specs with ParseSettings and feed
 // backends into the Registry; the xds, activator and autoscaler packages read
 // immutable Snapshots from it and wait on its change channel. Spec defaults

@@ -48,6 +48,12 @@ type Registry struct {
 	// revision never confirms the new one).
 	generation uint64
 
+	// splits are the traffic splits (registry_split.go); splitMembers
+	// the revisions they name, splitsDirty set when one changed.
+	splits       map[Key]*splitEntry
+	splitMembers map[Key]struct{}
+	splitsDirty  bool
+
 	kick    chan struct{}
 	current atomic.Pointer[published]
 }
@@ -381,13 +387,17 @@ func (r *Registry) publishLocked() {
 	if len(log) >= changeLogLen {
 		log = log[len(log)-changeLogLen+1:]
 	}
+	revs := prev.Revisions.with(changes)
+	splits, splitVersion := r.publishSplitsLocked(prev, keys, revs, invalid)
 	snap := &Snapshot{
-		Version:   r.version,
-		Synced:    r.synced,
-		Revisions: prev.Revisions.with(changes),
-		Invalid:   invalid,
-		origin:    r,
-		log:       append(log, changeSet{version: r.version, keys: keys}),
+		Version:      r.version,
+		Synced:       r.synced,
+		Revisions:    revs,
+		Invalid:      invalid,
+		Splits:       splits,
+		SplitVersion: splitVersion,
+		origin:       r,
+		log:          append(log, changeSet{version: r.version, keys: keys}),
 	}
 	r.current.Store(&published{snap: snap, changed: make(chan struct{})})
 	close(old.changed)

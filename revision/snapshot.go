@@ -54,6 +54,11 @@ type Snapshot struct {
 	Revisions RevisionMap
 	// Invalid holds revisions whose configuration was rejected, with why.
 	Invalid map[Key]error
+	// Splits are the traffic splits of thaw's own fleet by key, each with
+	// its Err set (registry_split.go); nil when there are none.
+	// SplitVersion is the Version that last changed them.
+	Splits       map[Key]*Split
+	SplitVersion uint64
 
 	// origin and log are set by the Registry: the keys changed by each of
 	// its last publications (see Changes).

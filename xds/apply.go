@@ -46,6 +46,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		return fmt.Errorf("translate snapshot %d: %w", snap.Version, err)
 	}
 	s.logSkipped(res.Skipped)
+	s.logSkippedSplits(res.SkippedSplits)
 	byType := res.ByType()
 	changes := map[string]*change{}
 	for _, typ := range resourceTypes {

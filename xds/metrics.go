@@ -27,6 +27,9 @@ type metrics struct {
 	// skipped is the number of revisions left out of the last translation
 	// (host collisions, invalid traffic splits).
 	skipped prometheus.Gauge
+	// skippedSplits is the number of fleet splits (RevisionSplits with
+	// hosts) left out of the last translation.
+	skippedSplits prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -61,9 +64,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "thaw", Subsystem: "xds", Name: "skipped_revisions",
 			Help: "Revisions left out of the last translation (host collisions, invalid traffic splits).",
 		}),
+		skippedSplits: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "skipped_splits",
+			Help: "Traffic splits (RevisionSplits with hosts) left out of the last translation: invalid, or a member left out.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.applySeconds, m.skipped)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.applySeconds, m.skipped, m.skippedSplits)
 	}
 	return m
 }

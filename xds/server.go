@@ -89,6 +89,9 @@ type Server struct {
 	mu      sync.RWMutex
 	revs    map[revision.Key]appliedRevision
 	skipped map[revision.Key]error
+	// skippedSplits: the fleet splits left out of the last translation
+	// (apply goroutine only; splits.go).
+	skippedSplits map[revision.Key]error
 	// first holds type → name → version of the first applied snapshot;
 	// written once before the gate opens, nil once it is ACKed.
 	first   map[string]map[string]string

@@ -49,6 +49,22 @@ type RevisionSplitSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.filter(t, has(t.tag)).all(t, self.filter(u, has(u.tag) && u.tag == t.tag).size() == 1)",message="each tag must be unique"
 	Traffic []TrafficTarget `json:"traffic"`
 
+	// Hosts are the HTTP host names (optionally "*.suffix") whose
+	// requests thaw's own Envoy fleet (thaw run) splits between the
+	// Revisions: the split is then the one source of truth of these
+	// hosts; a Revision listing one of them loses it to the split, and
+	// its traffic.percent does not apply there. Each entry's tag gives it
+	// "<tag>-<host>" for each host that is not a wildcard. Behind Envoy
+	// Gateway hosts come from the HTTPRoute and this field is ignored:
+	// use one or the other (docs/traffic-splitting.md).
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?\.?(:[0-9]{1,5})?$`
+	Hosts []string `json:"hosts,omitempty"`
+
 	// Protocol is what Envoy speaks to every Revision of the split: http1
 	// (default) or h2c. It must match the Revisions' spec.protocol
 	// (Envoy Gateway hands thaw's hooks the RevisionSplit only).
@@ -115,7 +131,18 @@ type RevisionSplitStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Traffic []TrafficTargetStatus `json:"traffic,omitempty"`
+	// Hosts are the hosts thaw's own Envoy fleet routes to the split
+	// (spec.hosts in normal form, then the tag hosts), empty while it
+	// does not route them.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxItems=272
+	Hosts []string `json:"hosts,omitempty"`
 }
+
+// ReasonSplitConflict: a Revision, host or tag host of the split belongs
+// to a RevisionSplit with hosts created earlier (thaw's own fleet).
+const ReasonSplitConflict = "SplitConflict"
 
 // TrafficTargetStatus is how thaw resolved one traffic entry of a
 // RevisionSplit.

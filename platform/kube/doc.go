@@ -59,7 +59,12 @@
 // (Ready and why, observedGeneration, status.traffic) from the registry's
 // view of the revisions it names, only when it changes, with a Warning
 // Event per distinct problem (splits.go, split_status.go,
-// split_reconcile.go).
+// split_reconcile.go). A RevisionSplit with spec.hosts splits those hosts
+// in thaw's own fleet: the informer feeds it to the registry
+// (revision.Split) and its status adds status.hosts and SplitConflict
+// (split_fleet.go). A CRD installed after Run started is found by
+// discovery every Options.SplitDiscoveryInterval. Revision and
+// RevisionSplit statuses share conditions.go.
 //
 // # Writes and leadership
 //

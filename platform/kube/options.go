@@ -70,6 +70,11 @@ type Options struct {
 	// StatusInterval: see DefaultStatusInterval. Negative disables the
 	// thaw.dev/status annotation.
 	StatusInterval time.Duration
+	// SplitDiscoveryInterval is how often discovery is asked whether the
+	// RevisionSplit CRD is served, while it was not when Run started
+	// (default DefaultSplitDiscoveryInterval; negative: never, installing
+	// the CRD later needs a restart).
+	SplitDiscoveryInterval time.Duration
 	// Load, when set, says how busy each pod is: before a scale-down the
 	// leader writes each ready pod's requests in flight into its
 	// controller.kubernetes.io/pod-deletion-cost annotation, so the
@@ -143,6 +148,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.StatusInterval == 0 {
 		o.StatusInterval = DefaultStatusInterval
+	}
+	if o.SplitDiscoveryInterval == 0 {
+		o.SplitDiscoveryInterval = DefaultSplitDiscoveryInterval
 	}
 	if o.ScaleRefresh <= 0 {
 		o.ScaleRefresh = DefaultScaleRefresh

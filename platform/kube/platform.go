@@ -57,7 +57,7 @@ type Platform struct {
 	scaledObjects cache.Indexer
 	// splits reports RevisionSplits; nil when they are not watched
 	// (splits.go).
-	splits  *splitReconciler
+	splits  atomic.Pointer[splitReconciler]
 	queue   workqueue.TypedInterface[revision.Key]
 	started atomic.Bool
 	// synced is set once the informers synced and the queue runs.
@@ -225,8 +225,8 @@ func (p *Platform) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer func() {
 		queue.ShutDown()
-		if p.splits != nil {
-			p.splits.queue.ShutDown()
+		if sr := p.splits.Load(); sr != nil && splitFactory != nil {
+			sr.queue.ShutDown() // a late one (split_fleet.go) shuts down its own
 		}
 		wg.Wait()
 		workloads.Shutdown()
@@ -293,12 +293,18 @@ func (p *Platform) Run(ctx context.Context) error {
 		for p.processNext(ctx) {
 		}
 	}()
-	if p.splits != nil {
+	if p.splits.Load() != nil {
 		p.enqueueAllSplits(false)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			p.runSplits(ctx)
+		}()
+	} else if p.revisions != nil && p.opts.SplitDiscoveryInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.discoverSplits(ctx)
 		}()
 	}
 	go func() {

@@ -2,15 +2,12 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/revision"
@@ -41,20 +38,8 @@ const maxConditionMessage = 1024
 // lastTransitionTime from prior while their status does not change.
 func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 	out := v1alpha1.RevisionStatus{ObservedGeneration: in.generation, Selector: in.selector}
-	conds := append([]metav1.Condition(nil), in.prior...)
-	set := func(typ string, ok bool, reason, msg string) {
-		st := metav1.ConditionFalse
-		if ok {
-			st = metav1.ConditionTrue
-		}
-		if len(msg) > maxConditionMessage {
-			msg = msg[:maxConditionMessage]
-		}
-		meta.SetStatusCondition(&conds, metav1.Condition{
-			Type: typ, Status: st, Reason: reason, Message: msg,
-			ObservedGeneration: in.generation, LastTransitionTime: metav1.NewTime(in.now),
-		})
-	}
+	cs := newConditionSet(in.prior, in.generation, in.now)
+	set := cs.setBool
 	switch {
 	case in.invalid != nil:
 		reason := v1alpha1.ReasonInvalidConfiguration
@@ -100,22 +85,15 @@ func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 		out.Mode = ""
 		set(v1alpha1.ConditionReady, false, v1alpha1.ReasonPending, "not published yet")
 	}
-	out.Conditions = conds
+	out.Conditions = cs.conds
 	return out
 }
 
 // statusFingerprint identifies a status apart from transition times, to
 // patch only what changed.
 func statusFingerprint(s v1alpha1.RevisionStatus) string {
-	c := s.DeepCopy()
-	for i := range c.Conditions {
-		c.Conditions[i].LastTransitionTime = metav1.Time{}
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return ""
-	}
-	return string(b)
+	s.Conditions = withoutTransitionTimes(s.Conditions)
+	return jsonFingerprint(s)
 }
 
 // revisionStatusPatch is one pending status write.
@@ -161,28 +139,12 @@ func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time
 // patchRevisionStatus writes a Revision's status through the status
 // subresource (a JSON merge patch of .status; thaw is its only writer).
 func (p *Platform) patchRevisionStatus(ctx context.Context, sp revisionStatusPatch) error {
-	st, err := json.Marshal(sp.status)
-	if err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(st, &m); err != nil {
-		return err
-	}
+	var remove []string
 	if sp.status.DesiredScale == nil {
-		m["desiredScale"] = nil // a merge patch removes it
+		remove = append(remove, "desiredScale")
 	}
 	if sp.status.Selector == "" {
-		m["selector"] = nil
+		remove = append(remove, "selector")
 	}
-	body, err := json.Marshal(map[string]any{"status": m})
-	if err != nil {
-		return err
-	}
-	_, err = p.opts.Dynamic.Resource(v1alpha1.RevisionsResource).Namespace(sp.key.Namespace).Patch(ctx, sp.key.Name,
-		types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	if err != nil {
-		return fmt.Errorf("patch Revision %s status: %w", sp.key, err)
-	}
-	return nil
+	return p.patchStatusSubresource(ctx, v1alpha1.RevisionsResource, "Revision", sp.key, sp.status, remove...)
 }

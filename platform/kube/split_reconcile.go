@@ -2,14 +2,11 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/revision"
@@ -17,7 +14,7 @@ import (
 
 // runSplits reconciles queued RevisionSplits until the queue shuts down.
 func (p *Platform) runSplits(ctx context.Context) {
-	sr := p.splits
+	sr := p.splits.Load()
 	for {
 		key, quit := sr.queue.Get()
 		if quit {
@@ -42,7 +39,7 @@ func (p *Platform) runSplits(ctx context.Context) {
 // one last written. The error is a failed status write (retried with
 // backoff).
 func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
-	sr := p.splits
+	sr := p.splits.Load()
 	obj, ok, err := sr.cache.GetByKey(key.String())
 	s, _ := obj.(*v1alpha1.RevisionSplit)
 	if err != nil || !ok || s == nil || s.DeletionTimestamp != nil {
@@ -52,8 +49,9 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 		sr.mu.Unlock()
 		return nil
 	}
-	in := splitInput{split: s, now: p.opts.Clock.Now(), decodeErr: s.Annotations[annotationDecodeError]}
 	snap := p.opts.Registry.Snapshot()
+	in := splitInput{split: s, now: p.opts.Clock.Now(), decodeErr: s.Annotations[annotationDecodeError], fleet: snap.Splits[key]}
+	in.taken = takenHosts(snap, in.fleet)
 	for _, t := range s.Spec.Traffic {
 		mk := revision.Key{Namespace: s.Namespace, Name: t.RevisionName}
 		in.members = append(in.members, resolveMember(snap, mk, p.getRevision(mk) != nil))
@@ -78,8 +76,10 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 	case rec.reported == report || ready.Status == metav1.ConditionUnknown:
 	case ready.Status == metav1.ConditionFalse:
 		evType = corev1.EventTypeWarning
-	case rec.reported != "":
-		evType = corev1.EventTypeNormal // Ready again
+	case rec.reported != "" || len(in.taken) > 0:
+		// Ready again, or Ready taking hosts from Revisions (once per
+		// distinct list: the Revisions' owners learn where their host went)
+		evType = corev1.EventTypeNormal
 	}
 	if ready.Status != metav1.ConditionUnknown {
 		rec.reported = report
@@ -116,7 +116,7 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 // setSplitReasonLocked moves key to reason ("" once it is gone) in the
 // thaw_kube_revisionsplits gauge. Call with splits.mu held.
 func (p *Platform) setSplitReasonLocked(key revision.Key, reason string) {
-	sr := p.splits
+	sr := p.splits.Load()
 	old := sr.reasons[key]
 	if old == reason {
 		return
@@ -144,25 +144,12 @@ func splitRef(s *v1alpha1.RevisionSplit) *corev1.ObjectReference {
 // subresource: a JSON merge patch of .status (thaw is its only writer;
 // status.traffic is replaced whole, and removed when empty).
 func (p *Platform) patchSplitStatus(ctx context.Context, key revision.Key, st v1alpha1.RevisionSplitStatus) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
+	var remove []string
 	if len(st.Traffic) == 0 {
-		m["traffic"] = nil
+		remove = append(remove, "traffic")
 	}
-	body, err := json.Marshal(map[string]any{"status": m})
-	if err != nil {
-		return err
+	if len(st.Hosts) == 0 {
+		remove = append(remove, "hosts")
 	}
-	_, err = p.opts.Dynamic.Resource(v1alpha1.RevisionSplitsResource).Namespace(key.Namespace).Patch(ctx, key.Name,
-		types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	if err != nil {
-		return fmt.Errorf("patch RevisionSplit %s status: %w", key, err)
-	}
-	return nil
+	return p.patchStatusSubresource(ctx, v1alpha1.RevisionSplitsResource, v1alpha1.RevisionSplitKind, key, st, remove...)
 }

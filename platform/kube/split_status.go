@@ -1,13 +1,11 @@
 package kube
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
@@ -56,6 +54,12 @@ type splitInput struct {
 	// decodeErr: the object did not decode into the v1alpha1 type.
 	decodeErr string
 	now       time.Time
+	// fleet is the registry's split of the same key (a RevisionSplit with
+	// spec.hosts, split_fleet.go), nil when none is published.
+	fleet *revision.Split
+	// taken: "host (namespace/name)" for each host of the split that a
+	// Revision lists too (takenHosts).
+	taken []string
 }
 
 // splitReasonOrder ranks member reasons for the split's Ready reason: the
@@ -75,22 +79,16 @@ var splitReasonOrder = []string{v1alpha1.ReasonRevisionNotFound, v1alpha1.Reason
 func splitStatus(in splitInput) v1alpha1.RevisionSplitStatus {
 	s := in.split
 	out := v1alpha1.RevisionSplitStatus{ObservedGeneration: s.Generation}
-	conds := append([]metav1.Condition(nil), s.Status.Conditions...)
-	set := func(st metav1.ConditionStatus, reason, msg string) {
-		if len(msg) > maxConditionMessage {
-			msg = msg[:maxConditionMessage]
-		}
-		meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.ConditionReady, Status: st, Reason: reason,
-			Message: msg, ObservedGeneration: s.Generation, LastTransitionTime: metav1.NewTime(in.now)})
-	}
+	cs := newConditionSet(s.Status.Conditions, s.Generation, in.now)
+	set := func(st metav1.ConditionStatus, reason, msg string) { cs.set(v1alpha1.ConditionReady, st, reason, msg) }
 	if in.decodeErr != "" {
 		set(metav1.ConditionFalse, v1alpha1.ReasonInvalidSplit, "the object does not match the v1alpha1 schema: "+in.decodeErr)
-		out.Conditions = conds
+		out.Conditions = cs.conds
 		return out
 	}
 	if _, err := revisionspec.ValidateSplit(s); err != nil {
-		set(metav1.ConditionFalse, v1alpha1.ReasonInvalidSplit, "its route answers 500: "+err.Error())
-		out.Conditions = conds
+		set(metav1.ConditionFalse, v1alpha1.ReasonInvalidSplit, invalidSplitEffect(s)+err.Error())
+		out.Conditions = cs.conds
 		return out
 	}
 	byReason := map[string][]string{}
@@ -105,6 +103,11 @@ func splitStatus(in splitInput) v1alpha1.RevisionSplitStatus {
 			byReason[m.Reason] = append(byReason[m.Reason], fmt.Sprintf("%s (%d%%): %s", t.RevisionName, t.Percent, m.Detail))
 		}
 	}
+	if st, reason, msg, ok := fleetReady(in); ok {
+		set(st, reason, msg)
+		out.Conditions = cs.conds
+		return out
+	}
 	var problems []string
 	reason := ""
 	for _, r := range splitReasonOrder {
@@ -118,27 +121,29 @@ func splitStatus(in splitInput) v1alpha1.RevisionSplitStatus {
 	}
 	switch reason {
 	case "":
-		set(metav1.ConditionTrue, v1alpha1.ReasonResolved,
-			fmt.Sprintf("thaw routes all %d Revisions of the split", len(s.Spec.Traffic)))
+		msg := fmt.Sprintf("thaw routes all %d Revisions of the split", len(s.Spec.Traffic))
+		if len(in.taken) > 0 {
+			msg += "; the split takes these hosts from Revisions that list them (their own route and traffic.percent do not apply there): " +
+				strings.Join(in.taken, ", ")
+		}
+		set(metav1.ConditionTrue, v1alpha1.ReasonResolved, msg)
+		out.Hosts = fleetHosts(in)
 	case v1alpha1.ReasonPending:
 		set(metav1.ConditionUnknown, reason, "waiting for thaw to publish "+strings.Join(problems, "; "))
 	default:
-		set(metav1.ConditionFalse, reason, "thaw does not route these Revisions (requests of their share fail): "+strings.Join(problems, "; "))
+		effect := "thaw does not route these Revisions (requests of their share fail): "
+		if len(s.Spec.Hosts) > 0 {
+			effect = "thaw does not route the split's hosts (they answer 404) because of these Revisions: "
+		}
+		set(metav1.ConditionFalse, reason, effect+strings.Join(problems, "; "))
 	}
-	out.Conditions = conds
+	out.Conditions = cs.conds
 	return out
 }
 
 // splitStatusFingerprint identifies a status apart from transition times,
 // to write only what changed.
 func splitStatusFingerprint(s v1alpha1.RevisionSplitStatus) string {
-	c := s.DeepCopy()
-	for i := range c.Conditions {
-		c.Conditions[i].LastTransitionTime = metav1.Time{}
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return ""
-	}
-	return string(b)
+	s.Conditions = withoutTransitionTimes(s.Conditions)
+	return jsonFingerprint(s)
 }

@@ -104,46 +104,60 @@ func (p *Platform) optional(ctx context.Context, gvr schema.GroupVersionResource
 // startSplits sets up the RevisionSplit informer (not started) when
 // Revisions are watched and the CRD is served and listable; both results are nil
 // otherwise (an older install without the RevisionSplit CRD keeps
-// working; installing it later needs a restart).
+// working; discoverSplits picks the CRD up when it is installed later).
 func (p *Platform) startSplits(ctx context.Context) (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, error) {
 	if p.revisions == nil || !p.optional(ctx, v1alpha1.RevisionSplitsResource) {
-		p.log.Info("RevisionSplit CRD not served or Revisions off: RevisionSplit status is not written")
+		p.log.Info("RevisionSplit CRD not served or Revisions off: RevisionSplits not watched yet")
 		return nil, nil, nil
 	}
+	factory, inf, sr, err := p.newSplitInformer()
+	if err != nil {
+		return nil, nil, err
+	}
+	p.splits.Store(sr)
+	return factory, inf, nil
+}
+
+// newSplitInformer builds the RevisionSplit informer (not started), its
+// reconciler, and the handler that queues a changed split for status and
+// feeds it to the registry (feedSplit).
+func (p *Platform) newSplitInformer() (dynamicinformer.DynamicSharedInformerFactory, cache.SharedIndexInformer, *splitReconciler, error) {
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.opts.Dynamic, 0, p.opts.Namespace, nil)
 	inf := factory.ForResource(v1alpha1.RevisionSplitsResource).Informer()
 	if err := inf.SetTransform(splitTransform); err != nil {
-		return nil, nil, fmt.Errorf("kube: RevisionSplit transform: %w", err)
+		return nil, nil, nil, fmt.Errorf("kube: RevisionSplit transform: %w", err)
 	}
 	if err := inf.AddIndexers(cache.Indexers{splitMemberIndex: indexBySplitMember}); err != nil {
-		return nil, nil, fmt.Errorf("kube: RevisionSplit index: %w", err)
+		return nil, nil, nil, fmt.Errorf("kube: RevisionSplit index: %w", err)
 	}
 	sr := &splitReconciler{
 		cache: inf.GetIndexer(), recs: map[revision.Key]*splitRecord{}, reasons: map[revision.Key]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[revision.Key](),
 			workqueue.TypedRateLimitingQueueConfig[revision.Key]{Name: "thaw-kube-splits"}),
 	}
-	onSplit := func(obj any) {
+	onSplit := func(obj any, deleted bool) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
-				sr.queue.Add(revision.Key{Namespace: ns, Name: name})
+				k := revision.Key{Namespace: ns, Name: name}
+				p.feedSplit(k, obj, deleted)
+				sr.queue.Add(k)
 			}
 		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onSplit, UpdateFunc: func(_, obj any) { onSplit(obj) }, DeleteFunc: onSplit,
+		AddFunc: func(obj any) { onSplit(obj, false) }, UpdateFunc: func(_, obj any) { onSplit(obj, false) },
+		DeleteFunc: func(obj any) { onSplit(obj, true) },
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("kube: RevisionSplit handler: %w", err)
+		return nil, nil, nil, fmt.Errorf("kube: RevisionSplit handler: %w", err)
 	}
-	p.splits = sr
-	return factory, inf, nil
+	return factory, inf, sr, nil
 }
 
 // enqueueAllSplits queues every cached RevisionSplit (after the initial
 // sync and on becoming leader, when what was reported is forgotten).
 func (p *Platform) enqueueAllSplits(forget bool) {
-	sr := p.splits
+	sr := p.splits.Load()
 	if sr == nil {
 		return
 	}
@@ -163,11 +177,16 @@ func (p *Platform) enqueueAllSplits(forget bool) {
 // (routed, invalid and why, unknown) differs between two snapshots: work
 // in proportion to what changed.
 func (p *Platform) splitsChanged(prev, cur *revision.Snapshot) {
-	sr := p.splits
+	sr := p.splits.Load()
 	if sr == nil {
 		return
 	}
+	fleetSplitsChanged(sr, prev, cur)
+	byHost := splitsByHost(cur)
 	for key := range cur.Changes(prev) {
+		if len(byHost) > 0 {
+			queueHostSplits(sr, byHost, prev.Get(key), cur.Get(key))
+		}
 		if memberState(prev, key) == memberState(cur, key) {
 			continue
 		}

@@ -133,8 +133,8 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 // false when the change needs a full Translation (revisions added or
 // removed, routing changed, a revision skipped before).
 func (t *Translator) EndpointChanges(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, ok bool, err error) {
-	if prev == nil {
-		return nil, false, nil
+	if prev == nil || !snap.SameSplits(prev) {
+		return nil, false, nil // a split changed: routing changed
 	}
 	// Only the keys the registry changed since prev are visited.
 	for k := range snap.Changes(prev) {
@@ -202,7 +202,7 @@ func (t *Translator) LoadAssignment(key revision.Key) *endpointv3.ClusterLoadAss
 // removed, rerouted, skipped, or one that failed to build): those wait for
 // the full translation, which reports the error.
 func (t *Translator) EndpointsWhileStaged(prev, snap *revision.Snapshot, skipped map[revision.Key]error) (changed []*revision.Revision, complete bool) {
-	complete = true
+	complete = snap.SameSplits(prev)
 	for k := range snap.Changes(prev) {
 		p, r := prev.Get(k), snap.Get(k)
 		if p == r {

@@ -127,7 +127,7 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		// A revision whose resources fail to build is left out and the
 		// routes planned again: it may have been a member of a split.
 		// Each round leaves out at least one more revision.
-		plan = translate.PlanRoutes(revs, failed)
+		plan = translate.PlanFleetRoutes(revs, snap.SortedSplits(), failed)
 		var fails map[revision.Key]error
 		b, fails = t.build(revs, plan)
 		if len(fails) == 0 {
@@ -139,7 +139,7 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		maps.Copy(failed, fails)
 	}
 	t.memo, t.splitMemo = b.memo, b.splitMemo
-	out := &translate.Resources{Skipped: plan.Skipped,
+	out := &translate.Resources{Skipped: plan.Skipped, SkippedSplits: plan.SkippedSplits,
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(b.memo))}
 	tl := &Translation{Resources: out}
 	var encClusters map[string]*encoded.Resource

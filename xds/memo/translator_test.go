@@ -52,7 +52,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			var held map[string]map[string]types.Resource
 			var prev *revision.Snapshot
 			var skipped map[revision.Key]error
-			fast, splits, transitions := 0, 0, 0
+			fast, splits, transitions, fleet := 0, 0, 0, 0
 			for step := range 120 {
 				snap := h.next()
 				changed, ok, err := tr.EndpointChanges(prev, snap, skipped)
@@ -81,6 +81,9 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 				if hasSplit(want) {
 					splits++
 				}
+				if len(snap.Splits) > len(want.SkippedSplits) {
+					fleet++ // a fleet split routed
+				}
 				if wantBy := want.ByType(); !sameResources(wantBy, held) {
 					t.Fatalf("step %d (%s): memoised resources differ from Translate (-want +got):\n%s", step, h.last,
 						cmp.Diff(wantBy, held, protocmp.Transform()))
@@ -94,6 +97,9 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 			}
 			if splits == 0 {
 				t.Errorf("no step had a valid traffic split: the history does not test them")
+			}
+			if fleet == 0 {
+				t.Errorf("no step routed a fleet split (revision.Split): the history does not test them")
 			}
 		})
 	}
@@ -123,6 +129,9 @@ type history struct {
 	reg  *revision.Registry
 	gen  uint64
 	last string // the last change, for failure messages
+	// steps counts next calls: fleet splits change in one step of four
+	// batches of ten, so the others keep their fast-path share.
+	steps int
 }
 
 func newHistory(seed uint64) *history {
@@ -239,6 +248,10 @@ func (h *history) next() *revision.Snapshot {
 		h.gen++
 		r.Generation = h.gen
 		h.revs[k] = &r
+	}
+	h.steps++
+	if h.steps%40 >= 30 && h.rng.IntN(2) == 0 {
+		h.splitStep()
 	}
 	// Holdoff 0: every setter that changes something publishes, so one
 	// step may span several publications (Changes merges their logs).
@@ -406,4 +419,29 @@ func applyFastChange(t *testing.T, tr *Translator, held map[string]map[string]ty
 		held[resourcev3.EndpointType][name] = x.Endpoints
 	}
 	return true
+}
+
+// splitStep sets or deletes one of three fleet splits (RevisionSplits
+// with hosts) in namespace "a": hosts from the revisions' pool (so they
+// take hosts from revisions), two members that may be missing, in
+// another split, or idle, percents summing to 100 (sometimes not), tags.
+func (h *history) splitStep() {
+	key := revision.Key{Namespace: "a", Name: fmt.Sprintf("s%d", h.rng.IntN(3))}
+	if h.rng.IntN(4) == 0 {
+		h.reg.DeleteSplit(key)
+		h.last += fmt.Sprintf("delete split %s; ", key)
+		return
+	}
+	p := int32(h.rng.IntN(101))
+	q := 100 - p
+	if h.rng.IntN(6) == 0 {
+		q++ // an invalid sum
+	}
+	first := h.rng.IntN(13)
+	s := revision.Split{Key: key, Hosts: []string{h.host()}, Traffic: []revision.SplitTarget{
+		{Revision: h.key(2 * first), Percent: p, Tag: []string{"", "t"}[h.rng.IntN(2)]},
+		{Revision: h.key(2 * ((first + 1 + h.rng.IntN(12)) % 13)), Percent: q}, // another
+	}}
+	h.reg.SetSplit(s)
+	h.last += fmt.Sprintf("split %s on %v: %s; ", key, s.Hosts, s.Describe())
 }

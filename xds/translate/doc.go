@@ -13,7 +13,10 @@
 // from dynamic metadata written by ext_proc. Hosts that revisions share by
 // traffic percent get a virtual host of weighted clusters
 // (SplitVirtualHost); PlanRoutes decides which revision serves which host
-// and leaves out host collisions and invalid splits. With
+// and leaves out host collisions and invalid splits. The snapshot's splits
+// of thaw's own fleet (revision.Split, a RevisionSplit with hosts) get the
+// same virtual host and take their hosts from revisions (PlanFleetRoutes,
+// plan_fleet.go). With
 // Config.IdleHoldPath a revision without any backend has no cluster and
 // no ClusterLoadAssignment: its routes lead to the shared hold cluster
 // thaw_hold and internal listener thaw_hold (hold.go), or, with

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,18 +62,26 @@ type RoutePlan struct {
 	// revision.
 	Domains [][]string
 	// Splits are the split hosts, grouped by identical member lists, in
-	// the order their first host was first listed.
+	// the order their first host was first listed, then the routed splits
+	// of thaw's own fleet by key (PlanFleetRoutes).
 	Splits []SplitGroup
+	// SkippedSplits are the fleet splits that are not routed, and why.
+	SkippedSplits map[revision.Key]error
 }
 
 // SkippedErr joins the errors of the revisions in revs that the plan
 // skipped, each error once (the members of an invalid split share one),
 // in the order of revs; nil when none was skipped.
 func (p *RoutePlan) SkippedErr(revs []*revision.Revision) error {
-	if len(p.Skipped) == 0 {
-		return nil
-	}
 	var errs []error
+	for _, k := range slices.SortedFunc(maps.Keys(p.SkippedSplits), func(a, b revision.Key) int {
+		return strings.Compare(a.String(), b.String())
+	}) {
+		errs = append(errs, p.SkippedSplits[k])
+	}
+	if len(p.Skipped) == 0 {
+		return errors.Join(errs...)
+	}
 	reported := make(map[error]bool, len(p.Skipped))
 	for _, rev := range revs {
 		if err := p.Skipped[rev.Key]; err != nil && !reported[err] {
@@ -87,6 +96,9 @@ func (p *RoutePlan) SkippedErr(revs []*revision.Revision) error {
 type SplitGroup struct {
 	Domains []string
 	Members []SplitMember // sorted by key; every Percent set
+	// Split is the fleet split (revision.Split) the group routes; zero
+	// for hosts split by per-revision traffic.percent.
+	Split revision.Key
 }
 
 // claim is one revision listing one host.
@@ -116,6 +128,10 @@ type claim struct {
 // most once per revision). Without any traffic percent it costs what host
 // collision detection alone costs: one map of hosts.
 func PlanRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *RoutePlan {
+	return planRoutes(revs, newFleetPlan(nil), excluded)
+}
+
+func planRoutes(revs []*revision.Revision, fleet *fleetPlan, excluded map[revision.Key]error) *RoutePlan {
 	skipped := maps.Clone(excluded)
 	if skipped == nil {
 		skipped = map[revision.Key]error{}
@@ -123,7 +139,7 @@ func PlanRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *Rou
 	for {
 		// Every round that asks for another one skipped at least one more
 		// revision: at most len(revs) + 1 rounds.
-		if p, again := planOnce(revs, skipped); !again {
+		if p, again := planOnce(revs, fleet, skipped); !again {
 			return p
 		}
 	}
@@ -131,8 +147,8 @@ func PlanRoutes(revs []*revision.Revision, excluded map[revision.Key]error) *Rou
 
 // planOnce runs one round of PlanRoutes, adding to skipped. again is true
 // when a split member was skipped, which calls for another round.
-func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *RoutePlan, again bool) {
-	hosts, claims := splitClaims(revs, skipped)
+func planOnce(revs []*revision.Revision, fleet *fleetPlan, skipped map[revision.Key]error) (p *RoutePlan, again bool) {
+	hosts, claims := splitClaims(revs, skipped, fleet.reserved)
 	split := map[string]bool{}
 	for _, h := range hosts {
 		cs := claims[h]
@@ -158,7 +174,7 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *Rou
 		if skipped[rev.Key] != nil {
 			continue
 		}
-		domains, err := claimHosts(owner, split, rev)
+		domains, err := claimHosts(owner, split, fleet.reserved, rev)
 		if err != nil {
 			skipped[rev.Key] = err
 			if rev.Spec.TrafficPercent != nil {
@@ -166,6 +182,7 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *Rou
 			}
 			continue
 		}
+		domains = append(domains, fleet.tags[rev.Key]...)
 		for _, d := range domains {
 			owner[d] = rev.Key
 		}
@@ -175,6 +192,10 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *Rou
 		return nil, true
 	}
 	p.Splits = groupSplits(hosts, split, claims)
+	if len(fleet.splits) > 0 {
+		p.SkippedSplits = map[revision.Key]error{}
+		p.Splits = append(p.Splits, fleet.groups(skipped, p.SkippedSplits)...)
+	}
 	return p, false
 }
 
@@ -182,7 +203,7 @@ func planOnce(revs []*revision.Revision, skipped map[revision.Key]error) (p *Rou
 // lists (in first-listed order) and, for each, every revision (not
 // skipped) that lists it, as a host or as its tag host. Both are empty
 // when no revision sets a percent: the common case costs one pass.
-func splitClaims(revs []*revision.Revision, skipped map[revision.Key]error) ([]string, map[string][]claim) {
+func splitClaims(revs []*revision.Revision, skipped map[revision.Key]error, reserved map[string]bool) ([]string, map[string][]claim) {
 	var hosts []string
 	claims := map[string][]claim{}
 	for _, rev := range revs {
@@ -190,7 +211,7 @@ func splitClaims(revs []*revision.Revision, skipped map[revision.Key]error) ([]s
 			continue
 		}
 		for _, h := range rev.Spec.Hosts {
-			if h = revision.NormalizeHost(h); claims[h] == nil {
+			if h = revision.NormalizeHost(h); claims[h] == nil && !reserved[h] {
 				hosts = append(hosts, h)
 				claims[h] = []claim{}
 			}
@@ -221,7 +242,7 @@ func splitClaims(revs []*revision.Revision, skipped map[revision.Key]error) ([]s
 // claimHosts returns the hosts rev serves alone (normal form, its tag host
 // last), or a joined *HostCollisionError for each of them another revision
 // already owns. Split hosts are shared, never owned.
-func claimHosts(owner map[string]revision.Key, split map[string]bool, rev *revision.Revision) ([]string, error) {
+func claimHosts(owner map[string]revision.Key, split, reserved map[string]bool, rev *revision.Revision) ([]string, error) {
 	th := rev.Spec.TagHost()
 	n := len(rev.Spec.Hosts)
 	if th != "" {
@@ -233,8 +254,8 @@ func claimHosts(owner map[string]revision.Key, split map[string]bool, rev *revis
 	domains := make([]string, 0, n)
 	var errs []error
 	claimOne := func(d string) {
-		if split[d] {
-			return
+		if split[d] || reserved[d] {
+			return // shared, or a fleet split's (plan_fleet.go)
 		}
 		if k, taken := owner[d]; taken {
 			errs = append(errs, &HostCollisionError{Host: d, Kept: k, Skipped: rev.Key})

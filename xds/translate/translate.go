@@ -56,6 +56,9 @@ type Resources struct {
 	// (host collisions, invalid traffic splits, resources Envoy would
 	// reject). Never nil.
 	Skipped map[revision.Key]error
+	// SkippedSplits holds the splits of thaw's own fleet that are not
+	// routed and why (RoutePlan.SkippedSplits); nil without splits.
+	SkippedSplits map[revision.Key]error
 }
 
 // ByType returns the resources as go-control-plane maps: type URL →
@@ -121,7 +124,7 @@ func Translate(snap *revision.Snapshot, cfg Config) (*Resources, error) {
 		// A revision whose resources fail to build is left out and the
 		// routes planned again: it may have been a member of a split.
 		// Each round leaves out at least one more revision.
-		plan := PlanRoutes(revs, failed)
+		plan := PlanFleetRoutes(revs, snap.SortedSplits(), failed)
 		b, fails := build(revs, plan, &cfg, pt)
 		if len(fails) == 0 {
 			return assemble(revs, plan, b, &cfg, sh)
@@ -293,7 +296,7 @@ func buildSplit(g SplitGroup, revs map[revision.Key]*revisionResources, cfg *Con
 // assemble returns the sorted Resources of a built translation and an
 // error joining one error per skipped revision (once per split).
 func assemble(revs []*revision.Revision, plan *RoutePlan, b *built, cfg *Config, sh *Shared) (*Resources, error) {
-	out := &Resources{Skipped: plan.Skipped,
+	out := &Resources{Skipped: plan.Skipped, SkippedSplits: plan.SkippedSplits,
 		Clusters:  make([]*clusterv3.Cluster, 0, len(b.revs)+1),
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(b.revs))}
 	for _, rev := range revs {
