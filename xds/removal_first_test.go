@@ -75,6 +75,9 @@ func TestRemovalOnly(t *testing.T) {
 			if split != tc.wantSplit {
 				t.Errorf("split = %v, want %v", split, tc.wantSplit)
 			}
+			if err := got.ValidateAll(); err != nil {
+				t.Errorf("result invalid: %v", err)
+			}
 			if h := hostList(got); !slices.Equal(h, tc.want) {
 				t.Errorf("hosts = %v, want %v", h, tc.want)
 			}
