@@ -141,6 +141,7 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 			if p == nil {
 				s.log.Debug("sending a revision's endpoint removal before its additions",
 					zap.String("revision", r.Key.String()))
+				s.metrics.removalFirst.WithLabelValues("split").Inc()
 				p = &pendingSplit{deadline: start.Add(s.cfg.StageTimeout)}
 				s.splits[r.Key] = p
 			}

@@ -108,11 +108,14 @@ func (s *Server) splitsDue(now time.Time) (due []*revision.Revision, timedOut []
 		switch {
 		case held != p.version: // superseded (a full apply, or gone)
 			due = append(due, p.rev)
+			s.metrics.removalFirst.WithLabelValues("superseded").Inc()
 		case s.tracker.AckedEverywhere(resourcev3.EndpointType, p.name, p.version):
 			due = append(due, p.rev)
+			s.metrics.removalFirst.WithLabelValues("acked").Inc()
 		case !now.Before(p.deadline):
 			due = append(due, p.rev)
 			timedOut = append(timedOut, key)
+			s.metrics.removalFirst.WithLabelValues("timeout").Inc()
 		default:
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -151,6 +152,11 @@ func TestRemovalFirstWaitsForEveryEnvoy(t *testing.T) {
 	if err := f.srv.WaitConfirmed(ctx, keyA, gen); err != nil {
 		t.Fatal(err)
 	}
+	for outcome, want := range map[string]float64{"split": 1, "acked": 1, "timeout": 0} {
+		if got := testutil.ToFloat64(f.srv.metrics.removalFirst.WithLabelValues(outcome)); got != want {
+			t.Errorf("thaw_xds_removal_first_total{outcome=%q} = %v, want %v", outcome, got, want)
+		}
+	}
 }
 
 // TestRemovalFirstTimesOut: an Envoy that never ACKs the removal holds
@@ -177,5 +183,8 @@ func TestRemovalFirstTimesOut(t *testing.T) {
 	h1, _ = recvHosts(t, c1)
 	if !slices.Equal(h1, []string{"10.0.0.1:80", "10.0.0.3:80"}) {
 		t.Fatalf("envoy-1 got %v after the timeout, want [10.0.0.1:80 10.0.0.3:80]", h1)
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.removalFirst.WithLabelValues("timeout")); got != 1 {
+		t.Errorf("thaw_xds_removal_first_total{outcome=\"timeout\"} = %v, want 1", got)
 	}
 }
