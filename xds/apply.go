@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
@@ -106,12 +107,18 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 		names[i] = s.tr.ClusterName(r.Key)
 	}
 	have := dc.HeldOf(names)
+	split := map[revision.Key]bool{}
 	for _, r := range changed {
 		cla := s.tr.LoadAssignment(r.Key)
 		if cla == nil {
 			continue // idle before and after: nothing of it changes in Envoy
 		}
 		name := cla.GetClusterName()
+		if s.cfg.StageTimeout > 0 { // removal first (removal_first.go)
+			held, _ := have[name].(*endpointv3.ClusterLoadAssignment)
+			_, pending := s.splits[r.Key]
+			cla, split[r.Key] = removalOnly(held, cla, pending)
+		}
 		if old := have[name]; old == cla || proto.Equal(old, cla) {
 			continue
 		}
@@ -125,7 +132,22 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 	versions := dc.VersionsOf(names)
 	s.mu.Lock()
 	for i, r := range changed {
-		s.revs[r.Key] = s.appliedOf(r, names[i], versions[names[i]])
+		ar := s.appliedOf(r, names[i], versions[names[i]])
+		if split[r.Key] {
+			// Not confirmed at r's generation until the additions are
+			// sent: modsvc keeps them from the modules meanwhile.
+			ar.generation = s.revs[r.Key].generation
+			p := s.splits[r.Key]
+			if p == nil {
+				s.log.Debug("sending a revision's endpoint removal before its additions",
+					zap.String("revision", r.Key.String()))
+				s.metrics.removalFirst.WithLabelValues("split").Inc()
+				p = &pendingSplit{deadline: start.Add(s.cfg.StageTimeout)}
+				s.splits[r.Key] = p
+			}
+			p.rev, p.name, p.version = r, names[i], versions[names[i]]
+		}
+		s.revs[r.Key] = ar
 	}
 	s.mu.Unlock()
 	s.startFlips(eds, false, start)

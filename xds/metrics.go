@@ -30,6 +30,9 @@ type metrics struct {
 	// skippedSplits is the number of fleet splits (RevisionSplits with
 	// hosts) left out of the last translation.
 	skippedSplits prometheus.Gauge
+	// removalFirst counts revisions whose endpoint update was split
+	// (removal_first.go), by how the wait for the additions ended.
+	removalFirst *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -68,9 +71,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "thaw", Subsystem: "xds", Name: "skipped_splits",
 			Help: "Traffic splits (RevisionSplits with hosts) left out of the last translation: invalid, or a member left out.",
 		}),
+		removalFirst: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "removal_first_total",
+			Help: "Endpoint updates that removed and added hosts of a revision, sent removal first, by outcome: split (the removal sent alone), acked (every Envoy ACKed it), superseded (replaced by a full apply or removed), timeout (additions sent after StageTimeout).",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.applySeconds, m.skipped, m.skippedSplits)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst)
 	}
 	return m
 }

@@ -82,7 +82,10 @@ type Server struct {
 	prevSnap *revision.Snapshot
 	// stage is a full apply waiting for ACKs before its next step
 	// (stage.go); nil when none. Only Run's goroutine touches it.
-	stage    *staged
+	stage *staged
+	// splits are revisions whose added endpoints wait for the removal
+	// sent first (removal_first.go). Only Run's goroutine touches it.
+	splits   map[revision.Key]*pendingSplit
 	applied  map[string]map[string]types.Resource
 	versions map[string]map[string]string
 
@@ -148,6 +151,7 @@ func NewServer(opts ServerOptions) *Server {
 		applied:  map[string]map[string]types.Resource{},
 		versions: map[string]map[string]string{},
 		revs:     map[revision.Key]appliedRevision{},
+		splits:   map[revision.Key]*pendingSplit{},
 		skipped:  map[revision.Key]error{},
 		flips:    map[string]flip{},
 		firstAck: make(chan struct{}),
@@ -221,6 +225,9 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 	for {
 		ch := reg.Changed()
 		snap := reg.Snapshot()
+		if err := s.advanceSplits(); err != nil {
+			return err
+		}
 		if err := s.advanceStage(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -256,15 +263,20 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 			}
 		}
 		acks, deadline, stop := s.stageWake()
+		splitAcks, splitDeadline, stopSplit := s.splitWake()
 		select {
 		case <-ctx.Done():
 			stop()
+			stopSplit()
 			return nil
 		case <-ch:
 		case <-acks:
 		case <-deadline:
+		case <-splitAcks:
+		case <-splitDeadline:
 		}
 		stop()
+		stopSplit()
 	}
 }
 
