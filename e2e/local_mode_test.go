@@ -37,11 +37,17 @@ func TestLocalServeModeWithoutContainerConcurrency(t *testing.T) {
 }
 
 // extprocArgs pin `thaw local` to the ext_proc activator (its default is
-// the module): tests of the ext_proc path's own contract pass them.
+// the module): tests of the ext_proc path's own contract pass them, and
+// each test that has a module twin (TestLocalModuleX, moduleArgs) pins its
+// ext_proc half with them, so the suite covers both paths.
 var extprocArgs = []string{"--activator=extproc"}
 
+// usesModule reports whether thaw local's args ask for the module
+// (moduleArgs).
+func usesModule(args []string) bool { return slices.Contains(args, "--activator=module") }
+
 func testServeModeWithoutContainerConcurrency(t *testing.T, args []string) {
-	module := !slices.Equal(args, extprocArgs)
+	module := usesModule(args)
 	one := map[string]string{"min-scale": "1", "max-scale": "1"}
 	with := func(extra map[string]string) map[string]string {
 		m := fast(one)
