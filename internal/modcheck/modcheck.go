@@ -135,7 +135,7 @@ func checkEnvoy(path string, mod *moduleInfo) error {
 	}
 	syms, err := f.DynamicSymbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-		return &Error{Reason: EnvoyUnreadable, Unverified: true, Err: fmt.Errorf("Envoy %s: dynamic symbols: %w", path, err)}
+		return &Error{Reason: EnvoyUnreadable, Unverified: true, Err: fmt.Errorf("envoy binary %s: dynamic symbols: %w", path, err)}
 	}
 	exported := map[string]bool{}
 	anyHTTP := false
@@ -157,22 +157,22 @@ func checkEnvoy(path string, mod *moduleInfo) error {
 	switch {
 	case !anyHTTP:
 		return &Error{Reason: EnvoyNoDynamicModules,
-			Err: fmt.Errorf("Envoy %s exports no dynamic-module HTTP callback: built without the dynamic_modules HTTP filter", path)}
+			Err: fmt.Errorf("envoy binary %s exports no dynamic-module HTTP callback: built without the dynamic_modules HTTP filter", path)}
 	case len(missing) > 0:
 		return &Error{Reason: EnvoyMissingCallbacks,
-			Err: fmt.Errorf("Envoy %s does not export %s (the module is written for dynamic-module ABI %s)", path, strings.Join(missing, ", "), ABIVersion)}
+			Err: fmt.Errorf("envoy binary %s does not export %s (the module is written for dynamic-module ABI %s)", path, strings.Join(missing, ", "), ABIVersion)}
 	}
 	ro := f.Section(".rodata")
 	if ro == nil {
-		return &Error{Reason: ABIVersionNotFound, Unverified: true, Err: fmt.Errorf("Envoy %s has no .rodata section", path)}
+		return &Error{Reason: ABIVersionNotFound, Unverified: true, Err: fmt.Errorf("envoy binary %s has no .rodata section", path)}
 	}
 	found, err := containsCString(ro.Open(), ABIVersion)
 	if err != nil {
-		return &Error{Reason: EnvoyUnreadable, Unverified: true, Err: fmt.Errorf("Envoy %s: read .rodata: %w", path, err)}
+		return &Error{Reason: EnvoyUnreadable, Unverified: true, Err: fmt.Errorf("envoy binary %s: read .rodata: %w", path, err)}
 	}
 	if !found {
 		return &Error{Reason: ABIVersionNotFound, Unverified: true,
-			Err: fmt.Errorf("Envoy %s does not hold dynamic-module ABI version %q (the module's); Envoy may load it with a warning", path, ABIVersion)}
+			Err: fmt.Errorf("envoy binary %s does not hold dynamic-module ABI version %q (the module's); Envoy may load it with a warning", path, ABIVersion)}
 	}
 	return nil
 }
