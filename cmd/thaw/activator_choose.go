@@ -16,14 +16,12 @@ import (
 const (
 	fallbackEnvoyGateway modcheck.Reason = "envoy_gateway"
 	fallbackAdminPort    modcheck.Reason = "admin_port_not_fixed"
-	fallbackIdleHoldPath modcheck.Reason = "idle_hold_path"
 )
 
 // chooseEnv is what the activator choice depends on besides the flags.
 type chooseEnv struct {
 	envoy        string // Envoy binary ("" with Envoy Gateway)
 	eg           bool   // --eg-extension: Envoy Gateway's Envoy, not ours
-	idleHoldPath bool   // --idle-hold-path
 	adminAddress string
 	node         string
 }
@@ -56,8 +54,6 @@ func (c activatorChoice) Kind() string {
 // check that could not be made (modcheck.Error.Unverified: Envoy is not an
 // ELF file, or its ABI version string was not found) is a fallback for
 // the default and only a warning for an explicit --activator=module.
-// --idle-hold-path, which only the ext_proc path implements so far
-// (xds/translate/hold.go), makes the default ext_proc too.
 func (f *activatorFlags) choose(log *zap.Logger, env chooseEnv) (activatorChoice, error) {
 	switch f.kind {
 	case activatorExtProc:
@@ -84,13 +80,6 @@ func (f *activatorFlags) choose(log *zap.Logger, env chooseEnv) (activatorChoice
 			return activatorChoice{}, err
 		}
 		return activatorChoice{Module: m}, nil
-	}
-	if env.idleHoldPath {
-		if !f.explicit {
-			log.Info("activator: ext_proc (--idle-hold-path is implemented on the ext_proc path only)")
-			return activatorChoice{Fallback: fallbackIdleHoldPath}, nil
-		}
-		log.Warn("activator: --idle-hold-path has no effect with --activator=module: revisions at zero keep their clusters")
 	}
 	m, err := f.moduleConfig(env.adminAddress, env.node)
 	if err != nil {

@@ -55,7 +55,6 @@ func TestActivatorChoose(t *testing.T) {
 		f        activatorFlags
 		envoy    string
 		eg       bool
-		idle     bool
 		admin    string
 		wantKind string
 		wantFall modcheck.Reason
@@ -70,10 +69,6 @@ func TestActivatorChoose(t *testing.T) {
 			wantKind: "module"},
 		{name: "module asked with Envoy Gateway, file missing", f: activatorFlags{kind: "module", module: missing, explicit: true}, eg: true,
 			wantErr: "make build"},
-		{name: "default with --idle-hold-path", f: activatorFlags{kind: "module", module: so}, envoy: script, idle: true,
-			wantKind: "extproc", wantFall: "idle_hold_path"},
-		{name: "module asked with --idle-hold-path", f: activatorFlags{kind: "module", module: so, explicit: true}, envoy: script, idle: true,
-			wantKind: "module", wantLog: "--idle-hold-path has no effect"},
 		{name: "default, module file missing", f: activatorFlags{kind: "module", module: missing}, envoy: script,
 			wantKind: "extproc", wantFall: modcheck.ModuleMissing, wantLog: "falling back to ext_proc"},
 		{name: "module asked, file missing", f: activatorFlags{kind: "module", module: missing, explicit: true}, envoy: script,
@@ -101,7 +96,7 @@ func TestActivatorChoose(t *testing.T) {
 			if a == "" {
 				a = admin
 			}
-			got, err := tc.f.choose(zap.New(core), chooseEnv{envoy: tc.envoy, eg: tc.eg, idleHoldPath: tc.idle, adminAddress: a, node: "thaw-local"})
+			got, err := tc.f.choose(zap.New(core), chooseEnv{envoy: tc.envoy, eg: tc.eg, adminAddress: a, node: "thaw-local"})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("choose: %v, want an error containing %q", err, tc.wantErr)

@@ -145,8 +145,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
 	}
 	f.activator.explicit = cmd.Flags().Changed("activator")
-	act, err := f.activator.choose(logger, chooseEnv{envoy: bin, eg: f.eg.enabled, idleHoldPath: f.idleHoldPath,
-		adminAddress: f.adminAddress, node: f.nodeID})
+	act, err := f.activator.choose(logger, chooseEnv{envoy: bin, eg: f.eg.enabled, adminAddress: f.adminAddress, node: f.nodeID})
 	if err != nil {
 		return err
 	}

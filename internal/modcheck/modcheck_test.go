@@ -178,6 +178,7 @@ func TestPinnedEnvoyLoadsBuiltModule(t *testing.T) {
 	}
 	slices.Sort(want)
 	if want = slices.Compact(want); !slices.Equal(mod.callbacks, want) {
-		t.Errorf("callbacks read from the module %q, its source resolves %q", mod.callbacks, want)
+		t.Errorf("callbacks read from %s %q, its source resolves %q: a module built from older source (run `make build`), or the reading is wrong",
+			so, mod.callbacks, want)
 	}
 }
