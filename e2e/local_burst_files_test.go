@@ -105,7 +105,7 @@ func TestLocalBurstContainerConcurrencyZero(t *testing.T) {
 	rev := burstFilesRev("cc0")
 	dir := t.TempDir()
 	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, rev), StateDir: dir,
-		Args: []string{"--envoy-open-files", strconv.Itoa(files)}})
+		Args: append([]string{"--envoy-open-files", strconv.Itoa(files)}, extprocArgs...)})
 	// Envoy logs each host object its ORIGINAL_DST cluster creates at
 	// debug level of logger "upstream" (counted below).
 	if err := (&envoyAdmin{url: th.EnvoyAdminURL}).post("/logging?upstream=debug"); err != nil {

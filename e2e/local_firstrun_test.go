@@ -66,7 +66,7 @@ func TestLocalEnvoyExitsAtStart(t *testing.T) {
 // ready answers a held request with 503, Retry-After and the reason long
 // before its hold timeout (60 s): within the client's 10 s deadline, which
 // covers the wake-up and the first exit.
-func TestLocalCrashLoopFailsFast(t *testing.T) { testLocalCrashLoopFailsFast(t, nil) }
+func TestLocalCrashLoopFailsFast(t *testing.T) { testLocalCrashLoopFailsFast(t, extprocArgs) }
 
 // TestLocalModuleCrashLoopFailsFast is TestLocalCrashLoopFailsFast with the
 // activator module: thaw's state stream carries the failure, and the

@@ -22,7 +22,7 @@ import (
 // revision at zero gets 503 with Retry-After, never 500.
 func TestLocalIdleHoldPath(t *testing.T) {
 	atZero := fast(map[string]string{"initial-scale": "0"})
-	th := harness.StartThaw(t, harness.ThawOptions{Args: []string{"--idle-hold-path"}, Config: localConfig(t,
+	th := harness.StartThaw(t, harness.ThawOptions{Args: append([]string{"--idle-hold-path"}, extprocArgs...), Config: localConfig(t,
 		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond, Autoscaling: atZero},
 		revisionYAML{Name: "other", Host: "other.test", Autoscaling: atZero},
 		revisionYAML{Name: "v1", Host: "shop.test", Traffic: "{percent: 90}", Autoscaling: fast(nil)},

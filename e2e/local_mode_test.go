@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,10 +22,32 @@ import (
 // capacity is negative. A revision with container concurrency 0 is in serve
 // mode anyway (the activator would only forward), one with container
 // concurrency > 0 or target-burst-capacity -1 stays in proxy mode. Checked
-// in thaw's status, in Envoy's own endpoints (backend address vs the
-// internal listener) and in the ext_proc answer count (the activator sees
-// none of the serve-mode requests).
+// in thaw's status on both activators; then each activator's own contract:
+//   - ext_proc: Envoy's endpoints of a proxy-mode revision are the internal
+//     activator listener, a serve-mode one's its backend; ext_proc answers
+//     none of the serve-mode requests and the proxy-mode ones;
+//   - module: Envoy's endpoints are the backends in both modes (the module
+//     holds, limits and pins inside Envoy) and ext_proc answers nothing.
+//
+// On both, a burst to the revision with container concurrency 4 is served
+// in full and never has more than 4 requests in flight on its backend.
 func TestLocalServeModeWithoutContainerConcurrency(t *testing.T) {
+	t.Run("extproc", func(t *testing.T) { testServeModeWithoutContainerConcurrency(t, extprocArgs) })
+	t.Run("module", func(t *testing.T) { testServeModeWithoutContainerConcurrency(t, moduleArgs(t)) })
+}
+
+// extprocArgs pin `thaw local` to the ext_proc activator (its default is
+// the module): tests of the ext_proc path's own contract pass them, and
+// each test that has a module twin (TestLocalModuleX, moduleArgs) pins its
+// ext_proc half with them, so the suite covers both paths.
+var extprocArgs = []string{"--activator=extproc"}
+
+// usesModule reports whether thaw local's args ask for the module
+// (moduleArgs).
+func usesModule(args []string) bool { return slices.Contains(args, "--activator=module") }
+
+func testServeModeWithoutContainerConcurrency(t *testing.T, args []string) {
+	module := usesModule(args)
 	one := map[string]string{"min-scale": "1", "max-scale": "1"}
 	with := func(extra map[string]string) map[string]string {
 		m := fast(one)
@@ -33,9 +56,10 @@ func TestLocalServeModeWithoutContainerConcurrency(t *testing.T) {
 		}
 		return m
 	}
-	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t,
+	th := harness.StartThaw(t, harness.ThawOptions{Args: args, Config: localConfig(t,
 		revisionYAML{Name: "open", Host: "open.test", Autoscaling: with(nil)},
-		revisionYAML{Name: "limited", Host: "limited.test", Autoscaling: with(map[string]string{"container-concurrency": "4"})},
+		revisionYAML{Name: "limited", Host: "limited.test", Latency: 100 * time.Millisecond,
+			Autoscaling: with(map[string]string{"container-concurrency": "4"})},
 		revisionYAML{Name: "forced", Host: "forced.test", Autoscaling: with(map[string]string{"target-burst-capacity": "-1"})},
 	)})
 	decided := func(r map[string]any) bool {
@@ -64,13 +88,15 @@ func TestLocalServeModeWithoutContainerConcurrency(t *testing.T) {
 	}
 
 	admin := &envoyAdmin{url: th.EnvoyAdminURL}
-	for name, wantInternal := range map[string]bool{"rev_local_open": false, "rev_local_limited": true, "rev_local_forced": true} {
+	for name, proxy := range map[string]bool{"rev_local_open": false, "rev_local_limited": true, "rev_local_forced": true} {
 		internal, err := admin.endpointsInternal(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if internal != wantInternal {
-			t.Errorf("Envoy cluster %s: endpoint is the internal activator listener = %v, want %v", name, internal, wantInternal)
+		// The module needs no internal listener: its endpoints are the
+		// backends whatever the mode.
+		if want := proxy && !module; internal != want {
+			t.Errorf("Envoy cluster %s: endpoint is the internal activator listener = %v, want %v", name, internal, want)
 		}
 	}
 
@@ -87,13 +113,26 @@ func TestLocalServeModeWithoutContainerConcurrency(t *testing.T) {
 	if after := extprocAnswers(t, th); after != before {
 		t.Errorf("ext_proc answers went from %v to %v for 20 serve-mode requests: the activator is still in the path", before, after)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// 12 at once through container concurrency 4 on one backend: 8 wait
+	// in the activator (thaw's ext_proc, or the module inside Envoy).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if code, body, _, err := get(ctx, c, th, "limited.test", "/"); err != nil || code != 200 || !strings.Contains(body, "hello from limited") {
-		t.Fatalf("limited.test: code=%d err=%v body=%q", code, err, body)
+	if ok, fails := burst(ctx, c, th, "limited.test", "hello from limited", 12); ok != 12 {
+		t.Fatalf("limited.test: %d of 12 requests failed: %v", 12-ok, fails)
 	}
-	if after := extprocAnswers(t, th); after <= before {
-		t.Errorf("ext_proc answers %v after a proxy-mode request, want more than %v", after, before)
+	st, err := fetchWorkloadStats(ctx, c, th, "limited.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Max < 1 || st.Max > 4 {
+		t.Errorf("limited.test: at most %d requests in flight on its backend; container concurrency is 4", st.Max)
+	}
+	after := extprocAnswers(t, th)
+	switch {
+	case module && after != 0:
+		t.Errorf("ext_proc answered %v requests; on the module it must see none", after)
+	case !module && after <= before:
+		t.Errorf("ext_proc answers %v after proxy-mode requests, want more than %v", after, before)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // stops the backends: every request that started before the signal gets
 // its 200, and a request started after it is either served or refused
 // (connection refused), never reset half-way.
-func TestLocalSIGTERMDrainsEnvoy(t *testing.T) { testLocalSIGTERM(t, nil, 0) }
+func TestLocalSIGTERMDrainsEnvoy(t *testing.T) { testLocalSIGTERM(t, extprocArgs, 0) }
 
 // TestLocalModuleSIGTERMDrainsHeld is TestLocalSIGTERMDrainsEnvoy with the
 // activator module, and with 300 requests held in Envoy for a revision at

@@ -14,20 +14,31 @@ import (
 	"github.com/thaw-dev/thaw/xds/translate"
 )
 
-// TestLocalThawDownFailover: thaw is killed (SIGKILL) while proxy-mode
-// traffic flows to a revision whose backends are ready (target burst
-// capacity -1 keeps the activator in the path). Envoy fails over from the
-// activator endpoint (priority 0) to the ready backends (priority 1): no
-// request fails while thaw is down, none across its restart. A request for
-// a revision at zero while thaw is down gets 503 with Retry-After, never
-// a 500.
+// TestLocalThawDownFailover: thaw is killed (SIGKILL) while traffic flows
+// to a revision whose backends are ready (target burst capacity -1 keeps
+// the activator in the path), then restarted; each activator keeps its own
+// contract with thaw down.
+//   - ext_proc: Envoy fails over from the activator endpoint (priority 0)
+//     to the ready backends (priority 1): no request fails while thaw is
+//     down, none across its restart. A request for a revision at zero
+//     while thaw is down gets 503 with Retry-After and the failover
+//     header at once, never a 500.
+//   - module: the module keeps the last state it had: warm traffic keeps
+//     flowing within container concurrency (no failover is needed), and a
+//     request at zero is held for its hold timeout (no thaw to wake the
+//     revision), then answered 503 + Retry-After, never a 500.
 func TestLocalThawDownFailover(t *testing.T) {
+	t.Run("extproc", testThawDownFailoverExtProc)
+	t.Run("module", testThawDownModule)
+}
+
+func testThawDownFailoverExtProc(t *testing.T) {
 	cfg := localConfig(t,
 		revisionYAML{Name: "px", Host: "px.test", StartupDelay: 100 * time.Millisecond, Latency: 20 * time.Millisecond,
 			Autoscaling: fast(map[string]string{"target-burst-capacity": "-1", "min-scale": "2"})},
 		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond, Autoscaling: fast(nil)},
 	)
-	first := harness.StartThaw(t, harness.ThawOptions{Config: cfg})
+	first := harness.StartThaw(t, harness.ThawOptions{Config: cfg, Args: extprocArgs})
 	waitStatus(t, first, "local/px", 60*time.Second, "proxy mode with 2 ready backends", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") >= 2
 	})
@@ -82,7 +93,7 @@ func TestLocalThawDownFailover(t *testing.T) {
 	}
 
 	restarted := time.Now()
-	second := harness.StartThaw(t, harness.ThawOptions{ConfigPath: first.ConfigPath, StateDir: first.StateDir,
+	second := harness.StartThaw(t, harness.ThawOptions{ConfigPath: first.ConfigPath, StateDir: first.StateDir, Args: extprocArgs,
 		HTTPPort: first.HTTPPort, GRPCPort: first.GRPCPort, AdminPort: first.AdminPort, EnvoyAdminPort: first.EnvoyAdminPort})
 	waitStatus(t, second, "local/px", 30*time.Second, "proxy mode after restart", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") >= 2

@@ -66,7 +66,7 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*
 //   - once awake, a kube-probe request reaches the application.
 //
 // The access log carries cold_start_ms.
-func TestLocalWakePolicy(t *testing.T) { testLocalWakePolicy(t, nil) }
+func TestLocalWakePolicy(t *testing.T) { testLocalWakePolicy(t, extprocArgs) }
 
 // TestLocalModuleWakePolicy is TestLocalWakePolicy with the activator
 // module (`--activator=module`): the module evaluates the policy inside
@@ -177,7 +177,7 @@ coldStartHeader: true
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(args) > 0 {
+	if usesModule(args) {
 		if n := extprocAnswers(t, th); n != 0 {
 			t.Errorf("thaw's ext_proc answered %v requests; with the module it must see none", n)
 		}

@@ -52,7 +52,7 @@ func echo(t *testing.T, c *websocket.Conn, label string, n int) {
 // TestLocalWebSocket: a WebSocket upgrade to a revision at zero is held and
 // wakes it (cold), echoes 100 messages, stays open across the flip to
 // serve mode, and a second connection works on the warm path.
-func TestLocalWebSocket(t *testing.T) { testLocalWebSocket(t, nil) }
+func TestLocalWebSocket(t *testing.T) { testLocalWebSocket(t, extprocArgs) }
 
 // TestLocalModuleWebSocket is TestLocalWebSocket with the activator module:
 // the module holds the upgrade at zero and pins it; Envoy proxies the
@@ -101,7 +101,7 @@ func testLocalWebSocket(t *testing.T, args []string) {
 // TestLocalWebSocketContainerConcurrency: with container concurrency 1 and
 // one process, an open WebSocket takes the only slot: a second upgrade is
 // held until the first connection closes.
-func TestLocalWebSocketContainerConcurrency(t *testing.T) { testLocalWebSocketCC(t, nil) }
+func TestLocalWebSocketContainerConcurrency(t *testing.T) { testLocalWebSocketCC(t, extprocArgs) }
 
 // TestLocalModuleWebSocketContainerConcurrency is
 // TestLocalWebSocketContainerConcurrency with the activator module: the

@@ -50,7 +50,8 @@ type Server struct {
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
 
-	fleet fleet
+	fleet    fleet
+	reported reported
 }
 
 // ServeHTTP implements http.Handler for StatePath and ReportPath.
@@ -195,6 +196,7 @@ func (s *Server) apply(rep *state.Report) error {
 			s.Poker.Poke(key)
 		}
 	}
+	s.reported.set(rep.Node, t, rep.Revisions)
 	s.countWake(rep.Wake)
 	if rep.HeldLimit > 0 {
 		s.logger().Warn("activator module refused requests at its held bound: Envoy's open-file limit is reached (raise it with --envoy-open-files)",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,9 +105,16 @@ func startThawArgs(ctx context.Context, env *env, dir, config string, extra ...s
 // count, extra and then -thaw-args as flags.
 func startThawWait(ctx context.Context, env *env, dir, config string, ready time.Duration, extra ...string) (*thaw, error) {
 	args := append([]string{"--envoy-concurrency", strconv.Itoa(env.envoyWorkers)}, extra...)
+	args = append(args, env.thawArgs...)
+	// thaw local's default activator is the module (issue 31); the
+	// scenarios measure the ext_proc path unless they ask for the module
+	// (paths_module.go) or another --activator is given.
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--activator") }) {
+		args = append(args, "--activator=extproc")
+	}
 	h, err := harness.LaunchThaw(ctx, dir, harness.ThawOptions{
 		Config:       config,
-		Args:         append(args, env.thawArgs...),
+		Args:         args,
 		Binary:       env.thawBin,
 		EnvoyBinary:  env.envoyBin,
 		ReadyTimeout: ready,

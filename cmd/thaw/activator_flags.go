@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -21,17 +22,26 @@ const (
 	moduleFileName = "thaw-activator.so"
 )
 
+// errAdminPortNotFixed: the module reaches thaw's state stream on the admin
+// address, whose port must be fixed.
+var errAdminPortNotFixed = errors.New("the module needs a fixed port to reach thaw")
+
 // activatorFlags choose the activator of `thaw local`'s Envoy.
 type activatorFlags struct {
 	kind   string
 	module string
+	// explicit is set when --activator was given: an unavailable module is
+	// then an error, not a fallback to ext_proc (see choose).
+	explicit bool
 }
 
 func (f *activatorFlags) add(fl *pflag.FlagSet) {
-	fl.StringVar(&f.kind, "activator", activatorExtProc,
-		"activator of Envoy's revision routes: extproc (ext_proc to thaw, an internal listener in proxy mode) or module (the Go dynamic module inside Envoy, docs/activator.md)")
+	fl.StringVar(&f.kind, "activator", activatorModule,
+		"activator of Envoy's revision routes: module (the Go dynamic module inside Envoy) or extproc (ext_proc to thaw, an internal listener in proxy mode). "+
+			"Left unset, thaw uses the module when its file and this Envoy can load it and falls back to extproc otherwise, logging why; "+
+			"set to module, it fails instead (docs/activator.md)")
 	fl.StringVar(&f.module, "activator-module", "",
-		"with --activator=module: the module's shared object (default: "+moduleFileName+" next to the thaw binary, as `make build` leaves it)")
+		"the activator module's shared object, `PATH` (default: "+moduleFileName+" next to the thaw binary, where make build leaves it)")
 }
 
 // moduleConfig returns the xDS module settings for --activator=module
@@ -62,7 +72,7 @@ func (f *activatorFlags) moduleConfig(adminAddress, node string) (*translate.Mod
 	}
 	host, port, err := net.SplitHostPort(adminAddress)
 	if err != nil || port == "0" {
-		return nil, fmt.Errorf("--activator=module: --admin-address %q: the module needs a fixed port to reach thaw", adminAddress)
+		return nil, fmt.Errorf("--activator=module: --admin-address %q: %w", adminAddress, errAdminPortNotFixed)
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"

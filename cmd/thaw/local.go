@@ -60,7 +60,15 @@ file. Each backend is a local process on a free loopback port. thaw renders
 an Envoy bootstrap, starts Envoy (--envoy, $ENVOY_BIN or the one ` + "`make tools`" + `
 installs), waits until Envoy has acknowledged the first configuration and
 prints where to send traffic. SIGINT or SIGTERM drains held requests, stops
-the processes and Envoy, and exits 0.`,
+the processes and Envoy, and exits 0.
+
+Requests that must wait (a revision at zero, or at its container
+concurrency) are held inside Envoy by the activator module
+(` + moduleFileName + ` next to the thaw binary, built by ` + "`make build`" + `). When the
+file is missing or this Envoy cannot load it, thaw falls back to the
+ext_proc activator and logs why (metric thaw_activator_info);
+--activator=extproc chooses ext_proc, --activator=module makes an
+unavailable module an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWithSignals(cmd, g, func(ctx context.Context, logger *zap.Logger) error {
@@ -136,9 +144,12 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	if xcfg.AccessLogPath == "" && f.dev {
 		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
 	}
-	if xcfg.Module, err = f.activator.moduleConfig(f.adminAddress, f.nodeID); err != nil {
+	f.activator.explicit = cmd.Flags().Changed("activator")
+	act, err := f.activator.choose(logger, chooseEnv{envoy: bin, eg: f.eg.enabled, adminAddress: f.adminAddress, node: f.nodeID})
+	if err != nil {
 		return err
 	}
+	xcfg.Module = act.Module
 	if xcfg.Module != nil && f.eg.enabled {
 		// EG's Envoys (on this host) load the module and reach thaw's
 		// admin address directly; each names itself (--service-node), so
@@ -148,6 +159,8 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	if xcfg.Module != nil {
 		logger.Info("activator: dynamic module in Envoy", zap.String("module", xcfg.Module.Path),
 			zap.String("state", xcfg.Module.StateURL))
+	} else if act.Fallback == "" {
+		logger.Info("activator: ext_proc (--activator=extproc)")
 	}
 	if xcfg.AccessLogPath != "" {
 		logger.Info("envoy access log", zap.String("path", xcfg.AccessLogPath))
@@ -157,18 +170,21 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	a, err = app.New(app.Options{
 		Logger:   logger,
 		Registry: reg,
-		NewPlatform: func(act *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
+		NewPlatform: func(ext *activator.Activator, metrics prometheus.Registerer) (app.Platform, error) {
+			if err := registerActivatorInfo(metrics, act); err != nil {
+				return nil, fmt.Errorf("activator metric: %w", err)
+			}
 			// Envoy's own refusals (4xx/5xx it answered itself) on /metrics.
 			// Not in EG mode: EG's Envoy answers those, on its own admin port.
 			if !f.eg.enabled {
 				if err := metrics.Register(envoy.RefusalCollector(fmt.Sprintf("http://127.0.0.1:%d", f.envoyAdminPort))); err != nil {
 					return nil, fmt.Errorf("envoy refusal metrics: %w", err)
 				}
-				act.SetMaxHeld(files.MaxHeld)
+				ext.SetMaxHeld(files.MaxHeld)
 				promReg = metrics
 			}
 			plat := local.New(local.Options{Logger: logger.Named("local"), Registry: reg, Config: cfg,
-				Drainer: drainer{act}, StateDir: stateDir,
+				Drainer: drainer{ext}, StateDir: stateDir,
 				Router: router{reg: reg, xds: func() *xds.Server { return a.XDS() }},
 				Load:   newEnvoyLoad(f.envoyAdminPort)})
 			if f.reload > 0 {

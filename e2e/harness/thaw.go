@@ -39,8 +39,10 @@ func FindThawBinary() (string, error) {
 
 // ActivatorEnv names the environment variable that, when set (extproc or
 // module), adds --activator=<value> to every `thaw local` a test starts
-// without an --activator flag of its own: the whole TestLocal* suite runs
-// on the activator module with THAW_E2E_ACTIVATOR=module (docs/activator.md).
+// without an --activator flag of its own. thaw local's default is the
+// module, so THAW_E2E_ACTIVATOR=extproc runs the tests that take the
+// default on ext_proc; tests of one path's own contract pin theirs
+// (docs/activator.md).
 const ActivatorEnv = "THAW_E2E_ACTIVATOR"
 
 // ThawOptions configures StartThaw and LaunchThaw.

@@ -27,6 +27,7 @@ import (
 	"github.com/thaw-dev/thaw/control"
 	"github.com/thaw-dev/thaw/egext"
 	"github.com/thaw-dev/thaw/extproc"
+	"github.com/thaw-dev/thaw/modsvc"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
 	"github.com/thaw-dev/thaw/xds/translate"
@@ -117,6 +118,7 @@ type App struct {
 	lead      leadership
 	moduleSrv *http.Server
 	moduleLn  net.Listener
+	modsvc    *modsvc.Server // nil without the module
 }
 
 // lazyPoker forwards pokes to the multiscaler, which is built after the
@@ -402,7 +404,7 @@ func (a *App) Status() []RevisionStatus {
 			row.StableConcurrency, row.RPS, row.InPanic = d.StableConcurrency, d.StableRPS, d.InPanic
 			row.ExcessBurstCapacity = d.ExcessBurstCapacity
 		}
-		row.Held, row.InFlight = a.act.Stats(rev.Key)
+		row.Held, row.InFlight = a.activatorCounts(rev.Key)
 		row.Window = windowStatus(rev.Spec.Wake, now)
 		if re, ok := a.platform.(revisionErrorer); ok {
 			row.Error = re.RevisionError(rev.Key)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/modsvc"
+	"github.com/thaw-dev/thaw/revision"
 )
 
 // mountModule serves the activator module's state stream and reports
@@ -31,6 +32,7 @@ import (
 func (a *App) mountModule(poker autoscaler.Poker) error {
 	svc := &modsvc.Server{Registry: a.opts.Registry, Recorder: a.collector, Poker: poker, Confirmer: a.xds,
 		WakeCounter: a.ext, HeldLimitCounter: a.ext, MaxHeld: a.act.MaxHeld, Logger: a.log.Named("modsvc")}
+	a.modsvc = svc
 	if err := a.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thaw_module_connected_nodes",
 		Help: "Envoys (node ids) with an activator-module state stream open on this replica."},
 		func() float64 { return float64(svc.ConnectedNodes()) })); err != nil {
@@ -63,6 +65,18 @@ func (a *App) mountModule(poker autoscaler.Poker) error {
 	a.moduleSrv = &http.Server{Handler: a.leaderOnly(svc), ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog: zap.NewStdLog(a.log.Named("modsvc.http"))}
 	return nil
+}
+
+// activatorCounts returns revision key's requests held and in flight for
+// `thaw status`: the ext_proc activator's, plus, with the module, the
+// modules' last reports (modsvc.Server.Counts).
+func (a *App) activatorCounts(key revision.Key) (held, inFlight int) {
+	held, inFlight = a.act.Stats(key)
+	if a.modsvc != nil {
+		h, f := a.modsvc.Counts(key)
+		held, inFlight = held+h, inFlight+f
+	}
+	return held, inFlight
 }
 
 // ModuleAddress returns the bound address of the module server ("" when
