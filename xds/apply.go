@@ -74,7 +74,7 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	s.recordApplied(snap, res.Resources, st.eds, first, start)
 	if !first && len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
 		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
-		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added), current: true},
+		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added), current: true, parent: resourcev3.ClusterType},
 	}) {
 		return ctx.Err()
 	}

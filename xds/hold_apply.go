@@ -118,7 +118,7 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 	}
 	if len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
 		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
-		{typeURL: resourcev3.EndpointType, want: versions, current: true},
+		{typeURL: resourcev3.EndpointType, want: versions, current: true, parent: resourcev3.ClusterType},
 	}) {
 		return ctx.Err()
 	}

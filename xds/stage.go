@@ -93,6 +93,11 @@ type stageWait struct {
 	// mode flip through applyWhileStaged), and Envoy then never ACKs the
 	// version the stage started with.
 	current bool
+	// parent, when set, is the type of each wanted resource's parent of
+	// the same name (ClusterType for an added cluster's assignment): a
+	// stream holding the parent is waited for even before it subscribed
+	// to typeURL (ack.Tracker.AllAckedWithParent).
+	parent string
 }
 
 // staged is a full apply between its steps (see apply): the changes it
@@ -138,7 +143,11 @@ func (s *Server) stageReady() bool {
 		if w.current {
 			want = s.deltas[w.typeURL].VersionsOf(slices.Collect(maps.Keys(w.want)))
 		}
-		if !s.tracker.AllAcked(w.typeURL, want) || !s.tracker.AllRemoved(w.typeURL, w.gone) {
+		acked := s.tracker.AllAcked(w.typeURL, want)
+		if w.parent != "" {
+			acked = s.tracker.AllAckedWithParent(w.typeURL, want, w.parent)
+		}
+		if !acked || !s.tracker.AllRemoved(w.typeURL, w.gone) {
 			met = false
 			break
 		}

@@ -55,6 +55,34 @@ func (t *Tracker) AllAcked(typeURL string, want map[string]string) bool {
 	return true
 }
 
+// AllAckedWithParent is AllAcked for a type whose resources each belong
+// to a parent resource of the same name in parentType (a
+// ClusterLoadAssignment and its cluster): a stream that holds the parent
+// must ACK the child as well, even before it has subscribed to anything
+// of typeURL. Envoy subscribes to a new EDS cluster's assignment only
+// while it warms the cluster, so a stream whose first cluster this is may
+// ACK the cluster before its assignment request arrives; AllAcked would
+// not wait for it then.
+func (t *Tracker) AllAckedWithParent(typeURL string, want map[string]string, parentType string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range t.streams {
+		if s.excluded {
+			continue
+		}
+		follows := len(s.acked[typeURL]) > 0 || len(s.pending[typeURL]) > 0
+		for n, v := range want {
+			if !follows && !s.holds(parentType, n) {
+				continue
+			}
+			if !s.ackedCurrent(typeURL, n, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // AllRemoved reports whether every stream that subscribed to typeURL has
 // ACKed the removal of each of names (holds none of them, with nothing
 // in flight for them).
