@@ -9,11 +9,15 @@ import (
 
 // Table is the set of revisions one Envoy serves: one per process, shared
 // by every Envoy worker thread and the goroutine that follows thaw's state
-// stream. Lookups are lock-free (an immutable map swapped whole); only
-// adding a revision takes the writer lock.
+// stream. Lookups are lock-free (sync.Map); only adding a revision takes
+// the writer lock, and costs O(1): Envoy adds one per route at start
+// (the per-route configuration hook), so a copy of the whole map per
+// addition made a start with N revisions O(N²) (docs/scaling.md, *Idle
+// revisions on the module*).
 type Table struct {
-	mu       sync.Mutex // writers of revs
-	revs     atomic.Pointer[map[string]*Revision]
+	mu       sync.Mutex // writers of revs and n
+	revs     sync.Map   // key -> *Revision; entries are never deleted
+	n        int        // len(revs), under mu
 	defaults RevisionUpdate
 
 	onPoke atomic.Pointer[func(key string)]
@@ -64,10 +68,7 @@ func (t *Table) poke(key string) {
 // NewTable returns an empty table; revisions thaw has not described yet
 // hold requests for holdTimeout, at most queueDepth at once.
 func NewTable(holdTimeout time.Duration, queueDepth int) *Table {
-	t := &Table{defaults: RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}}
-	m := map[string]*Revision{}
-	t.revs.Store(&m)
-	return t
+	return &Table{defaults: RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}}
 }
 
 // SetDefaults changes the limits of revisions thaw has not described
@@ -79,7 +80,21 @@ func (t *Table) SetDefaults(holdTimeout time.Duration, queueDepth int) {
 }
 
 // Lookup returns the revision with key, or nil.
-func (t *Table) Lookup(key string) *Revision { return (*t.revs.Load())[key] }
+func (t *Table) Lookup(key string) *Revision {
+	if r, ok := t.revs.Load(key); ok {
+		return r.(*Revision)
+	}
+	return nil
+}
+
+// each calls fn for every revision (sync.Map.Range: a revision added
+// meanwhile may or may not be seen).
+func (t *Table) each(fn func(key string, r *Revision)) {
+	t.revs.Range(func(k, v any) bool {
+		fn(k.(string), v.(*Revision))
+		return true
+	})
+}
 
 // Revision returns the revision with key, adding it (unknown: no backends,
 // the table's default limits) when missing. Keys come from route
@@ -91,21 +106,16 @@ func (t *Table) Revision(key string) *Revision {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := *t.revs.Load()
-	if r := old[key]; r != nil {
+	if r := t.Lookup(key); r != nil {
 		return r
 	}
-	if len(old) >= MaxRevisions {
+	if t.n >= MaxRevisions {
 		return nil
 	}
 	r := newRevision(t, key)
 	r.limits.Store(&limits{queueDepth: t.defaults.QueueDepth, holdTimeout: t.defaults.HoldTimeout()})
-	m := make(map[string]*Revision, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	m[key] = r
-	t.revs.Store(&m)
+	t.revs.Store(key, r)
+	t.n++
 	return r
 }
 
@@ -142,11 +152,11 @@ func (t *Table) Apply(u *Update) error {
 		}
 	}
 	if u.Full {
-		for k, r := range *t.revs.Load() {
+		t.each(func(k string, r *Revision) {
 			if !listed[k] {
 				clear(r)
 			}
-		}
+		})
 	}
 	return errors.Join(errs...)
 }
@@ -155,7 +165,7 @@ func (t *Table) Apply(u *Update) error {
 // now. Revisions with nothing held or in flight are included: the caller
 // keeps the zero that ends a revision's activity and skips later ones.
 func (t *Table) Counts(fn func(key string, held, inFlight int64)) {
-	for k, r := range *t.revs.Load() {
+	t.each(func(k string, r *Revision) {
 		fn(k, r.held.Load(), r.inFlight.Load())
-	}
+	})
 }

@@ -120,10 +120,10 @@ type WakeCount struct {
 // call (non-zero deltas only). One caller at a time (the reporter).
 func (t *Table) WakeCounts() []WakeCount {
 	var out []WakeCount
-	for k, r := range *t.revs.Load() {
+	t.each(func(k string, r *Revision) {
 		ws := r.wake.Load()
 		if ws == nil || ws.pol == nil {
-			continue
+			return
 		}
 		for i := range ws.answered {
 			n := ws.answered[i].Load()
@@ -138,6 +138,6 @@ func (t *Table) WakeCounts() []WakeCount {
 				out = append(out, c)
 			}
 		}
-	}
+	})
 	return out
 }
