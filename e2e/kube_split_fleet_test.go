@@ -37,11 +37,16 @@ import (
 //     no pod, its Deployment stays at 0 replicas;
 //   - a percent change (90/10 to 50/50) under load fails no request and
 //     moves the shares;
-//   - the split wins over a Revision listing its host;
+//   - the split wins over a Revision listing its host, and that
+//     Revision's Ready says so (HostTakenBySplit) with a Normal Event;
 //   - an invalid split (a missing Revision; another naming a Revision of
 //     the first split) answers 404 on its own hosts with a status
 //     condition, a Warning Event, a log line and thaw_xds_skipped_splits,
-//     while the good split keeps serving.
+//     while the good split keeps serving;
+//   - a split the registry accepts whose member the Envoy translation
+//     leaves out (its per-Revision traffic.percent on another host sums
+//     to 90) is Ready False RevisionNotRouted with the translation's
+//     reason and a Warning Event, and its host answers 404.
 func TestKubeRevisionSplitFleet(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
 	c := env.Cluster
@@ -54,7 +59,7 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	createNamespace(t, c, ns)
 	revs := dyn.Resource(v1alpha1.RevisionsResource).Namespace(ns)
 	splits := dyn.Resource(v1alpha1.RevisionSplitsResource).Namespace(ns)
-	names := map[string]int32{"shop-v1": 1, "shop-v2": 0, "shop-v0": 0, "other": 1}
+	names := map[string]int32{"shop-v1": 1, "shop-v2": 0, "shop-v0": 0, "other": 1, "odd": 0}
 	for name, replicas := range names {
 		if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), smokeDeployment(ns, name, 8080, replicas), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -63,6 +68,12 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 		if name == "other" {
 			// lists the split's host: the split wins, other keeps its own
 			spec["hosts"] = []any{"other.example.com", "shop.example.com"}
+		}
+		if name == "odd" {
+			// alone at 90% on its host: an invalid per-Revision split that
+			// only the translation sees, so it leaves odd out
+			spec["hosts"] = []any{"odd.example.com"}
+			spec["traffic"] = map[string]any{"percent": int64(90)}
 		}
 		createRevision(t, revs, ns, name, spec)
 	}
@@ -90,6 +101,7 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	// conflict is dup's, though its name sorts first.
 	time.Sleep(1100 * time.Millisecond)
 	mkSplit("dup", []any{"dup.example.com"}, entry("shop-v1", 100, ""))
+	mkSplit("lost", []any{"lost.example.com"}, entry("odd", 100, ""))
 
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
 	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
@@ -116,6 +128,22 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	dup := waitSplit(t, splits, "dup", v1alpha1.ReasonSplitConflict, 1)
 	if c := meta.FindStatusCondition(dup.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "member of split fleet/shop") {
 		t.Errorf("dup Ready %q, want the conflict with fleet/shop named", c.Message)
+	}
+	// The Revision whose host the split takes says so.
+	waitRevisionStatus(t, revs, "other", "Ready HostTakenBySplit naming the split", func(st v1alpha1.RevisionStatus) bool {
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonHostTakenBySplit &&
+			strings.Contains(c.Message, "shop.example.com (RevisionSplit fleet/shop)")
+	})
+	waitEvent(t, c.Client, ns, "other", v1alpha1.ReasonHostTakenBySplit, "shop.example.com (RevisionSplit fleet/shop)")
+	// The translation's verdict reaches the status of a split the
+	// registry accepts.
+	lost := waitSplit(t, splits, "lost", v1alpha1.ReasonRevisionNotRouted, 1)
+	if c := meta.FindStatusCondition(lost.Status.Conditions, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse ||
+		!strings.Contains(c.Message, "odd (100%): left out of Envoy configuration") || !strings.Contains(c.Message, "percents sum to 90") ||
+		len(lost.Status.Hosts) != 0 || len(lost.Status.Traffic) != 1 || lost.Status.Traffic[0].Reason != v1alpha1.ReasonRevisionNotRouted {
+		t.Errorf("lost Ready %s %q, hosts %v, traffic %+v; want False naming odd and the translation's reason, no hosts",
+			c.Status, c.Message, lost.Status.Hosts, lost.Status.Traffic)
 	}
 	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "other"})
 	// The split's virtual host in Envoy (no request yet: one would wake
@@ -201,14 +229,15 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	if v2 := counts["shop-v2"]; failed > 0 || v2 < 114 || v2 > 186 {
 		t.Errorf("after 50/50: shop-v2 answered %d of 300 (%d failed: %v), want 150 ± 36", v2, failed, fails)
 	}
-	for _, host := range []string{"ghost.example.com", "dup.example.com"} {
+	for _, host := range []string{"ghost.example.com", "dup.example.com", "lost.example.com"} {
 		if code, _, _, err := get(ctx, cl, th, host, "/"); err != nil || code != 404 {
 			t.Errorf("%s (invalid split): %d %v, want 404", host, code, err)
 		}
 	}
-	waitSplitEvents(t, env, ns, map[string]string{"ghost": v1alpha1.ReasonRevisionNotFound, "dup": v1alpha1.ReasonSplitConflict})
-	if m := metricsText(t, th); !strings.Contains(m, "thaw_xds_skipped_splits 2\n") {
-		t.Errorf("thaw_xds_skipped_splits: %q, want 2", grepLines(m, "thaw_xds_skipped_splits"))
+	waitSplitEvents(t, env, ns, map[string]string{"ghost": v1alpha1.ReasonRevisionNotFound, "dup": v1alpha1.ReasonSplitConflict,
+		"lost": v1alpha1.ReasonRevisionNotRouted})
+	if m := metricsText(t, th); !strings.Contains(m, "thaw_xds_skipped_splits 3\n") {
+		t.Errorf("thaw_xds_skipped_splits: %q, want 3", grepLines(m, "thaw_xds_skipped_splits"))
 	}
 	if log, err := os.ReadFile(run.proc.LogPath()); err != nil || !strings.Contains(string(log), "traffic split left out of Envoy configuration") {
 		t.Errorf("thaw log lacks the skipped splits (err %v)", err)

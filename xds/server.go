@@ -95,6 +95,9 @@ type Server struct {
 	// skippedSplits: the fleet splits left out of the last translation
 	// (apply goroutine only; splits.go).
 	skippedSplits map[revision.Key]error
+	// splitVerdicts publishes skippedSplits to readers (SplitVerdicts):
+	// immutable, swapped whole by the apply goroutine.
+	splitVerdicts atomic.Pointer[splitVerdicts]
 	// first holds type → name → version of the first applied snapshot;
 	// written once before the gate opens, nil once it is ACKed.
 	first   map[string]map[string]string

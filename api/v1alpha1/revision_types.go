@@ -313,6 +313,11 @@ const (
 	ReasonServing         = "Serving"
 	ReasonScaledToZero    = "ScaledToZero"
 	ReasonWaking          = "Waking"
+	// ReasonHostTakenBySplit (Ready True): thaw routes the Revision, but a
+	// RevisionSplit with hosts takes one or more of the hosts it lists
+	// (the split's traffic list decides there); the message names the
+	// hosts and the split.
+	ReasonHostTakenBySplit = "HostTakenBySplit"
 )
 
 // Modes reported in RevisionStatus.Mode.

@@ -157,3 +157,11 @@ type TrafficTargetStatus struct {
 	// RevisionInvalid or Pending.
 	Reason string `json:"reason"`
 }
+
+// ReasonRevisionNotRouted: the registry accepts the split (a RevisionSplit
+// with hosts, thaw's own fleet) but the Envoy translation left a Revision
+// of it out (a host collision, an invalid per-Revision traffic split on
+// another of its hosts), so the split's hosts answer 404. The condition's
+// message names each Revision left out and why; status.traffic gives
+// those entries this reason.
+const ReasonRevisionNotRouted = "RevisionNotRouted"

@@ -167,6 +167,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 		logger.Info("activator: dynamic module in the fleet's Envoys", zap.String("module", xcfg.Module.Path),
 			zap.String("moduleAddress", moduleAddress), zap.String("bridge", xcfg.Module.StateURL))
 	}
+	var kp *kube.Platform
 	opts := app.Options{
 		Logger:   logger,
 		Registry: reg,
@@ -182,6 +183,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 			if elector != nil {
 				elector.Observe(p.SetLeader)
 			}
+			kp = p
 			return p, nil
 		},
 		GRPCServerOptions:     gopts,
@@ -205,6 +207,11 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	a, err := app.New(opts)
 	if err != nil {
 		return err
+	}
+	// RevisionSplit statuses report the translation's verdict on the
+	// fleet's splits (a split whose Revision it left out is not Ready).
+	if kp != nil {
+		kp.SetRouteVerdicts(a.XDS())
 	}
 	logger.Info("thaw run started", zap.String("grpc", a.GRPCAddress()), zap.String("admin", a.AdminAddress()),
 		zap.String("module", a.ModuleAddress()),

@@ -57,7 +57,10 @@ type Platform struct {
 	scaledObjects cache.Indexer
 	// splits reports RevisionSplits; nil when they are not watched
 	// (splits.go).
-	splits  atomic.Pointer[splitReconciler]
+	splits atomic.Pointer[splitReconciler]
+	// routes is the Envoy translation's verdict on fleet splits
+	// (SetRouteVerdicts before Run; nil: none).
+	routes  RouteVerdicts
 	queue   workqueue.TypedInterface[revision.Key]
 	started atomic.Bool
 	// synced is set once the informers synced and the queue runs.
@@ -311,6 +314,13 @@ func (p *Platform) Run(ctx context.Context) error {
 		defer wg.Done()
 		p.reportLoop(ctx, changed, prev)
 	}()
+	if p.routes != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.watchRouteVerdicts(ctx)
+		}()
+	}
 	<-ctx.Done()
 	p.log.Info("kube platform stopping")
 	return nil

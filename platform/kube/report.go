@@ -111,12 +111,15 @@ func (p *Platform) syncStatuses(ctx context.Context, snap *revision.Snapshot) {
 	}
 	var todo []statusPatch
 	p.mu.Lock()
-	revTodo := p.revisionStatusesLocked(snap, p.opts.Clock.Now())
+	revTodo, revEvents := p.revisionStatusesLocked(snap, p.opts.Clock.Now())
 	if annotate {
 		todo = p.statuses.dueLocked(p.revs, p.statusSeen)
 	}
 	clear(p.statusSeen)
 	p.mu.Unlock()
+	for _, ev := range revEvents {
+		p.recorder.Event(ev.ref, ev.typ, ev.reason, ev.msg)
+	}
 	for _, sp := range revTodo {
 		if ctx.Err() != nil || !p.Leading() {
 			return

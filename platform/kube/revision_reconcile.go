@@ -46,6 +46,9 @@ type crdState struct {
 	// status is the fingerprint of the status last written (see
 	// statusFingerprint).
 	status string
+	// takenEvent is the HostTakenBySplit message last recorded as an
+	// Event ("" while no split takes a host of the Revision).
+	takenEvent string
 }
 
 // revisionRef is the Event reference of a Revision.

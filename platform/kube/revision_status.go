@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,13 +26,18 @@ type statusInput struct {
 	selector string
 	prior    []metav1.Condition
 	now      time.Time
+	// takenBy says which hosts of the revision a routed fleet split
+	// takes ("host, host (RevisionSplit ns/name)", hostsTakenBySplits);
+	// empty when none.
+	takenBy []string
 }
 
 // maxConditionMessage bounds condition messages (the API allows 32768
 // bytes).
 const maxConditionMessage = 1024
 
-// revisionStatus computes a Revision's status: Ready (routed or invalid),
+// revisionStatus computes a Revision's status: Ready (routed, routed with
+// hosts taken by a RevisionSplit: HostTakenBySplit, or invalid),
 // Active (Serving with ready pods, Waking while pods are wanted but none is
 // ready, ScaledToZero when none is wanted), the mode, the autoscaler's
 // desired scale and the ready pod count. Conditions keep their
@@ -60,8 +66,15 @@ func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 			d := in.rev.DesiredScale
 			out.DesiredScale = &d
 		}
-		set(v1alpha1.ConditionReady, true, v1alpha1.ReasonRouted,
-			"thaw routes the revision (through the activator while no pod is ready)")
+		if len(in.takenBy) > 0 {
+			set(v1alpha1.ConditionReady, true, v1alpha1.ReasonHostTakenBySplit,
+				"thaw routes the revision (through the activator while no pod is ready), but not on these hosts it lists: "+
+					"a RevisionSplit takes them (its traffic list decides there; this Revision's own route and traffic.percent do not apply): "+
+					strings.Join(in.takenBy, "; "))
+		} else {
+			set(v1alpha1.ConditionReady, true, v1alpha1.ReasonRouted,
+				"thaw routes the revision (through the activator while no pod is ready)")
+		}
 		switch {
 		case ready > 0:
 			set(v1alpha1.ConditionActive, true, v1alpha1.ReasonServing, fmt.Sprintf("%d ready pods", ready))
@@ -105,9 +118,12 @@ type revisionStatusPatch struct {
 }
 
 // revisionStatusesLocked lists the Revisions whose computed status differs
-// from the one last written. Called with p.mu held.
-func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time) []revisionStatusPatch {
+// from the one last written, and the Events due (hostTakenEvent), to be
+// recorded after p.mu is released. Called with p.mu held.
+func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time) ([]revisionStatusPatch, []revisionEvent) {
 	var todo []revisionStatusPatch
+	var events []revisionEvent
+	byHost := splitsByHost(snap)
 	for key, st := range p.revs {
 		if st.crd == nil {
 			continue
@@ -125,7 +141,11 @@ func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time
 		} else if in.rev = snap.Get(key); in.rev == nil {
 			continue
 		}
+		in.takenBy = hostsTakenBySplits(byHost, in.rev)
 		s := revisionStatus(in)
+		if ev, ok := hostTakenEvent(st.crd, r, s); ok {
+			events = append(events, ev)
+		}
 		fp := statusFingerprint(s)
 		if fp == st.crd.status || fp == statusFingerprint(r.Status) {
 			st.crd.status = fp
@@ -133,7 +153,7 @@ func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time
 		}
 		todo = append(todo, revisionStatusPatch{key: key, status: s, fingerprint: fp, log: st.log})
 	}
-	return todo
+	return todo, events
 }
 
 // patchRevisionStatus writes a Revision's status through the status

@@ -52,6 +52,7 @@ func (p *Platform) reconcileSplit(ctx context.Context, key revision.Key) error {
 	snap := p.opts.Registry.Snapshot()
 	in := splitInput{split: s, now: p.opts.Clock.Now(), decodeErr: s.Annotations[annotationDecodeError], fleet: snap.Splits[key]}
 	in.taken = takenHosts(snap, in.fleet)
+	in.routeErr = p.routeVerdict(key)
 	for _, t := range s.Spec.Traffic {
 		mk := revision.Key{Namespace: s.Namespace, Name: t.RevisionName}
 		in.members = append(in.members, resolveMember(snap, mk, p.getRevision(mk) != nil))

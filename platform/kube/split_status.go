@@ -60,17 +60,22 @@ type splitInput struct {
 	// taken: "host (namespace/name)" for each host of the split that a
 	// Revision lists too (takenHosts).
 	taken []string
+	// routeErr is the translation's verdict when it left a Revision of
+	// the split out (routeVerdict, a *translate.SplitLeftOutError), or nil.
+	routeErr error
 }
 
 // splitReasonOrder ranks member reasons for the split's Ready reason: the
 // first present wins (a missing Revision before a refused one).
 var splitReasonOrder = []string{v1alpha1.ReasonRevisionNotFound, v1alpha1.ReasonOtherAutoscaler,
-	v1alpha1.ReasonRevisionInvalid, v1alpha1.ReasonPending}
+	v1alpha1.ReasonRevisionInvalid, v1alpha1.ReasonRevisionNotRouted, v1alpha1.ReasonPending}
 
 // splitStatus computes a RevisionSplit's status: Ready True (Resolved)
 // when the split keeps its rules (revisionspec.ValidateSplit) and thaw
 // routes every Revision it names, else False with InvalidSplit,
-// RevisionNotFound, ScaledByOtherAutoscaler or RevisionInvalid (the first
+// RevisionNotFound, ScaledByOtherAutoscaler, RevisionInvalid or
+// RevisionNotRouted (the Envoy translation left a Revision out, the
+// translation's verdict in.routeErr) (the first
 // that applies, the message naming every entry at fault), or Unknown
 // (Pending) while a Revision that exists is not published yet. status.traffic
 // repeats each entry with its Revision's reason. The Ready condition keeps
@@ -92,10 +97,14 @@ func splitStatus(in splitInput) v1alpha1.RevisionSplitStatus {
 		return out
 	}
 	byReason := map[string][]string{}
+	leftOut := leftOutMembers(in.routeErr)
 	for i, t := range s.Spec.Traffic {
 		m := splitMember{Reason: v1alpha1.ReasonPending}
 		if i < len(in.members) {
 			m = in.members[i]
+		}
+		if why, ok := leftOut[t.RevisionName]; ok && m.Reason == v1alpha1.ReasonRouted {
+			m = splitMember{Reason: v1alpha1.ReasonRevisionNotRouted, Detail: "left out of Envoy configuration: " + why}
 		}
 		out.Traffic = append(out.Traffic, v1alpha1.TrafficTargetStatus{
 			RevisionName: t.RevisionName, Percent: t.Percent, Tag: t.Tag, Reason: m.Reason})

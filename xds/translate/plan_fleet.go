@@ -47,8 +47,9 @@ func newFleetPlan(splits []*revision.Split) *fleetPlan {
 
 // groups returns the virtual host groups of the routed splits, and adds
 // to skippedSplits every split that is not routed: invalid in the
-// registry (Split.Err), or with a member the plan left out (its hosts
-// answer 404; its other members keep their own hosts).
+// registry (Split.Err), or with a member the plan left out (a
+// *SplitLeftOutError: its hosts answer 404; its other members keep their
+// own hosts).
 func (f *fleetPlan) groups(skipped map[revision.Key]error, skippedSplits map[revision.Key]error) []SplitGroup {
 	var out []SplitGroup
 	for _, s := range f.splits {
@@ -57,17 +58,16 @@ func (f *fleetPlan) groups(skipped map[revision.Key]error, skippedSplits map[rev
 			continue
 		}
 		ms := make([]SplitMember, 0, len(s.Traffic))
-		var lost []string
+		var lost []LeftOutMember
 		for _, t := range s.Traffic {
 			if err := skipped[t.Revision]; err != nil {
-				lost = append(lost, fmt.Sprintf("%s (%v)", t.Revision, err))
+				lost = append(lost, LeftOutMember{Revision: t.Revision, Err: err})
 			}
 			p := t.Percent
 			ms = append(ms, SplitMember{Key: t.Revision, Percent: &p})
 		}
 		if len(lost) > 0 {
-			skippedSplits[s.Key] = fmt.Errorf("split %s among %s: members left out of Envoy configuration: %v; its hosts are not routed",
-				s.Key, s.Describe(), lost)
+			skippedSplits[s.Key] = &SplitLeftOutError{Split: s.Key, Describe: s.Describe(), LeftOut: lost}
 			continue
 		}
 		slices.SortFunc(ms, func(a, b SplitMember) int {
