@@ -62,9 +62,17 @@ func (b *Backend) tryTake() bool {
 	}
 }
 
-// release frees one slot taken by tryTake (the count is above 0, so the
-// decrement never borrows from the slots).
-func (b *Backend) release() { b.word.Add(^uint64(0)) }
+// release frees one slot taken by tryTake. A count already at 0 (a
+// release without a take: a caller's bug) stays 0 rather than borrow
+// from the slots.
+func (b *Backend) release() {
+	for {
+		w := b.word.Load()
+		if w&inFlightMask == 0 || b.word.CompareAndSwap(w, w-1) {
+			return
+		}
+	}
+}
 
 // free returns true when b has a free slot now (racy hint only).
 func (b *Backend) free() bool {
