@@ -101,7 +101,7 @@ test-unit:
 ## spent it all on the seed corpus and go test failed the target with
 ## "context deadline exceeded" (CI, extproc:FuzzRequestHeaders at 3s).
 FUZZ_TIME ?= 1000x
-FUZZ_TARGETS := module/state:FuzzDecodeUpdate module/state:FuzzDecodeConfig module/state:FuzzDecodeReport \
+FUZZ_TARGETS := module/state:FuzzDecodeUpdate module/state:FuzzSlotsAcrossUpdates module/state:FuzzDecodeConfig module/state:FuzzDecodeReport \
 	revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse \
 	autoscaler/statsink:FuzzIngest autoscaler/statsink:FuzzWireMatchesProtowire \
 	autoscaler/statsink:FuzzMsgReader autoscaler/statsink:FuzzEnvoyMetric autoscaler/statsink:FuzzEnvoyFamily \

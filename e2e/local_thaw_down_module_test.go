@@ -97,6 +97,24 @@ func testThawDownModule(t *testing.T) {
 	waitStatus(t, second, "local/warm", 30*time.Second, "2 ready backends after the restart", func(r map[string]any) bool {
 		return num(r, "ready") >= 2
 	})
+	// Warm traffic flows through the restarted thaw's state (the module
+	// lists the backends again once Envoy's new xDS stream ACKed), then
+	// container concurrency is asserted over the whole window from the
+	// kill, restart included, while the load still runs.
+	okRestart := load.ok.Load()
+	for i := 0; i < 300 && load.ok.Load()-okRestart < 50; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := load.ok.Load() - okRestart; n < 50 {
+		t.Errorf("only %d warm requests succeeded in the 30 s after the restarted thaw was ready", n)
+	}
+	across := backendPeaks(t, c, second, "")
+	for pid, m := range across {
+		if m < 1 || m > 2 {
+			t.Errorf("warm backend pid %d: %d requests in flight at once since the kill, restart included; container concurrency is 2", pid, m)
+		}
+	}
+	t.Logf("peak in flight per warm backend since the kill, restart included (pid: peak): %v", across)
 	ok, failed, fails := load.stop()
 	t.Logf("warm requests: %d ok (%d in the 2 s thaw was down), %d failed", ok, okWhileDown, failed)
 	if okWhileDown == 0 {
@@ -105,11 +123,13 @@ func testThawDownModule(t *testing.T) {
 	if failed != 0 {
 		t.Errorf("%d warm requests failed across the crash and restart: %v", failed, fails)
 	}
-	// Across the restart: reported, not asserted. One run of four after
-	// rebasing on main 70ff3bd saw 3 in flight on a backend here (cc 2),
-	// never with thaw down: a module-side issue of the restart's state
-	// updates, left to the module's owners (see the branch's report).
-	t.Logf("peak in flight per warm backend since the kill, restart included (pid: peak): %v", backendPeaks(t, c, second, ""))
+	// Stopping the load is not asserted: the clients hang up on requests
+	// running on the backends and on requests held in the module at
+	// once; Envoy resets the former upstream and frees their slots, and
+	// can grant a slot to a held request whose hang-up it has not read
+	// yet, which reaches a backend still running the reset request (the
+	// backend sees the reset a moment later). Logged only.
+	t.Logf("peak in flight per warm backend once the clients hung up (pid: peak): %v", backendPeaks(t, c, second, ""))
 }
 
 // backendPeaks asks /stats (with query, "" or "reset=1") until both warm

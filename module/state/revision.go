@@ -87,7 +87,7 @@ func (r *Revision) Acquire() *Backend {
 // Release frees a slot taken by Acquire or granted to a Waiter, and grants
 // it to the oldest held request.
 func (r *Revision) Release(b *Backend) {
-	b.inFlight.Add(-1)
+	b.release()
 	r.inFlight.Add(-1)
 	if r.held.Load() > 0 {
 		r.dispatch()
@@ -233,24 +233,31 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 		byAddr[b.Addr] = b
 	}
 	bs := make([]*Backend, 0, len(ru.Backends))
+	kept := make(map[string]bool, len(ru.Backends))
 	for _, bu := range ru.Backends {
+		if bu.Slots < 0 || kept[bu.Addr] {
+			continue // no share here: dropped below like a missing one
+		}
 		b := byAddr[bu.Addr]
 		if b == nil {
 			b = &Backend{Addr: bu.Addr}
 		}
-		b.slots.Store(bu.Slots)
-		if bu.Slots >= 0 {
-			bs = append(bs, b)
-		}
+		b.setSlots(bu.Slots) // a removed one comes back with its count
+		bs = append(bs, b)
+		kept[bu.Addr] = true
 	}
 	r.backends.Store(&bs)
-	kept := make(map[string]bool, len(bs))
-	for _, b := range bs {
-		kept[b.Addr] = true
-	}
+	// A dropped backend is marked removed first (no slot is taken on it
+	// from then on, even by a request that loaded the old list), then
+	// forgotten only if nothing is in flight on it: its address may come
+	// back in a later update (a restarted thaw lists no backend until
+	// Envoy's new xDS stream ACKs), and must come back with its count.
 	r.draining = nil
 	for a, b := range byAddr {
-		if !kept[a] && b.InFlight() > 0 && len(r.draining) < MaxBackends {
+		if kept[a] {
+			continue
+		}
+		if b.remove() > 0 && len(r.draining) < MaxBackends {
 			if r.draining == nil {
 				r.draining = map[string]*Backend{}
 			}
