@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -18,7 +19,8 @@ import (
 // Envoy; a request for one is held by the module, wakes it and is
 // answered by its backend, even when the client sends an x-thaw-cluster
 // header naming another (awake) revision's cluster: the module
-// overwrites it. The woken revision gets its cluster without any route
+// overwrites it, and the backend never receives the header (the route
+// removes it after the router picked the cluster). The woken revision gets its cluster without any route
 // change (the virtual hosts' versions in Envoy's config_dump stay the
 // same), a 10% split member at zero is woken by its share and a 0% one
 // never gets a cluster, and back at zero the cluster is removed.
@@ -119,10 +121,13 @@ func versionsOf(dump string) string {
 	return strings.Join(out, " ")
 }
 
-// getWithHeader sends GET / with the given Host and one extra header
-// through thaw's Envoy.
+// getWithHeader sends GET /?echo=<key> with the given Host and one extra
+// header through thaw's Envoy. A 200 answer from the workload also says
+// how many values of that header its backend received
+// (X-Workload-Echo-Count); getWithHeader fails the request (err) when the
+// backend received any, or when a 200 lacks the count.
 func getWithHeader(ctx context.Context, c *http.Client, th *harness.Thaw, host, key, value string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+"/?echo="+key, nil)
 	if err != nil {
 		return 0, "", err
 	}
@@ -134,5 +139,11 @@ func getWithHeader(ctx context.Context, c *http.Client, th *harness.Thaw, host, 
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode == http.StatusOK {
+		if n := resp.Header.Get("X-Workload-Echo-Count"); n != "0" {
+			err = fmt.Errorf("the backend received %s %s header(s) (%q), want none (X-Workload-Echo-Count %q)",
+				n, key, resp.Header.Get("X-Workload-Echo"), n)
+		}
+	}
 	return resp.StatusCode, string(b), err
 }
