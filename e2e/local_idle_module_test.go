@@ -23,7 +23,8 @@ import (
 // removes it after the router picked the cluster). The woken revision gets its cluster without any route
 // change (the virtual hosts' versions in Envoy's config_dump stay the
 // same), a 10% split member at zero is woken by its share and a 0% one
-// never gets a cluster, and back at zero the cluster is removed.
+// never gets a cluster, and back at zero the cluster is removed (the
+// return to zero timed to Envoy's ACK of the removal).
 func TestLocalModuleIdleClusters(t *testing.T) {
 	atZero := fast(map[string]string{"initial-scale": "0"})
 	th := harness.StartThaw(t, harness.ThawOptions{Args: append(moduleArgs(t), "--idle-hold-path"), Config: localConfig(t,
@@ -103,6 +104,16 @@ func TestLocalModuleIdleClusters(t *testing.T) {
 		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
 	})
 	waitUntil(t, "cold's cluster removed", 10*time.Second, func() bool { return !hasCluster("rev_local_cold") })
+	// The return to zero is timed to Envoy's ACK of the removal (cold's,
+	// and v2's if it is back at zero already).
+	waitUntil(t, "the return to zero timed in thaw_xds_removal_to_ack_seconds", 10*time.Second, func() bool {
+		for _, l := range strings.Split(metricsText(t, th), "\n") {
+			if v, ok := strings.CutPrefix(l, "thaw_xds_removal_to_ack_seconds_count "); ok {
+				return v != "0"
+			}
+		}
+		return false
+	})
 	// And it wakes again.
 	code, body, err = getWithHeader(ctx, c, th, "cold.test", "x-thaw-cluster", "rev_local_v1")
 	if err != nil || code != 200 || !strings.Contains(body, "hello from cold") {
