@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -18,10 +19,12 @@ import (
 // Envoy; a request for one is held by the module, wakes it and is
 // answered by its backend, even when the client sends an x-thaw-cluster
 // header naming another (awake) revision's cluster: the module
-// overwrites it. The woken revision gets its cluster without any route
+// overwrites it, and the backend never receives the header (the route
+// removes it after the router picked the cluster). The woken revision gets its cluster without any route
 // change (the virtual hosts' versions in Envoy's config_dump stay the
 // same), a 10% split member at zero is woken by its share and a 0% one
-// never gets a cluster, and back at zero the cluster is removed.
+// never gets a cluster, and back at zero the cluster is removed (the
+// return to zero timed to Envoy's ACK of the removal).
 func TestLocalModuleIdleClusters(t *testing.T) {
 	atZero := fast(map[string]string{"initial-scale": "0"})
 	th := harness.StartThaw(t, harness.ThawOptions{Args: append(moduleArgs(t), "--idle-hold-path"), Config: localConfig(t,
@@ -101,6 +104,16 @@ func TestLocalModuleIdleClusters(t *testing.T) {
 		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
 	})
 	waitUntil(t, "cold's cluster removed", 10*time.Second, func() bool { return !hasCluster("rev_local_cold") })
+	// The return to zero is timed to Envoy's ACK of the removal (cold's,
+	// and v2's if it is back at zero already).
+	waitUntil(t, "the return to zero timed in thaw_xds_removal_to_ack_seconds", 10*time.Second, func() bool {
+		for _, l := range strings.Split(metricsText(t, th), "\n") {
+			if v, ok := strings.CutPrefix(l, "thaw_xds_removal_to_ack_seconds_count "); ok {
+				return v != "0"
+			}
+		}
+		return false
+	})
 	// And it wakes again.
 	code, body, err = getWithHeader(ctx, c, th, "cold.test", "x-thaw-cluster", "rev_local_v1")
 	if err != nil || code != 200 || !strings.Contains(body, "hello from cold") {
@@ -119,10 +132,13 @@ func versionsOf(dump string) string {
 	return strings.Join(out, " ")
 }
 
-// getWithHeader sends GET / with the given Host and one extra header
-// through thaw's Envoy.
+// getWithHeader sends GET /?echo=<key> with the given Host and one extra
+// header through thaw's Envoy. A 200 answer from the workload also says
+// how many values of that header its backend received
+// (X-Workload-Echo-Count); getWithHeader fails the request (err) when the
+// backend received any, or when a 200 lacks the count.
 func getWithHeader(ctx context.Context, c *http.Client, th *harness.Thaw, host, key, value string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+"/?echo="+key, nil)
 	if err != nil {
 		return 0, "", err
 	}
@@ -134,5 +150,11 @@ func getWithHeader(ctx context.Context, c *http.Client, th *harness.Thaw, host, 
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode == http.StatusOK {
+		if n := resp.Header.Get("X-Workload-Echo-Count"); n != "0" {
+			err = fmt.Errorf("the backend received %s %s header(s) (%q), want none (X-Workload-Echo-Count %q)",
+				n, key, resp.Header.Get("X-Workload-Echo"), n)
+		}
+	}
 	return resp.StatusCode, string(b), err
 }

@@ -28,7 +28,11 @@ import (
 // clearing the route cache (module/activator/clusterroute.go). Every
 // cluster-route request carries a client x-thaw-cluster naming a cluster
 // that leads to a second backend which answers 418: the test asserts
-// that none reaches it, and that every request is answered 200. Envoy
+// that none reaches it, and that every request is answered 200. The
+// cluster route removes the header as thaw's do
+// (request_headers_to_remove), and both backends answer 500 to a request
+// that still carries it: the removal happens after the router picked the
+// cluster from the header, and no backend sees it. Envoy
 // CPU per request (user + system from /proc) of each side is logged as
 // ratios from the same run (docs/scaling.md).
 func TestModuleClusterRouteEnvoyCPU(t *testing.T) {
@@ -42,6 +46,13 @@ func TestModuleClusterRouteEnvoyCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(state.ClusterHeader) != "" {
+				// thaw's routes remove the header (translate's
+				// request_headers_to_remove): a backend never sees it.
+				w.WriteHeader(http.StatusInternalServerError)
+				io.WriteString(w, "got "+state.ClusterHeader)
+				return
+			}
 			w.WriteHeader(code)
 			io.WriteString(w, "ok")
 		})}
@@ -56,7 +67,7 @@ func TestModuleClusterRouteEnvoyCPU(t *testing.T) {
 		{Key: "ns/h", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 0}}},
 	}})
 	headerRoute := strings.Replace(strings.Replace(moduleRoute("/h", "rev_ns_m", "ns/h"),
-		"route: {cluster: rev_ns_m,", "route: {cluster_header: "+state.ClusterHeader+",", 1),
+		"route: {cluster: rev_ns_m,", "request_headers_to_remove: ["+state.ClusterHeader+"]\nroute: {cluster_header: "+state.ClusterHeader+",", 1),
 		`'{"revision":"ns/h"}'`, `'{"revision":"ns/h","cluster":"rev_ns_m"}'`, 1)
 	plainPort, modPort := harness.PickPort(t), harness.PickPort(t)
 	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(plainPort,

@@ -145,6 +145,9 @@ func (s *Server) request(k ack.StreamKey, node *corev3.Node, nonce string, errDe
 	if r.TypeURL == resourcev3.EndpointType || r.TypeURL == resourcev3.VirtualHostType {
 		s.completeFlips(r.Names)
 	}
+	if r.TypeURL == resourcev3.ClusterType && len(r.Removed) > 0 {
+		s.completeFlips(r.Removed)
+	}
 	s.checkFirstAck(k)
 	s.notify.broadcast()
 	return nil
@@ -173,6 +176,10 @@ func (s *Server) completeFlips(names []string) {
 	now := s.clock.Now()
 	check := func(name string) {
 		f, ok := s.flips[name]
+		if ok && f.removal {
+			s.completeRemoval(name, f, now, names != nil)
+			return
+		}
 		if ok && s.tracker.AckedEverywhere(f.typeURL, name, f.version) {
 			s.metrics.flipToAck.Observe(now.Sub(f.start).Seconds())
 			delete(s.flips, name)

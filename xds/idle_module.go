@@ -4,6 +4,8 @@ import (
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // startWakeFlips records the ClusterLoadAssignments of revisions that
@@ -24,4 +26,65 @@ func (s *Server) startWakeFlips(names []string, versions map[string]string, star
 			s.flips[n] = flip{typeURL: resourcev3.EndpointType, version: v, start: start}
 		}
 	}
+}
+
+// startSleepFlips records the clusters of revisions back at zero on the
+// module's cluster routes as removal flips, before their removal is sent,
+// so thaw_xds_removal_to_ack_seconds measures a return to zero from the
+// registry change to the last Envoy's ACK of the cluster's removal
+// (removals carry no version, so flip_to_ack_seconds cannot time them).
+// A cluster no Envoy holds has nothing to time and is not recorded.
+func (s *Server) startSleepFlips(names []string, start time.Time) {
+	if len(names) == 0 {
+		return
+	}
+	s.flipsMu.Lock()
+	defer s.flipsMu.Unlock()
+	for _, n := range names {
+		if s.tracker.HeldAnywhere(resourcev3.ClusterType, n) {
+			s.flips[n] = flip{typeURL: resourcev3.ClusterType, start: start, removal: true}
+		}
+	}
+}
+
+// completeRemoval settles removal flip f of name once no stream holds the
+// resource any more: observed at now when an ACK settled it (acked), or
+// dropped unobserved when the last holder went away without ACKing (its
+// stream closed). s.flipsMu is held.
+func (s *Server) completeRemoval(name string, f flip, now time.Time, acked bool) {
+	if s.tracker.HeldAnywhere(f.typeURL, name) {
+		return
+	}
+	if acked {
+		s.metrics.removalToAck.Observe(now.Sub(f.start).Seconds())
+	}
+	delete(s.flips, name)
+}
+
+// sleepRemovals returns the clusters st removes whose revision is still
+// in st.snap, with the module's cluster routes (translate.ClusterRoutes)
+// and after the first apply: revisions back at zero, whether the fast
+// path (applyTransitions) or a full apply removes them; a deleted
+// revision's cluster is not a return to zero. Nil otherwise. The
+// revisions are walked only when clusters go, until each is found.
+func (s *Server) sleepRemovals(st *staged) []string {
+	if st.first || len(st.cds.del) == 0 || st.snap == nil || !translate.ClusterRoutes(&s.cfg) {
+		return nil
+	}
+	gone := make(map[string]bool, len(st.cds.del))
+	for _, n := range st.cds.del {
+		gone[n] = false
+	}
+	var out []string
+	for k := range st.snap.Revisions.Keys() {
+		n := s.tr.ClusterName(k)
+		if found, ok := gone[n]; ok && !found {
+			gone[n] = true
+			out = append(out, n)
+			if len(out) == len(gone) {
+				break
+			}
+		}
+	}
+	return out
 }

@@ -21,6 +21,10 @@ type metrics struct {
 	// virtual host (a revision waking or going idle: translate/hold.go)
 	// to the last connected node's ACK.
 	flipToAck prometheus.Histogram
+	// removalToAck observes seconds from a revision back at zero on the
+	// module's cluster routes (its cluster removed) to the last connected
+	// node's ACK of the removal (idle_module.go).
+	removalToAck prometheus.Histogram
 	// applySeconds observes seconds to translate and apply one registry
 	// snapshot (including make-before-break waits).
 	applySeconds prometheus.Histogram
@@ -58,6 +62,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Seconds from a ClusterLoadAssignment change (mode flip or backend change) or a virtual host change (a revision waking or going idle, make-before-break stage included) to the ACK of the last connected Envoy.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		removalToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "removal_to_ack_seconds",
+			Help:    "Seconds from a revision going back to zero on the activator module's cluster routes (its cluster removed, no route change) to the last connected Envoy's ACK of the cluster's removal; the return-to-zero twin of flip_to_ack_seconds' wakes.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
 		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "snapshot_apply_seconds",
 			Help:    "Seconds to translate and apply one registry snapshot to the xDS caches.",
@@ -77,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst)
 	}
 	return m
 }

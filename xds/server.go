@@ -130,6 +130,10 @@ type flip struct {
 	typeURL string
 	version string
 	start   time.Time
+	// removal: the flip is the removal of the named resource (a revision
+	// back at zero on the module's cluster routes, startSleepFlips),
+	// done when no stream holds it any more.
+	removal bool
 }
 
 // NewServer returns a Server with empty caches. Register it on a gRPC

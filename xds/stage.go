@@ -59,6 +59,7 @@ func (s *Server) applyRoutes(ctx context.Context, st *staged) error {
 
 // finishApply deletes what nothing references any more and ends the apply.
 func (s *Server) finishApply(ctx context.Context, st *staged) error {
+	s.startSleepFlips(s.sleepRemovals(st), st.start)
 	for _, c := range []*change{st.lds, st.rds, st.cds, st.eds} {
 		if err := s.remove(c); err != nil {
 			return err

@@ -77,3 +77,26 @@ func TestBuildReadsScale100k(t *testing.T) {
 		}
 	}
 }
+
+// TestScale100kRemovals: the flip-to-ACK row names the cluster removals'
+// ACK time when the run timed any (the module's cluster routes), and
+// says nothing of them otherwise.
+func TestScale100kRemovals(t *testing.T) {
+	sl := &results.ScaleLarge{Scale: results.Scale{Revisions: 100000}, FlipToAckCount: 5, FlipToAckP99Ms: 8}
+	row := func() string {
+		for _, r := range scale100kRows(sl, nil) {
+			if strings.Contains(r.What, "flip-to-ACK") {
+				return r.Measured
+			}
+		}
+		t.Fatal("no flip-to-ACK row")
+		return ""
+	}
+	if m := row(); strings.Contains(m, "removals") {
+		t.Errorf("no removals timed, row says %q", m)
+	}
+	sl.RemovalToAckCount, sl.RemovalToAckP99Ms = 5, 3.25
+	if m := row(); !strings.Contains(m, "cluster removals at zero ACKed p99 3.2 ms (5)") {
+		t.Errorf("removals timed, row says %q", m)
+	}
+}

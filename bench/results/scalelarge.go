@@ -60,6 +60,13 @@ type ScaleLarge struct {
 	WakeToAckP50Ms  float64 `json:"wakeToAckP50Ms"`
 	WakeToAckP99Ms  float64 `json:"wakeToAckP99Ms"`
 	SleepToAckP99Ms float64 `json:"sleepToAckP99Ms"`
+	// RemovalToAck* come from thaw_xds_removal_to_ack_seconds over the
+	// cycles: returns to zero on the activator module's cluster routes
+	// (--idle-hold-path), each timed to the last Envoy's ACK of its
+	// cluster's removal, which flip_to_ack_seconds cannot time; 0 on the
+	// other paths.
+	RemovalToAckCount float64 `json:"removalToAckCount,omitempty"`
+	RemovalToAckP99Ms float64 `json:"removalToAckP99Ms,omitempty"`
 	// StatusSeconds is how long one /status answer (every revision) took,
 	// MetricsSeconds one /metrics scrape, both before the flips.
 	StatusSeconds  float64 `json:"statusSeconds"`

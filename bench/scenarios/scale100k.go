@@ -123,9 +123,9 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick, res.EnvoyCPUCores)
 
 	flipErr := measureFlips(e, th, flippers, res)
-	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms)",
+	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms); cluster removals ACKed p99 %.1f ms (%.0f)",
 		res.FlipCycles, res.BackAtZero, res.EndpointPushes, res.BytesPerPush(), res.OtherBytes, res.FlipToAckP50Ms, res.FlipToAckP99Ms, res.FlipToAckCount,
-		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms)
+		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount)
 	res.LoadRequests, res.LoadErrors = load.stop()
 	var loadErr error
 	if res.LoadErrors > 0 {
@@ -338,6 +338,10 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	w99, _ := histQuantile(nil, wake, hist, 0.99)
 	s99, _ := histQuantile(nil, sleep, hist, 0.99)
 	res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms = w50*1000, w99*1000, s99*1000
+	const removals = "thaw_xds_removal_to_ack_seconds"
+	res.RemovalToAckCount = d(removals + "_count")
+	r99, _ := histQuantile(before, after, removals, 0.99)
+	res.RemovalToAckP99Ms = r99 * 1000
 	if waitErr == nil && res.FlipToAckCount == 0 {
 		waitErr = fmt.Errorf("%s: no change was ACKed during the flips", hist)
 	}

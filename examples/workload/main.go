@@ -24,7 +24,10 @@
 // add ?reset=1 to reset max_inflight), /ws (WebSocket echo), GET
 // /stream?events=N&interval=D (a server-sent events stream of N events D
 // apart, defaults 10 and 1s), anything else: the workload response after
-// the latency; "?latency=250ms" overrides the latency per request.
+// the latency; "?latency=250ms" overrides the latency per request, and
+// "?echo=NAME" reports the request's header NAME in the answer
+// (X-Workload-Echo-Count: how many values it had; X-Workload-Echo: them,
+// comma-joined), so tests can see what a backend receives.
 //
 // With --protocol h2c it serves gRPC over cleartext HTTP/2 instead:
 // grpc.health.v1.Health and grpc.testing.TestService (UnaryCall,

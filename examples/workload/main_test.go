@@ -223,3 +223,36 @@ func TestStream(t *testing.T) {
 		}
 	}
 }
+
+// TestEcho: ?echo=NAME reports how many values the request's header NAME
+// had and what they were; without it the answer has no echo headers.
+func TestEcho(t *testing.T) {
+	s := newServer(config{body: "hi"}, 1234, time.Now(), time.Now())
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	for _, tc := range []struct {
+		query, count, values string
+		sent                 []string
+	}{
+		{query: "?echo=x-probe", count: "0"},
+		{query: "?echo=x-probe", count: "1", values: "a", sent: []string{"a"}},
+		{query: "?echo=X-Probe", count: "2", values: "a,b", sent: []string{"a", "b"}},
+		{query: "", sent: []string{"a"}},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/"+tc.query, nil)
+		for _, v := range tc.sent {
+			req.Header.Add("x-probe", v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Workload-Echo-Count"); got != tc.count {
+			t.Errorf("%q with %v: X-Workload-Echo-Count = %q, want %q", tc.query, tc.sent, got, tc.count)
+		}
+		if got := resp.Header.Get("X-Workload-Echo"); got != tc.values {
+			t.Errorf("%q with %v: X-Workload-Echo = %q, want %q", tc.query, tc.sent, got, tc.values)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -100,6 +101,11 @@ func (s *server) serveWork(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain")
+	if name := r.URL.Query().Get("echo"); name != "" {
+		vs := r.Header.Values(name)
+		w.Header().Set("X-Workload-Echo-Count", strconv.Itoa(len(vs)))
+		w.Header().Set("X-Workload-Echo", strings.Join(vs, ","))
+	}
 	w.Header().Set("X-Workload-Port", strconv.Itoa(s.port))
 	w.Header().Set("X-Workload-Pid", strconv.Itoa(s.pid))
 	fmt.Fprintf(w, "%s\nport=%d pid=%d\n", s.cfg.body, s.port, s.pid)

@@ -22,6 +22,19 @@ func (t *Tracker) AckedEverywhere(typeURL, name, version string) bool {
 	return counted > 0
 }
 
+// HeldAnywhere reports whether a stream (not excluded) holds the named
+// resource: ACKed it, or has a response carrying or removing it in flight.
+func (t *Tracker) HeldAnywhere(typeURL, name string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range t.holders[typeURL][name] {
+		if !s.excluded {
+			return true
+		}
+	}
+	return false
+}
+
 // holds reports whether the stream was sent, or reported holding, the
 // named resource (it subscribed to it).
 func (s *streamState) holds(typeURL, name string) bool {

@@ -47,3 +47,37 @@ func TestAllAckedWithParent(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldAnywhere: a resource is held from the response that carries it
+// until the ACK of its removal (the removal in flight still counts), and
+// no longer once its stream closed.
+func TestHeldAnywhere(t *testing.T) {
+	const name = "rev_default_a"
+	now := time.Now()
+	tr := NewTracker()
+	k := StreamKey{Delta: true, ID: 1}
+	tr.Open(k, false, now, nil)
+	held := func(want bool, when string) {
+		t.Helper()
+		if got := tr.HeldAnywhere(resourcev3.ClusterType, name); got != want {
+			t.Errorf("%s: HeldAnywhere = %v, want %v", when, got, want)
+		}
+	}
+	held(false, "never sent")
+	tr.Sent(k, "c1", &Response{TypeURL: resourcev3.ClusterType, Names: []string{name}, Versions: []string{"c"}, SentAt: now})
+	held(true, "sent, not ACKed")
+	tr.Ack(k, "c1", now)
+	held(true, "ACKed")
+	if tr.HeldAnywhere(resourcev3.EndpointType, name) {
+		t.Error("HeldAnywhere of another type = true")
+	}
+	tr.Sent(k, "c2", &Response{TypeURL: resourcev3.ClusterType, Removed: []string{name}, SentAt: now})
+	held(true, "removal in flight")
+	tr.Ack(k, "c2", now)
+	held(false, "removal ACKed")
+
+	tr.Sent(k, "c3", &Response{TypeURL: resourcev3.ClusterType, Names: []string{name}, Versions: []string{"c"}, SentAt: now})
+	tr.Ack(k, "c3", now)
+	tr.Close(k)
+	held(false, "its only holder closed")
+}

@@ -62,3 +62,19 @@ func routeConfigCluster(cfg *Config, key revision.Key) string {
 	}
 	return ""
 }
+
+// clusterHeaderRemoval returns the route's request_headers_to_remove with
+// ClusterRoutes: state.ClusterHeader, so a backend never sees thaw's
+// internal header (issue 28). Envoy's router takes the cluster from the
+// header when it resolves the route (the header cluster specifier copies
+// the value into the route entry) and applies the route's header removals
+// afterwards, in its decodeHeaders (finalizeRequestHeaders, after the
+// cluster lookup), so the removal never changes the cluster. It is a
+// header-map removal in the router, no filter work. Nil without
+// ClusterRoutes.
+func clusterHeaderRemoval(cfg *Config) []string {
+	if ClusterRoutes(cfg) {
+		return []string{state.ClusterHeader}
+	}
+	return nil
+}

@@ -126,7 +126,8 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 				Header:       &corev3.HeaderValue{Key: RevisionHeader, Value: p.Key.String()},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			}},
-			TypedPerFilterConfig: moduleRouteConfig(p.Config, p.Key),
+			RequestHeadersToRemove: clusterHeaderRemoval(p.Config),
+			TypedPerFilterConfig:   moduleRouteConfig(p.Config, p.Key),
 		}},
 	}
 }

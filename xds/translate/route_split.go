@@ -79,6 +79,7 @@ func SplitVirtualHost(p SplitVirtualHostParams) *routev3.VirtualHost {
 				IdleTimeout: pt.duration(p.Timeouts.idleTimeout()),
 				RetryPolicy: pt.retryPolicy,
 			}},
+			RequestHeadersToRemove: clusterHeaderRemoval(p.Config),
 		}},
 	}
 }
