@@ -21,7 +21,7 @@ import (
 func TestXDSEnvoyRemovalFirst(t *testing.T) {
 	b1, b2, b3, b4 := startBackend(t, "b1"), startBackend(t, "b2"), startBackend(t, "b3"), startBackend(t, "b4")
 	key := revision.Key{Namespace: "e2e", Name: "swap"}
-	env := startXDSEnv(t, xdsEnvOptions{logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)),
+	env := startXDSEnv(t, xdsEnvOptions{logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), removalFirst: true,
 		setup: func(reg *revision.Registry) {
 			spec := revision.DefaultSpec()
 			spec.Hosts = []string{"swap.test"}

@@ -68,6 +68,9 @@ type xdsEnvOptions struct {
 	inlineRoutes bool
 	// stageTimeout sets translate.Config.StageTimeout when > 0.
 	stageTimeout time.Duration
+	// removalFirst sets translate.Config.RemovalFirst (on by itself only
+	// with the activator module).
+	removalFirst bool
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -81,6 +84,7 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	cfg.HTTPAddress = "127.0.0.1"
 	cfg.HTTPPort = uint32(env.httpPort)
 	cfg.InlineRoutes = o.inlineRoutes
+	cfg.RemovalFirst = o.removalFirst
 	if o.stageTimeout > 0 {
 		cfg.StageTimeout = o.stageTimeout
 	}

@@ -114,7 +114,7 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 			continue // idle before and after: nothing of it changes in Envoy
 		}
 		name := cla.GetClusterName()
-		if s.cfg.StageTimeout > 0 { // removal first (removal_first.go)
+		if s.removalFirst() { // removal_first.go
 			held, _ := have[name].(*endpointv3.ClusterLoadAssignment)
 			_, pending := s.splits[r.Key]
 			cla, split[r.Key] = removalOnly(held, cla, pending)

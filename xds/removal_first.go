@@ -25,6 +25,16 @@ import (
 // and the additions once every Envoy ACKed it, or after StageTimeout
 // (logged: a stuck Envoy must not hold additions back for ever).
 
+// removalFirst reports whether endpoint updates split their removals
+// from their additions: with the activator module (whose strict override
+// host needs it) or when Config.RemovalFirst asks, and never with
+// StageTimeout 0 (nothing would bound the wait). Without the module a
+// swap of every backend would otherwise leave a serve-mode cluster
+// without hosts for one ACK round trip.
+func (s *Server) removalFirst() bool {
+	return s.cfg.StageTimeout > 0 && (s.cfg.Module != nil || s.cfg.RemovalFirst)
+}
+
 // pendingSplit is a revision whose additions wait for its removal.
 type pendingSplit struct {
 	// rev is the revision last applied with a removal-only

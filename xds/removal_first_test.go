@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // hostList returns the "ip:port" of cla's socket-address endpoints, sorted.
@@ -106,7 +107,9 @@ func recvHosts(t *testing.T, c *deltaClient) ([]string, func()) {
 // Envoy ACKed {A}; the revision's generation is confirmed (modsvc sends C
 // to the modules) only after {A, C} is ACKed.
 func TestRemovalFirstWaitsForEveryEnvoy(t *testing.T) {
-	f := startFixture(t, componentConfig())
+	cfg := componentConfig()
+	cfg.RemovalFirst = true
+	f := startFixture(t, cfg)
 	a, b, c := ready("10.0.0.1", 80), ready("10.0.0.2", 80), ready("10.0.0.3", 80)
 	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, a, b)
 	f.reg.SetSynced()
@@ -165,6 +168,7 @@ func TestRemovalFirstWaitsForEveryEnvoy(t *testing.T) {
 func TestRemovalFirstTimesOut(t *testing.T) {
 	cfg := componentConfig()
 	cfg.StageTimeout = 200 * time.Millisecond
+	cfg.RemovalFirst = true
 	f := startFixture(t, cfg)
 	a, b, c := ready("10.0.0.1", 80), ready("10.0.0.2", 80), ready("10.0.0.3", 80)
 	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, a, b)
@@ -186,5 +190,39 @@ func TestRemovalFirstTimesOut(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(f.srv.metrics.removalFirst.WithLabelValues("timeout")); got != 1 {
 		t.Errorf("thaw_xds_removal_first_total{outcome=\"timeout\"} = %v, want 1", got)
+	}
+}
+
+// TestRemovalFirstOnlyWithModule: without the activator module (ext_proc
+// pins nothing) a swap of every backend goes out in one step, so a
+// serve-mode cluster never has zero hosts in between; with Module set,
+// removal first is on without asking.
+func TestRemovalFirstOnlyWithModule(t *testing.T) {
+	a, b := ready("10.0.0.1", 80), ready("10.0.0.2", 80)
+	for _, tc := range []struct {
+		name   string
+		module bool
+		first  []string
+	}{
+		{"ext_proc", false, []string{"10.0.0.2:80"}},
+		{"module", true, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := componentConfig()
+			if tc.module {
+				cfg.Module = &translate.ModuleConfig{Path: "/opt/thaw/thaw-activator.so", StateURL: "http://127.0.0.1:9901/activator/v1/state",
+					ReportURL: "http://127.0.0.1:9901/activator/v1/report", Node: "envoy-1"}
+			}
+			f := startFixture(t, cfg)
+			f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, a)
+			f.reg.SetSynced()
+			c := dialDelta(t, f.addr, "envoy-1")
+			syncAll(t, c)
+			f.reg.SetBackends(keyA, []revision.Backend{b})
+			h, _ := recvHosts(t, c)
+			if !slices.Equal(h, tc.first) {
+				t.Fatalf("first endpoints after swapping A for B = %v, want %v", h, tc.first)
+			}
+		})
 	}
 }

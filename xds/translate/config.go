@@ -119,6 +119,15 @@ type Config struct {
 	// routing changes, by at most this; mode flips and backend changes are
 	// never held behind a stage.
 	StageTimeout time.Duration
+	// RemovalFirst makes an endpoint update that removes some hosts of a
+	// revision and adds others send the removal alone, and the additions
+	// once every Envoy ACKed it (or after StageTimeout): the activator
+	// module pins requests with a strict override host and tells a
+	// removal only by Envoy's host count (xds/removal_first.go). It is
+	// always on with Module; without the module it only delays additions
+	// and can leave a serve-mode cluster without hosts for one ACK round
+	// trip (a swap of every backend), so it is off there by default.
+	RemovalFirst bool
 	// InlineRoutes puts every virtual host inline in route configuration
 	// thaw_http, as one resource resent whole on every host change (about
 	// 160-580 bytes per revision). Needed only by Envoys that use
