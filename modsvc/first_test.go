@@ -30,7 +30,9 @@ func waitForTimer(t *testing.T, clk *clocktesting.FakeClock) {
 // it would withhold backends this node has not ACKed (a module that
 // reconnects after a thaw restart keeps its last state meanwhile), and
 // sent at the ACK or at the bound; one that withholds nothing is sent at
-// once (a revision at zero, a fresh Envoy before any backend).
+// once (a revision at zero, a fresh Envoy before any backend), and so is
+// a fresh module's (no state.ResumeParam: it has no last state to keep,
+// and a revision this node never ACKs must not delay the others).
 func TestFirstUpdateWaitsForACK(t *testing.T) {
 	b1 := revision.Backend{Address: "127.0.0.1", Port: 81, Ready: true}
 	for _, tc := range []struct {
@@ -40,6 +42,7 @@ func TestFirstUpdateWaitsForACK(t *testing.T) {
 		wait      time.Duration // Server.FirstUpdateWait
 		deferred  bool          // the first update waits
 		act       string        // while deferred: "ack" or "bound"
+		fresh     bool          // the module has no state yet (no resume=1)
 		want      []string
 	}{
 		{name: "no backends (at zero)", want: nil},
@@ -49,6 +52,7 @@ func TestFirstUpdateWaitsForACK(t *testing.T) {
 		{name: "bound passes", backends: []revision.Backend{b1}, deferred: true, act: "bound", want: nil},
 		{name: "bound passes, custom", backends: []revision.Backend{b1}, wait: time.Second, deferred: true, act: "bound", want: nil},
 		{name: "wait disabled", backends: []revision.Backend{b1}, wait: -1, want: nil},
+		{name: "fresh module: what is confirmed, at once", backends: []revision.Backend{b1}, fresh: true, want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg, k := testRegistry(t, 2)
@@ -60,7 +64,11 @@ func TestFirstUpdateWaitsForACK(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1, 0))
 			srv := httptest.NewServer(&Server{Registry: reg, Confirmer: conf, Clock: clk, FirstUpdateWait: tc.wait})
 			defer srv.Close()
-			resp, err := http.Get(srv.URL + StatePath + "?node=n1")
+			url := srv.URL + StatePath + "?node=n1&" + state.ResumeParam + "=1"
+			if tc.fresh {
+				url = srv.URL + StatePath + "?node=n1"
+			}
+			resp, err := http.Get(url)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,8 +52,9 @@ type Server struct {
 	Now func() time.Time
 	// FirstUpdateWait bounds how long a stream's first (full) update is
 	// deferred while it would withhold ready backends the node has not
-	// ACKed yet (0: DefaultFirstUpdateWait; negative: not deferred). A
-	// module that reconnects after a thaw restart keeps its last state
+	// ACKed yet (0: DefaultFirstUpdateWait; negative: not deferred). Only
+	// a module that asks to resume (state.ResumeParam) is deferred: one
+	// that reconnects after a thaw restart keeps its last state
 	// meanwhile instead of replacing it with one that lists no backend
 	// until its Envoy's new xDS stream ACKs; on the bound, what is
 	// confirmed is sent and the wait is logged.
@@ -123,7 +124,9 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	// until that update is first withheld, and after it fired.
 	var bound clock.Timer
 	var boundC <-chan time.Time
-	expired := s.firstWait() == 0
+	// Only a module that keeps a last state (state.ResumeParam) is better
+	// served by waiting; a fresh one gets what is confirmed at once.
+	expired := s.firstWait() == 0 || r.URL.Query().Get(state.ResumeParam) != "1"
 	defer func() {
 		if bound != nil {
 			bound.Stop()
