@@ -129,7 +129,14 @@ type loadGen struct {
 	fails      []string
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
+	// slowest is the longest successful request (ns) since the last
+	// takeSlowest: logged, never asserted.
+	slowest atomic.Int64
 }
+
+// takeSlowest returns the longest successful request since the previous
+// call and starts over.
+func (g *loadGen) takeSlowest() time.Duration { return time.Duration(g.slowest.Swap(0)) }
 
 func startLoad(th *harness.Thaw, host, want string, conc int) *loadGen {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -140,12 +147,19 @@ func startLoad(th *harness.Thaw, host, want string, conc int) *loadGen {
 		go func() {
 			defer g.wg.Done()
 			for ctx.Err() == nil {
+				start := time.Now()
 				code, body, hdr, err := get(ctx, c, th, host, "/")
 				if ctx.Err() != nil {
 					return
 				}
 				if err == nil && code == 200 && strings.Contains(body, want) {
 					g.ok.Add(1)
+					for took := int64(time.Since(start)); ; {
+						old := g.slowest.Load()
+						if took <= old || g.slowest.CompareAndSwap(old, took) {
+							break
+						}
+					}
 					continue
 				}
 				g.failed.Add(1)

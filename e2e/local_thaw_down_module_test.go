@@ -92,6 +92,7 @@ func testThawDownModule(t *testing.T) {
 
 	// A restarted thaw adopts Envoy and the backends (and stops them at
 	// the end of the test); warm traffic never failed across both.
+	load.takeSlowest()
 	second := harness.StartThaw(t, harness.ThawOptions{ConfigPath: first.ConfigPath, StateDir: first.StateDir, Args: args,
 		HTTPPort: first.HTTPPort, GRPCPort: first.GRPCPort, AdminPort: first.AdminPort, EnvoyAdminPort: first.EnvoyAdminPort})
 	waitStatus(t, second, "local/warm", 30*time.Second, "2 ready backends after the restart", func(r map[string]any) bool {
@@ -105,6 +106,10 @@ func testThawDownModule(t *testing.T) {
 	for i := 0; i < 300 && load.ok.Load()-okRestart < 50; i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The module keeps its last state until the restarted thaw's first
+	// update lists the backends (modsvc.Server.FirstUpdateWait): logged,
+	// not asserted.
+	t.Logf("slowest warm request from the restart on: %v", load.takeSlowest().Round(time.Millisecond))
 	if n := load.ok.Load() - okRestart; n < 50 {
 		t.Errorf("only %d warm requests succeeded in the 30 s after the restarted thaw was ready", n)
 	}

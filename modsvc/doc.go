@@ -15,7 +15,10 @@
 //
 // With a Confirmer (xds.Server in thaw), a backend reaches a node's
 // module only once that node ACKed the endpoints listing it: the module
-// pins requests with a strict override host (see Confirmer).
+// pins requests with a strict override host (see Confirmer). A stream's
+// first update that would withhold such a backend waits for the ACK, up
+// to Server.FirstUpdateWait: a module reconnecting after a thaw restart
+// keeps its last state meanwhile instead of one with no backend.
 //
 // How a backend's capacity is split among N Envoys follows Knative's
 // activators, which split each pod's container concurrency among

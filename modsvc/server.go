@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/utils/clock"
 
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/module/state"
@@ -49,6 +50,17 @@ type Server struct {
 	Logger           *zap.Logger
 	// Now is the clock of samples (nil: time.Now).
 	Now func() time.Time
+	// FirstUpdateWait bounds how long a stream's first (full) update is
+	// deferred while it would withhold ready backends the node has not
+	// ACKed yet (0: DefaultFirstUpdateWait; negative: not deferred). Only
+	// a module that asks to resume (state.ResumeParam) is deferred: one
+	// that reconnects after a thaw restart keeps its last state
+	// meanwhile instead of replacing it with one that lists no backend
+	// until its Envoy's new xDS stream ACKs; on the bound, what is
+	// confirmed is sent and the wait is logged.
+	FirstUpdateWait time.Duration
+	// Clock times FirstUpdateWait (nil: the real clock).
+	Clock clock.Clock
 
 	fleet    fleet
 	reported reported
@@ -102,9 +114,24 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		envoys = s.fleet.share
 	}
 	w.Header().Set("content-type", "application/x-ndjson")
+	// Headers now: the first update may be deferred (FirstUpdateWait).
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
 	st := &stream{node: node, confirmer: s.Confirmer, maxHeld: s.maxHeld()}
 	var last uint64
 	first, withheld, lastN, lastIdx := true, 0, 0, 0
+	// bound is the first update's deferral (see FirstUpdateWait): nil
+	// until that update is first withheld, and after it fired.
+	var bound clock.Timer
+	var boundC <-chan time.Time
+	// Only a module that keeps a last state (state.ResumeParam) is better
+	// served by waiting; a fresh one gets what is confirmed at once.
+	expired := s.firstWait() == 0 || r.URL.Query().Get(state.ResumeParam) != "1"
+	defer func() {
+		if bound != nil {
+			bound.Stop()
+		}
+	}()
 	for {
 		ch := s.Registry.Changed()
 		var acks <-chan struct{}
@@ -123,13 +150,27 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 				s.logger().Error("activator module state", zap.Error(err))
 				return
 			}
-			if first || changed {
-				if _, err := w.Write(b); err != nil {
-					return
+			last, withheld = snap.Version, held
+			if first && held > 0 && !expired {
+				// Deferred: the module keeps its last state until this
+				// node ACKs or the bound passes.
+				if bound == nil {
+					bound = s.clock().NewTimer(s.firstWait())
+					boundC = bound.C()
 				}
-				fl.Flush()
+			} else {
+				if first && held > 0 && bound != nil {
+					s.logger().Info("activator module state: first update sent before this Envoy ACKed every backend",
+						zap.String("node", node), zap.Int("withheld", held), zap.Duration("waited", s.firstWait()))
+				}
+				if first || changed {
+					if _, err := w.Write(b); err != nil {
+						return
+					}
+					fl.Flush()
+				}
+				first, boundC = false, nil
 			}
-			last, first, withheld = snap.Version, false, held
 		}
 		if withheld == 0 {
 			acks = nil // nothing waits for an ACK
@@ -138,6 +179,8 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		case <-ch:
 		case <-acks:
 		case <-members:
+		case <-boundC:
+			expired, boundC = true, nil
 		case <-r.Context().Done():
 			return
 		}

@@ -29,6 +29,10 @@ type conn struct {
 	pokeMu sync.Mutex
 	pokes  map[string]bool
 	kick   chan struct{}
+	// resumed is set once a state update was applied: later connections
+	// ask thaw to resume (state.ResumeParam). Only follow's goroutine
+	// touches it.
+	resumed bool
 }
 
 var (
@@ -101,6 +105,9 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	}
 	q := u.Query()
 	q.Set("node", c.cfg.Node)
+	if c.resumed {
+		q.Set(state.ResumeParam, "1")
+	}
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -128,7 +135,7 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 		if err := table.Apply(u); err != nil {
 			logf("state stream: %v", err)
 		}
-		delivered = true
+		delivered, c.resumed = true, true
 	}
 	if err := sc.Err(); err != nil {
 		return delivered, err

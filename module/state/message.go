@@ -26,6 +26,14 @@ const (
 	MaxWakeBytes = 8 << 20
 )
 
+// ResumeParam is the state stream's query parameter ("resume=1") by which
+// a module that already applied a state says it keeps serving from it
+// while it reconnects: thaw may then defer the stream's first update
+// until this node's Envoy ACKed the backends it lists (modsvc,
+// Server.FirstUpdateWait). A module without state (Envoy just started)
+// omits it and gets its first update at once.
+const ResumeParam = "resume"
+
 // ErrInvalid is wrapped by every decoding error.
 var ErrInvalid = errors.New("activator state: invalid message")
 
