@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -254,41 +253,18 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	}
 }
 
-// fleetLoad sends n GET / to host from conc workers and counts the
-// answers by Deployment (the pod runner answers "<namespace>/<pod>");
-// other outcomes are failures (at most 5 described).
+// fleetLoad sends n GET / to host from conc workers (tallyByBackend)
+// and counts the answers by Deployment (the pod runner answers
+// "<namespace>/<pod>").
 func fleetLoad(ctx context.Context, th *harness.Thaw, host string, n, conc int) (counts map[string]int, failed int, fails []string) {
-	c := client(30 * time.Second)
-	var mu sync.Mutex
-	counts = map[string]int{}
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += conc {
-				code, body, err := getSpoofed(ctx, c, th, host)
-				_, pod, _ := strings.Cut(strings.TrimSpace(body), "/")
-				dep := ""
-				for _, d := range []string{"shop-v1", "shop-v2", "shop-v0", "other"} {
-					if strings.HasPrefix(pod, d+"-") {
-						dep = d
-					}
-				}
-				mu.Lock()
-				switch {
-				case err == nil && code == 200 && dep != "":
-					counts[dep]++
-				case len(fails) < 5:
-					fails = append(fails, fmt.Sprintf("code=%d err=%v body=%.80q", code, err, body))
-					fallthrough
-				default:
-					failed++
-				}
-				mu.Unlock()
+	return tallyByBackend(ctx, th, host, n, conc, func(body string) string {
+		_, pod, _ := strings.Cut(strings.TrimSpace(body), "/")
+		dep := ""
+		for _, d := range []string{"shop-v1", "shop-v2", "shop-v0", "other"} {
+			if strings.HasPrefix(pod, d+"-") {
+				dep = d
 			}
-		}()
-	}
-	wg.Wait()
-	return counts, failed, fails
+		}
+		return dep
+	})
 }
