@@ -45,7 +45,9 @@ import (
 //   - a split the registry accepts whose member the Envoy translation
 //     leaves out (its per-Revision traffic.percent on another host sums
 //     to 90) is Ready False RevisionNotRouted with the translation's
-//     reason and a Warning Event, and its host answers 404.
+//     reason and a Warning Event, and its host answers 404; that member
+//     Revision itself is Ready False NotRouted with the same reason and
+//     a Warning Event.
 func TestKubeRevisionSplitFleet(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
 	c := env.Cluster
@@ -144,6 +146,13 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 		t.Errorf("lost Ready %s %q, hosts %v, traffic %+v; want False naming odd and the translation's reason, no hosts",
 			c.Status, c.Message, lost.Status.Hosts, lost.Status.Traffic)
 	}
+	// The Revision the translation leaves out says so in its own status
+	// (not only in `thaw status`).
+	waitRevisionStatus(t, revs, "odd", "Ready False NotRouted with the translation's reason", func(st v1alpha1.RevisionStatus) bool {
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonNotRouted && strings.Contains(c.Message, "sum to 90")
+	})
+	waitEvent(t, c.Client, ns, "odd", v1alpha1.ReasonNotRouted, "sum to 90")
 	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "other"})
 	// The split's virtual host in Envoy (no request yet: one would wake
 	// shop-v2 on its share before the check that it starts at zero).

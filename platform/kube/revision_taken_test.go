@@ -72,7 +72,7 @@ func TestHostTakenBySplit(t *testing.T) {
 		st    v1alpha1.RevisionStatus
 		event bool
 	}{{taken, true}, {taken, false}, {free, false}, {taken, true}} {
-		ev, ok := hostTakenEvent(crd, obj, step.st)
+		ev, ok := readyEvent(crd, obj, step.st)
 		if ok != step.event {
 			t.Fatalf("step %d: event %v, want %v", i, ok, step.event)
 		}
