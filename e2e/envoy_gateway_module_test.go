@@ -146,26 +146,5 @@ func egConfigDump(t *testing.T, env *egEnv) string {
 // egModuleSplit is a RevisionSplit "split" (hello 100%, next 0% with tag
 // next) and its HTTPRoute on split.localhost: tag host
 // next-split.localhost.
-const egModuleSplit = `---
-apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata: {name: next, namespace: local}
-spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: next}, port: 8080}
----
-apiVersion: thaw.dev/v1alpha1
-kind: RevisionSplit
-metadata: {name: split, namespace: local}
-spec:
-  traffic:
-  - {revisionName: hello, percent: 100}
-  - {revisionName: next, percent: 0, tag: next}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: split, namespace: local}
-spec:
-  parentRefs: [{name: eg}]
-  hostnames: [split.localhost]
-  rules:
-  - backendRefs: [{group: thaw.dev, kind: RevisionSplit, name: split}]
-`
+var egModuleSplit = harness.EGRevision("next") + harness.EGSplitRoute("split", "split.localhost",
+	harness.EGSplitMember{RevisionName: "hello", Percent: 100}, harness.EGSplitMember{RevisionName: "next", Percent: 0, Tag: "next"})

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,26 +189,3 @@ func waitEGLogCount(t *testing.T, e *egEnv, s string, n int, timeout time.Durati
 // egRevisionRoute is a Revision <name> in namespace local and an
 // HTTPRoute for host <name>.localhost to it.
 func egRevisionRoute(name string) string { return harness.EGRevisionRoute(name, name+".localhost") }
-
-// waitGatewayBody retries, bounded in time and count, until a request
-// with the given Host answers 200 with want in the body (the hello
-// route catches every other host).
-func waitGatewayBody(t *testing.T, c *http.Client, env *egEnv, host, want string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		select {
-		case <-env.eg.Exited():
-			t.Fatalf("envoy-gateway exited: %v", env.eg.ExitErr())
-		default:
-		}
-		code, body, _, err := egGet(c, env.gateway+"/", host)
-		if err == nil && code == 200 && strings.Contains(body, want) {
-			return
-		}
-		last = fmt.Sprintf("%d %q %v", code, body, err)
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("host %s never answered 200 %q within %s; last: %s", host, want, timeout, last)
-}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // TestEnvoyGatewayRevisionSplit routes an HTTPRoute through a
@@ -127,55 +129,9 @@ func readFile(t *testing.T, path string) string {
 // HTTPRoute shop.localhost, and an invalid split (sum 90) behind
 // bad.localhost.
 func egRevisionSplit(p1, p2 int) string {
-	return fmt.Sprintf(`---
-apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata: {name: v1, namespace: local}
-spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: v1}, port: 8080}
----
-apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata: {name: v2, namespace: local}
-spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: v2}, port: 8080}
----
-apiVersion: thaw.dev/v1alpha1
-kind: Revision
-metadata: {name: v0, namespace: local}
-spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: v0}, port: 8080}
----
-apiVersion: thaw.dev/v1alpha1
-kind: RevisionSplit
-metadata: {name: shop, namespace: local}
-spec:
-  traffic:
-  - {revisionName: v1, percent: %d}
-  - {revisionName: v2, percent: %d}
-  - {revisionName: v0, percent: 0, tag: prev}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: shop, namespace: local}
-spec:
-  parentRefs: [{name: eg}]
-  hostnames: [shop.localhost]
-  rules:
-  - backendRefs: [{group: thaw.dev, kind: RevisionSplit, name: shop}]
----
-apiVersion: thaw.dev/v1alpha1
-kind: RevisionSplit
-metadata: {name: bad, namespace: local}
-spec:
-  traffic:
-  - {revisionName: v1, percent: 80}
-  - {revisionName: v2, percent: 10}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: bad, namespace: local}
-spec:
-  parentRefs: [{name: eg}]
-  hostnames: [bad.localhost]
-  rules:
-  - backendRefs: [{group: thaw.dev, kind: RevisionSplit, name: bad}]
-`, p1, p2)
+	type m = harness.EGSplitMember
+	return harness.EGRevision("v1") + harness.EGRevision("v2") + harness.EGRevision("v0") +
+		harness.EGSplitRoute("shop", "shop.localhost", m{RevisionName: "v1", Percent: p1}, m{RevisionName: "v2", Percent: p2},
+			m{RevisionName: "v0", Percent: 0, Tag: "prev"}) +
+		harness.EGSplitRoute("bad", "bad.localhost", m{RevisionName: "v1", Percent: 80}, m{RevisionName: "v2", Percent: 10})
 }

@@ -286,23 +286,23 @@ func waitGateway(t testing.TB, c *http.Client, env *egEnv, timeout time.Duration
 // the listener's address).
 func waitGatewayHost(t testing.TB, c *http.Client, env *egEnv, host string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		select {
-		case <-env.eg.Exited():
-			t.Fatalf("envoy-gateway exited: %v", env.eg.ExitErr())
-		default:
-		}
-		code, body, _, err := egGet(c, env.gateway+"/", host)
-		if err == nil && code == 200 {
-			return body
-		}
-		last = fmt.Sprintf("%d %q %v", code, body, err)
-		time.Sleep(500 * time.Millisecond)
+	return waitGatewayBody(t, c, env, host, "", timeout)
+}
+
+// waitGatewayBody retries (harness.WaitRoute, every 500 ms), bounded in
+// time and count, until a request with the given Host answers 200 with
+// want in the body, and returns that body; envoy-gateway's exit ends the
+// wait.
+func waitGatewayBody(t testing.TB, c *http.Client, env *egEnv, host, want string, timeout time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	body, err := harness.WaitRoute(ctx, c, harness.RouteWait{URL: env.gateway, Host: host, Want: want,
+		Every: 500 * time.Millisecond, Gateway: env.eg})
+	if err != nil {
+		t.Fatalf("EG's Envoy never answered 200 within %s: %v", timeout, err)
 	}
-	t.Fatalf("EG's Envoy never answered 200 for host %q within %s; last: %s", host, timeout, last)
-	return ""
+	return body
 }
 
 func getGateway(t testing.TB, c *http.Client, env *egEnv) (int, string) {

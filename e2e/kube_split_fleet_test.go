@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,7 +45,9 @@ import (
 //   - a split the registry accepts whose member the Envoy translation
 //     leaves out (its per-Revision traffic.percent on another host sums
 //     to 90) is Ready False RevisionNotRouted with the translation's
-//     reason and a Warning Event, and its host answers 404.
+//     reason and a Warning Event, and its host answers 404; that member
+//     Revision itself is Ready False NotRouted with the same reason and
+//     a Warning Event.
 func TestKubeRevisionSplitFleet(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
 	c := env.Cluster
@@ -145,6 +146,13 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 		t.Errorf("lost Ready %s %q, hosts %v, traffic %+v; want False naming odd and the translation's reason, no hosts",
 			c.Status, c.Message, lost.Status.Hosts, lost.Status.Traffic)
 	}
+	// The Revision the translation leaves out says so in its own status
+	// (not only in `thaw status`).
+	waitRevisionStatus(t, revs, "odd", "Ready False NotRouted with the translation's reason", func(st v1alpha1.RevisionStatus) bool {
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonNotRouted && strings.Contains(c.Message, "sum to 90")
+	})
+	waitEvent(t, c.Client, ns, "odd", v1alpha1.ReasonNotRouted, "sum to 90")
 	waitEnvoyRoutes(t, proxy, revision.Key{Namespace: ns, Name: "other"})
 	// The split's virtual host in Envoy (no request yet: one would wake
 	// shop-v2 on its share before the check that it starts at zero).
@@ -254,41 +262,18 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	}
 }
 
-// fleetLoad sends n GET / to host from conc workers and counts the
-// answers by Deployment (the pod runner answers "<namespace>/<pod>");
-// other outcomes are failures (at most 5 described).
+// fleetLoad sends n GET / to host from conc workers (tallyByBackend)
+// and counts the answers by Deployment (the pod runner answers
+// "<namespace>/<pod>").
 func fleetLoad(ctx context.Context, th *harness.Thaw, host string, n, conc int) (counts map[string]int, failed int, fails []string) {
-	c := client(30 * time.Second)
-	var mu sync.Mutex
-	counts = map[string]int{}
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += conc {
-				code, body, err := getSpoofed(ctx, c, th, host)
-				_, pod, _ := strings.Cut(strings.TrimSpace(body), "/")
-				dep := ""
-				for _, d := range []string{"shop-v1", "shop-v2", "shop-v0", "other"} {
-					if strings.HasPrefix(pod, d+"-") {
-						dep = d
-					}
-				}
-				mu.Lock()
-				switch {
-				case err == nil && code == 200 && dep != "":
-					counts[dep]++
-				case len(fails) < 5:
-					fails = append(fails, fmt.Sprintf("code=%d err=%v body=%.80q", code, err, body))
-					fallthrough
-				default:
-					failed++
-				}
-				mu.Unlock()
+	return tallyByBackend(ctx, th, host, n, conc, func(body string) string {
+		_, pod, _ := strings.Cut(strings.TrimSpace(body), "/")
+		dep := ""
+		for _, d := range []string{"shop-v1", "shop-v2", "shop-v0", "other"} {
+			if strings.HasPrefix(pod, d+"-") {
+				dep = d
 			}
-		}()
-	}
-	wg.Wait()
-	return counts, failed, fails
+		}
+		return dep
+	})
 }

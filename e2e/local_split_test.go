@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,56 +107,19 @@ func TestLocalTrafficSplit(t *testing.T) {
 	t.Logf("the 0%% revision woken through its tag host scaled to zero %v after the load", time.Since(start).Round(time.Second))
 }
 
-// splitLoad sends n GET / to host from conc workers and counts the answers
-// by the revision named in the body ("hello from <name>"); other outcomes
-// are failures (counted; at most 5 described). Every request carries a
-// client-sent x-thaw-revision naming local/v3, which Envoy must replace.
+// splitLoad sends n GET / to host from conc workers (tallyByBackend)
+// and counts the answers by the revision named in the body ("hello from
+// <name>"). Every request carries a client-sent x-thaw-revision naming
+// local/v3, which Envoy must replace.
 func splitLoad(ctx context.Context, th *harness.Thaw, host string, n, conc int) (counts map[string]int, failed int, fails []string) {
-	c := client(30 * time.Second)
-	var mu sync.Mutex
-	counts = map[string]int{}
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += conc {
-				code, body, err := getSpoofed(ctx, c, th, host)
-				name, ok := strings.CutPrefix(body, "hello from ")
-				name, _, _ = strings.Cut(name, "\n")
-				mu.Lock()
-				switch {
-				case err == nil && code == 200 && ok:
-					counts[name]++
-				case len(fails) < 5:
-					fails = append(fails, fmt.Sprintf("code=%d err=%v body=%.80q", code, err, body))
-					fallthrough
-				default:
-					failed++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return counts, failed, fails
-}
-
-// getSpoofed is get with a client-sent x-thaw-revision: local/v3.
-func getSpoofed(ctx context.Context, c *http.Client, th *harness.Thaw, host string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, th.HTTPURL+"/", nil)
-	if err != nil {
-		return 0, "", err
-	}
-	req.Host = host
-	req.Header.Set("X-Thaw-Revision", "local/v3")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	return tallyByBackend(ctx, th, host, n, conc, func(body string) string {
+		name, ok := strings.CutPrefix(body, "hello from ")
+		if !ok {
+			return ""
+		}
+		name, _, _ = strings.Cut(name, "\n")
+		return name
+	})
 }
 
 func statusRow(t *testing.T, ctx context.Context, th *harness.Thaw, rev string) map[string]any {

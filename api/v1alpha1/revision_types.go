@@ -318,6 +318,12 @@ const (
 	// (the split's traffic list decides there); the message names the
 	// hosts and the split.
 	ReasonHostTakenBySplit = "HostTakenBySplit"
+	// ReasonNotRouted (Ready False): the Revision is valid, but the Envoy
+	// translation of thaw's own fleet leaves it out (a host another
+	// Revision holds, an invalid per-Revision traffic split on one of its
+	// hosts), so thaw's Envoys do not route it; the message gives the
+	// translation's reason (the same as `thaw status`).
+	ReasonNotRouted = "NotRouted"
 )
 
 // Modes reported in RevisionStatus.Mode.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -130,30 +129,4 @@ func localBackendPort(stateDir, revision string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("thaw local state: no backend of %s", revision)
-}
-
-// waitRoute polls base/ with Host host every 100 ms until it answers 200.
-func waitRoute(ctx context.Context, c *http.Client, base, host string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
-		req.Host = host
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("status %d", resp.StatusCode)
-		} else {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (last: %v)", host, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // egSetup is what the Envoy Gateway scenarios (eg, egsplit) run on: thaw
@@ -79,7 +81,10 @@ func startEGSetup(e *env, o egSetupOptions) (_ *egSetup, err error) {
 	}
 	c := &http.Client{Timeout: 5 * time.Second}
 	for _, h := range o.hosts {
-		if err := waitRoute(e.ctx, c, s.eg.url, h, 120*time.Second); err != nil {
+		ctx, cancel := context.WithTimeout(e.ctx, 120*time.Second)
+		_, err := harness.WaitRoute(ctx, c, harness.RouteWait{URL: s.eg.url, Host: h, Gateway: s.eg.Process})
+		cancel()
+		if err != nil {
 			return nil, fmt.Errorf("EG's Envoy never routed %s: %w\n%s", h, err, s.eg.logTail(30))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/bench/results"
+	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
 // runEGSplit measures a RevisionSplit route inside Envoy Gateway
@@ -110,22 +111,6 @@ func countBodies(c *http.Client, base, host, want string, n int) (int, error) {
 // egSplitRoute renders the RevisionSplit split (a 90%, b 10%) and its
 // HTTPRoute on host split.bench.
 func egSplitRoute(a, b rev) string {
-	return fmt.Sprintf(`---
-apiVersion: thaw.dev/v1alpha1
-kind: RevisionSplit
-metadata: {name: split, namespace: local}
-spec:
-  traffic:
-  - {revisionName: %s, percent: 90}
-  - {revisionName: %s, percent: 10}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: split, namespace: local}
-spec:
-  parentRefs: [{name: eg}]
-  hostnames: [split.bench]
-  rules:
-  - backendRefs: [{group: thaw.dev, kind: RevisionSplit, name: split}]
-`, a.name, b.name)
+	return harness.EGSplitRoute("split", "split.bench",
+		harness.EGSplitMember{RevisionName: a.name, Percent: 90}, harness.EGSplitMember{RevisionName: b.name, Percent: 10})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -95,7 +96,12 @@ func runFailover(e *env) (*results.Failover, error) {
 
 	time.Sleep(time.Until(start.Add(failoverRestartAt)))
 	restarted := time.Now()
-	second, err := restartThaw(e.ctx, first, filepath.Join(dir, "thaw-restarted.log"))
+	restartDir := filepath.Join(dir, "restarted")
+	if err := os.MkdirAll(restartDir, 0o755); err != nil {
+		wg.Wait()
+		return nil, err
+	}
+	second, err := relaunchThaw(e.ctx, first, restartDir)
 	if err != nil {
 		wg.Wait()
 		return nil, err
@@ -133,23 +139,6 @@ func runFailover(e *env) (*results.Failover, error) {
 	e.logf("failover: %d requests, %d failed %v; first retry on the backends %.0f ms after the kill, traffic back on the activator %.0f ms after the restart; p99 before %.1f ms, down %.1f ms, after %.1f ms",
 		f.Requests, f.Errors, f.ErrorSamples, f.DirectAfterMs, f.BackAfterMs, f.Before.P99Ms, f.Down.P99Ms, f.After.P99Ms)
 	return f, nil
-}
-
-// restartThaw starts thaw again with the arguments of old (same ports,
-// configuration and state directory, so it adopts old's Envoy and
-// backends) and waits until it is ready.
-func restartThaw(ctx context.Context, old *thaw, logPath string) (*thaw, error) {
-	p, err := startProcess("thaw", logPath, old.Path(), old.Args()...)
-	if err != nil {
-		return nil, err
-	}
-	th := *old
-	th.process = p
-	if err := waitHTTP(ctx, p, th.adminURL+"/readyz", 60*time.Second); err != nil {
-		_ = p.stop(30 * time.Second)
-		return nil, fmt.Errorf("restarted thaw not ready: %w\n%s", err, p.logTail(30))
-	}
-	return &th, nil
 }
 
 // waitDirect polls Envoy's /clusters every 10 ms until the backends of

@@ -84,6 +84,10 @@ type thaw struct {
 	envoyAdminURL string
 	grpcPort      int
 	grpcAddr      string
+	// launched is what harness.LaunchThaw ran (relaunchThaw starts the
+	// same thaw again).
+	launched *harness.Thaw
+	opts     harness.ThawOptions
 }
 
 // startThaw writes config into dir and runs `thaw local` through the e2e
@@ -112,7 +116,7 @@ func startThawWait(ctx context.Context, env *env, dir, config string, ready time
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--activator") }) {
 		args = append(args, "--activator=extproc")
 	}
-	h, err := harness.LaunchThaw(ctx, dir, harness.ThawOptions{
+	return launchThaw(ctx, dir, harness.ThawOptions{
 		Config:       config,
 		Args:         args,
 		Binary:       env.thawBin,
@@ -120,12 +124,28 @@ func startThawWait(ctx context.Context, env *env, dir, config string, ready time
 		ReadyTimeout: ready,
 		Logf:         env.logf,
 	})
+}
+
+// launchThaw runs harness.LaunchThaw(ctx, dir, opts).
+func launchThaw(ctx context.Context, dir string, opts harness.ThawOptions) (*thaw, error) {
+	h, err := harness.LaunchThaw(ctx, dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &thaw{process: &process{Process: h.Process(), name: "thaw"},
 		httpURL: h.HTTPURL, adminURL: h.AdminURL, envoyAdminURL: h.EnvoyAdminURL,
-		grpcPort: h.GRPCPort, grpcAddr: h.GRPCAddress}, nil
+		grpcPort: h.GRPCPort, grpcAddr: h.GRPCAddress, launched: h, opts: opts}, nil
+}
+
+// relaunchThaw starts old's thaw again through harness.LaunchThaw with
+// its options, ports, configuration file and state directory (so it
+// adopts old's Envoy and backends), its log in dir, and waits until it
+// is ready.
+func relaunchThaw(ctx context.Context, old *thaw, dir string) (*thaw, error) {
+	o, h := old.opts, old.launched
+	o.Config, o.ConfigPath, o.StateDir = "", h.ConfigPath, h.StateDir
+	o.HTTPPort, o.GRPCPort, o.AdminPort, o.EnvoyAdminPort = h.HTTPPort, h.GRPCPort, h.AdminPort, h.EnvoyAdminPort
+	return launchThaw(ctx, dir, o)
 }
 
 // waitHTTP polls url every 50 ms until it answers 200, p exits or timeout.

@@ -208,8 +208,9 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	// RevisionSplit statuses report the translation's verdict on the
-	// fleet's splits (a split whose Revision it left out is not Ready).
+	// RevisionSplit and Revision statuses report the translation's
+	// verdict on the fleet (a split whose Revision it left out, or a
+	// Revision it left out, is not Ready).
 	if kp != nil {
 		kp.SetRouteVerdicts(a.XDS())
 	}

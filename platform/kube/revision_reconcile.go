@@ -46,9 +46,10 @@ type crdState struct {
 	// status is the fingerprint of the status last written (see
 	// statusFingerprint).
 	status string
-	// takenEvent is the HostTakenBySplit message last recorded as an
-	// Event ("" while no split takes a host of the Revision).
-	takenEvent string
+	// readyEvent is the Ready condition (reason and message) last
+	// recorded as an Event by readyEvent ("" while Ready has a reason
+	// that records none).
+	readyEvent string
 }
 
 // revisionRef is the Event reference of a Revision.

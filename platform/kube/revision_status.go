@@ -30,6 +30,9 @@ type statusInput struct {
 	// takes ("host, host (RevisionSplit ns/name)", hostsTakenBySplits);
 	// empty when none.
 	takenBy []string
+	// notRouted is why the Envoy translation leaves the revision out
+	// (RouteVerdicts.SkipReason); nil when it is routed.
+	notRouted error
 }
 
 // maxConditionMessage bounds condition messages (the API allows 32768
@@ -37,7 +40,8 @@ type statusInput struct {
 const maxConditionMessage = 1024
 
 // revisionStatus computes a Revision's status: Ready (routed, routed with
-// hosts taken by a RevisionSplit: HostTakenBySplit, or invalid),
+// hosts taken by a RevisionSplit: HostTakenBySplit, left out by the
+// Envoy translation: NotRouted, or invalid),
 // Active (Serving with ready pods, Waking while pods are wanted but none is
 // ready, ScaledToZero when none is wanted), the mode, the autoscaler's
 // desired scale and the ready pod count. Conditions keep their
@@ -66,12 +70,16 @@ func revisionStatus(in statusInput) v1alpha1.RevisionStatus {
 			d := in.rev.DesiredScale
 			out.DesiredScale = &d
 		}
-		if len(in.takenBy) > 0 {
+		switch {
+		case in.notRouted != nil:
+			set(v1alpha1.ConditionReady, false, v1alpha1.ReasonNotRouted,
+				"the Envoy translation leaves the revision out, so thaw's Envoys do not route it: "+in.notRouted.Error())
+		case len(in.takenBy) > 0:
 			set(v1alpha1.ConditionReady, true, v1alpha1.ReasonHostTakenBySplit,
 				"thaw routes the revision (through the activator while no pod is ready), but not on these hosts it lists: "+
 					"a RevisionSplit takes them (its traffic list decides there; this Revision's own route and traffic.percent do not apply): "+
 					strings.Join(in.takenBy, "; "))
-		} else {
+		default:
 			set(v1alpha1.ConditionReady, true, v1alpha1.ReasonRouted,
 				"thaw routes the revision (through the activator while no pod is ready)")
 		}
@@ -118,7 +126,7 @@ type revisionStatusPatch struct {
 }
 
 // revisionStatusesLocked lists the Revisions whose computed status differs
-// from the one last written, and the Events due (hostTakenEvent), to be
+// from the one last written, and the Events due (readyEvent), to be
 // recorded after p.mu is released. Called with p.mu held.
 func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time) ([]revisionStatusPatch, []revisionEvent) {
 	var todo []revisionStatusPatch
@@ -142,8 +150,11 @@ func (p *Platform) revisionStatusesLocked(snap *revision.Snapshot, now time.Time
 			continue
 		}
 		in.takenBy = hostsTakenBySplits(byHost, in.rev)
+		if in.rev != nil {
+			in.notRouted = p.revisionVerdict(key)
+		}
 		s := revisionStatus(in)
-		if ev, ok := hostTakenEvent(st.crd, r, s); ok {
+		if ev, ok := readyEvent(st.crd, r, s); ok {
 			events = append(events, ev)
 		}
 		fp := statusFingerprint(s)

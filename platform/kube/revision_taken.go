@@ -41,21 +41,32 @@ func hostsTakenBySplits(byHost map[string]revision.Key, rev *revision.Revision) 
 	return out
 }
 
-// hostTakenEvent returns the Normal HostTakenBySplit Event of a Revision
-// whose computed status s says a split takes its hosts, once per
-// distinct message (crd.takenEvent remembers it; it is cleared when no
-// split takes a host any more, so the next taking is reported again).
-// Call with p.mu held.
-func hostTakenEvent(crd *crdState, r *v1alpha1.Revision, s v1alpha1.RevisionStatus) (revisionEvent, bool) {
+// readyEvent returns the Event of a Revision whose computed status s has
+// a Ready reason worth one: Normal HostTakenBySplit (a split takes some
+// of its hosts) or Warning NotRouted (the Envoy translation leaves it
+// out), with the condition's message, once per distinct reason and
+// message (crd.readyEvent remembers it; it is cleared when Ready has
+// another reason, so the next occurrence is reported again). Call with
+// p.mu held.
+func readyEvent(crd *crdState, r *v1alpha1.Revision, s v1alpha1.RevisionStatus) (revisionEvent, bool) {
 	ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
-	if ready == nil || ready.Reason != v1alpha1.ReasonHostTakenBySplit {
-		crd.takenEvent = ""
+	typ := ""
+	if ready != nil {
+		switch ready.Reason {
+		case v1alpha1.ReasonHostTakenBySplit:
+			typ = corev1.EventTypeNormal
+		case v1alpha1.ReasonNotRouted:
+			typ = corev1.EventTypeWarning
+		}
+	}
+	if typ == "" {
+		crd.readyEvent = ""
 		return revisionEvent{}, false
 	}
-	if crd.takenEvent == ready.Message {
+	seen := ready.Reason + ": " + ready.Message
+	if crd.readyEvent == seen {
 		return revisionEvent{}, false
 	}
-	crd.takenEvent = ready.Message
-	return revisionEvent{ref: revisionRef(r), typ: corev1.EventTypeNormal, reason: v1alpha1.ReasonHostTakenBySplit,
-		msg: ready.Message}, true
+	crd.readyEvent = seen
+	return revisionEvent{ref: revisionRef(r), typ: typ, reason: ready.Reason, msg: ready.Message}, true
 }

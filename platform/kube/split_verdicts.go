@@ -15,12 +15,16 @@ import (
 // platform only reports it in the RevisionSplit's status.
 type RouteVerdicts interface {
 	SplitVerdicts() (map[revision.Key]error, <-chan struct{})
+	// SkipReason returns why the last translation left the revision key
+	// out (nil when it is routed or unknown).
+	SkipReason(key revision.Key) error
 }
 
-// SetRouteVerdicts makes RevisionSplit statuses report the translation's
-// verdict v (a split the registry accepts whose Revision the translation
-// left out is not Ready: RevisionNotRouted). Call it before Run; nil
-// turns it off.
+// SetRouteVerdicts makes RevisionSplit and Revision statuses report the
+// translation's verdict v (a split the registry accepts whose Revision
+// the translation left out is not Ready: RevisionNotRouted; a Revision
+// the translation left out is not Ready: NotRouted). Call it before Run;
+// nil turns it off.
 func (p *Platform) SetRouteVerdicts(v RouteVerdicts) { p.routes = v }
 
 // routeVerdict returns why the translation left the split key out while
@@ -35,6 +39,15 @@ func (p *Platform) routeVerdict(key revision.Key) error {
 		return err
 	}
 	return nil
+}
+
+// revisionVerdict returns why the translation left the Revision key out,
+// or nil (also without verdicts). Cheap: a map read under xds's read lock.
+func (p *Platform) revisionVerdict(key revision.Key) error {
+	if p.routes == nil {
+		return nil
+	}
+	return p.routes.SkipReason(key)
 }
 
 // watchRouteVerdicts queues every RevisionSplit whose verdict changes,

@@ -82,7 +82,11 @@ type fakeVerdicts struct {
 	mu *sync.Mutex
 	m  map[revision.Key]error
 	ch *chan struct{}
+	// skipped are the revisions the translation left out (SkipReason).
+	skipped map[revision.Key]error
 }
+
+func (f fakeVerdicts) SkipReason(key revision.Key) error { return f.skipped[key] }
 
 func (f fakeVerdicts) SplitVerdicts() (map[revision.Key]error, <-chan struct{}) {
 	if f.mu == nil {
