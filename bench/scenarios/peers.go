@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ type peersConfig struct {
 //
 //	static        plain Envoy (static config) → backend: the baseline
 //	serve, proxy  thaw local: serve mode, and proxy mode (every request
-//	              through the activator, target-burst-capacity -1)
+//	              through the ext_proc activator, target-burst-capacity -1)
+//	module        a second thaw local whose Envoy loads the activator
+//	              module: every request through the module (cc 0,
+//	              target-burst-capacity -1), no RPC per request
 //	envoy+qp      plain Envoy → Knative queue-proxy → backend
 //	envoy+keda    plain Envoy → KEDA HTTP add-on interceptor → backend
 //	qp, keda      each peer alone → backend
@@ -34,7 +38,7 @@ type peersConfig struct {
 // The plain Envoy is one process for static, envoy+qp and envoy+keda (one
 // virtual host each); static, the peers and direct share the serve
 // revision's backend process, proxy mode uses its own revision's backend
-// (the same binary). A peer that cannot be found or started is recorded
+// (the same binary), and so does the module's revision. A peer that cannot be found or started is recorded
 // (Peer.Error, the sides' Failed, res.Errors) and the rest still runs; the
 // error returned is what stopped the whole scenario.
 func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
@@ -166,7 +170,7 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 			t: newTarget("static", frontURL, "static.bench", maxConns), procs: []namedPid{envoyPid}},
 		{name: "thaw serve", description: "thaw serve mode: Envoy → backend",
 			t: newTarget("serve", th.httpURL, serveRev.host(), maxConns), procs: []namedPid{thawEnvoyPid, thawPid}},
-		{name: "thaw proxy", description: "thaw proxy mode: Envoy → activator (ext_proc) → backend of its own revision",
+		{name: "thaw proxy", description: "thaw proxy mode, ext_proc activator: Envoy → internal listener → ext_proc to thaw → backend of its own revision",
 			t: newTarget("proxy", th.httpURL, proxyRev.host(), maxConns), procs: []namedPid{thawEnvoyPid, thawPid}},
 		{name: "Envoy + queue-proxy", description: "plain Envoy → Knative queue-proxy → backend (Knative's warm path)",
 			t: newTarget("envoy-qp", frontURL, "qp.bench", maxConns)},
@@ -191,6 +195,16 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	} else {
 		sides[4].failed, sides[6].failed = "interceptor did not start: "+keda.Error, "interceptor did not start: "+keda.Error
 	}
+
+	modSide, mod := peersModuleSide(e, maxConns)
+	if mod != nil {
+		defer e.stopLogged(mod.th.process)
+		res.Peers = append(res.Peers, results.Peer{Name: "thaw (activator module)", Version: peers.ThawVersion(e.thawBin),
+			Command: "thaw local -f thaw.yaml --activator=module --envoy-concurrency " + fmt.Sprint(e.envoyWorkers)})
+	} else {
+		fail(fmt.Errorf("%s: %s", modSide.name, modSide.failed))
+	}
+	sides = slices.Insert(sides, 3, modSide)
 
 	// One request through each side: every running side must answer 200.
 	var live []*peerSide
@@ -229,6 +243,13 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 			out = &res.Sides[len(res.Sides)-1]
 		}
 		out.Description, out.Failed = sd.description, sd.failed
+	}
+	if mod != nil && modSide.failed == "" {
+		// The module side really took the module path: its thaw's
+		// ext_proc answered nothing.
+		if err := mod.check(e.ctx); err != nil {
+			fail(err)
+		}
 	}
 	if err := th.waitStatus(e.ctx, 5*time.Second, "proxy still in proxy mode", func(r revStatus) bool {
 		return r.Mode == "proxy"
