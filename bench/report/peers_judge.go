@@ -41,7 +41,7 @@ func addedCPU(p *results.Peers, side string) (float64, bool) {
 // the static Envoy's, in µs ("–" when not measured).
 func cpuPerRequestCell(p *results.Peers, side string) string {
 	v, ok := cpuOf(p, side)
-	if !ok {
+	if s := peerSide(p, side); !ok || len(s.CPU) == 0 { // no proxy process (backend direct)
 		return "–"
 	}
 	// seconds per 10k requests → µs per request: × 1e6 / 1e4.
