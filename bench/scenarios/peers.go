@@ -25,11 +25,12 @@ type peersConfig struct {
 // network namespace runPeersMain put it in:
 //
 //	static        plain Envoy (static config) → backend: the baseline
-//	serve, proxy  thaw local: serve mode, and proxy mode (every request
-//	              through the ext_proc activator, target-burst-capacity -1)
-//	module        a second thaw local whose Envoy loads the activator
-//	              module: every request through the module (cc 0,
-//	              target-burst-capacity -1), no RPC per request
+//	proxy         thaw local, ext_proc: proxy mode (every request through
+//	              the ext_proc activator, target-burst-capacity -1)
+//	serve, module a second thaw local whose Envoy loads the activator
+//	              module (the fleet default): serve mode, and every
+//	              request through the module (cc 0, target-burst-capacity
+//	              -1), no RPC per request
 //	envoy+qp      plain Envoy → Knative queue-proxy → backend
 //	envoy+keda    plain Envoy → KEDA HTTP add-on interceptor → backend
 //	qp, keda      each peer alone → backend
@@ -37,8 +38,9 @@ type peersConfig struct {
 //
 // The plain Envoy is one process for static, envoy+qp and envoy+keda (one
 // virtual host each); static, the peers and direct share the serve
-// revision's backend process, proxy mode uses its own revision's backend
-// (the same binary), and so does the module's revision. A peer that cannot be found or started is recorded
+// revision's backend process (in the ext_proc thaw), proxy mode, the
+// module's serve and module revisions each use their own backend (the
+// same binary). A peer that cannot be found or started is recorded
 // (Peer.Error, the sides' Failed, res.Errors) and the rest still runs; the
 // error returned is what stopped the whole scenario.
 func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
@@ -168,7 +170,7 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	sides := []*peerSide{
 		{name: "static", description: "plain Envoy (static config) → backend: the baseline",
 			t: newTarget("static", frontURL, "static.bench", maxConns), procs: []namedPid{envoyPid}},
-		{name: "thaw serve", description: "thaw serve mode: Envoy → backend",
+		{name: "thaw serve", description: "thaw serve mode (the ext_proc thaw's Envoy: the module thaw did not start): Envoy → backend",
 			t: newTarget("serve", th.httpURL, serveRev.host(), maxConns), procs: []namedPid{thawEnvoyPid, thawPid}},
 		{name: "thaw proxy", description: "thaw proxy mode, ext_proc activator: Envoy → internal listener → ext_proc to thaw → backend of its own revision",
 			t: newTarget("proxy", th.httpURL, proxyRev.host(), maxConns), procs: []namedPid{thawEnvoyPid, thawPid}},
@@ -196,11 +198,13 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 		sides[4].failed, sides[6].failed = "interceptor did not start: "+keda.Error, "interceptor did not start: "+keda.Error
 	}
 
-	modSide, mod := peersModuleSide(e, maxConns)
+	pm := startPeersModule(e, maxConns, serveRev)
+	mod, modSide := pm.ms, pm.module
 	if mod != nil {
 		defer e.stopLogged(mod.th.process)
 		res.Peers = append(res.Peers, results.Peer{Name: "thaw (activator module)", Version: peers.ThawVersion(e.thawBin),
-			Command: "thaw local -f thaw.yaml --activator=module --envoy-concurrency " + fmt.Sprint(e.envoyWorkers)})
+			Command: "thaw local -f thaw-module.yaml --activator=module --envoy-concurrency " + fmt.Sprint(e.envoyWorkers)})
+		sides[1] = pm.serve
 	} else {
 		fail(fmt.Errorf("%s: %s", modSide.name, modSide.failed))
 	}
