@@ -169,13 +169,20 @@ func TestManifestsModuleImageFollowsThaw(t *testing.T) {
 	if err := os.WriteFile(base, []byte(pinned), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"", "overlays/envoy-gateway"} {
+	for _, d := range []string{"", "overlays/envoy-gateway", "overlays/envoy-gateway-module"} {
 		rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, d))
 		if err != nil {
 			t.Fatalf("kustomize build %s: %v", d, err)
 		}
 		images := map[string]string{}
 		for _, r := range rm.Resources() {
+			if r.GetKind() == "EnvoyProxy" {
+				cs, _ := r.GetSlice("spec.provider.kubernetes.envoyDeployment.initContainers")
+				for _, c := range cs {
+					m := c.(map[string]any)
+					images["EnvoyProxy/"+m["name"].(string)] = m["image"].(string)
+				}
+			}
 			if r.GetKind() != "Deployment" {
 				continue
 			}
@@ -187,8 +194,12 @@ func TestManifestsModuleImageFollowsThaw(t *testing.T) {
 				}
 			}
 		}
-		if want := "registry.example/thaw:v9.9.9"; images["thaw/thaw"] != want || images["envoy/thaw-module"] != want {
+		want := "registry.example/thaw:v9.9.9"
+		if images["thaw/thaw"] != want || images["envoy/thaw-module"] != want {
 			t.Errorf("manifests/%s with thaw pinned to %s: images %v", d, want, images)
+		}
+		if eg, ok := images["EnvoyProxy/thaw-module"]; (d == "overlays/envoy-gateway-module") != ok || (ok && eg != want) {
+			t.Errorf("manifests/%s with thaw pinned to %s: EG's module copy %q (present %v)", d, want, eg, ok)
 		}
 	}
 }
