@@ -185,18 +185,22 @@ func testKubeThawRun(t *testing.T, mode string) {
 	waitEnvoyRoutes(t, proxy, key)
 	mark("revision routed")
 	checkIntrudersRefused(t, grpcAddr, envoyTLS)
+	// `kubectl apply --dry-run=server -k` of this activator's manifests:
+	// manifests/ (the fleet default, the module: its init container,
+	// volume and ports) or manifests/overlays/activator-extproc pass
+	// validation and PodSecurity "restricted" of thaw-system.
+	manifestsDir := "manifests/overlays/activator-extproc"
+	if module {
+		manifestsDir = "manifests"
+	}
+	if err := applyObjects(t.Context(), c.Config, kustomizeBuild(t, manifestsDir), true); err != nil {
+		t.Fatalf("dry-run apply of %s: %v", manifestsDir, err)
+	}
+	mark(manifestsDir + " dry-run")
 	if !module {
 		checkConnectedNodes(t, run.adminURL, 1)
 		coldStart(t, th, run, host, ns+"/hello-")
 	} else {
-		// `kubectl apply --dry-run=server -k manifests/overlays/activator-module`:
-		// the module's init container, volume and ports pass validation
-		// and PodSecurity "restricted" of thaw-system.
-		objs := kustomizeBuild(t, "manifests/overlays/activator-module")
-		if err := applyObjects(t.Context(), c.Config, objs, true); err != nil {
-			t.Fatalf("dry-run apply of manifests/overlays/activator-module: %v", err)
-		}
-		mark("overlay dry-run")
 		waitEnvoyRoutes(t, proxyB, key)
 		checkConnectedNodes(t, run.adminURL, 2)
 		waitMetric(t, run.adminURL, "thaw_module_connected_nodes 2")

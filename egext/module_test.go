@@ -147,7 +147,7 @@ func TestModuleSplitGolden(t *testing.T) {
 
 // egListener is an HTTP listener as EG builds it: one HCM on RDS
 // routeConfig with filters before the router.
-func egListener(t *testing.T, name, routeConfig string, filters ...string) *listenerv3.Listener {
+func egListener(t testing.TB, name, routeConfig string, filters ...string) *listenerv3.Listener {
 	t.Helper()
 	router, err := anypb.New(&routerv3.Router{})
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	_ "embed"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -28,6 +27,7 @@ const (
 	sideStatic = "static"
 	sideServe  = "thaw serve"
 	sideProxy  = "thaw proxy"
+	sideModule = "thaw module"
 	sideQP     = "Envoy + queue-proxy"
 	sideKEDA   = "Envoy + KEDA interceptor"
 )
@@ -51,7 +51,10 @@ type peerRow struct {
 	AddedP50, AddedP99        string // ms
 	Throughput                string // ratio to static
 	CPU                       string // seconds per 10k requests, by process
-	CPUTotal                  float64
+	// CPUPerRequest is the side's CPU per request and what it adds to the
+	// static Envoy's, in µs.
+	CPUPerRequest string
+	CPUTotal      float64
 }
 
 func newPeersView(p *results.Peers) *peersView {
@@ -61,7 +64,8 @@ func newPeersView(p *results.Peers) *peersView {
 	}
 	st := peerSide(p, sideStatic)
 	for _, s := range p.Sides {
-		r := peerRow{Name: s.Name, Description: s.Description, Failed: s.Failed, CPU: cpuBreakdown(s), CPUTotal: s.TotalCPU()}
+		r := peerRow{Name: s.Name, Description: s.Description, Failed: s.Failed, CPU: cpuBreakdown(s), CPUTotal: s.TotalCPU(),
+			CPUPerRequest: cpuPerRequestCell(p, s.Name)}
 		if s.Failed == "" && st != nil {
 			r.P50 = ratioCell(results.MedianRatio(s.RoundP50Ms, st.RoundP50Ms))
 			r.P90 = ratioCell(results.MedianRatio(s.RoundP90Ms, st.RoundP90Ms))
@@ -135,71 +139,4 @@ func cpuOf(p *results.Peers, side string) (float64, bool) {
 		return 0, false
 	}
 	return s.TotalCPU(), true
-}
-
-// belowBoth judges v (thaw's) against the two peers' figures: pass when it
-// is below both, missing when any is missing.
-func belowBoth(v float64, ok bool, a float64, okA bool, b float64, okB bool) string {
-	if !ok || !okA || !okB {
-		return missing
-	}
-	if v < a && v < b {
-		return pass
-	}
-	return fail
-}
-
-// peerRows are the summary rows judged against the peers (the activator
-// path issue's targets): thaw's activator path adds less latency and CPU
-// per request than either peer's hop, and its warm path stays at the
-// static baseline.
-func peerRows(p *results.Peers) []row {
-	if p == nil || p.Smoke {
-		return []row{{What: "thaw beside the KEDA HTTP add-on and Knative queue-proxy", Measured: "not run", Result: missing}}
-	}
-	rounds := fmt.Sprintf("median of %d rounds, same run", p.Rounds)
-	var rows []row
-	for _, q := range []struct {
-		name string
-		pick func(*results.PeerSide) []float64
-	}{{"p50", func(s *results.PeerSide) []float64 { return s.RoundP50Ms }},
-		{"p99", func(s *results.PeerSide) []float64 { return s.RoundP99Ms }}} {
-		px, okP := added(p, sideProxy, q.pick)
-		qp, okQ := added(p, sideQP, q.pick)
-		kd, okK := added(p, sideKEDA, q.pick)
-		rows = append(rows, row{
-			What: fmt.Sprintf("activator path added %s latency vs the peers' hops (%d rps over all sides)", q.name, p.RateRPS),
-			Measured: fmt.Sprintf("thaw proxy %s, Envoy + queue-proxy %s, Envoy + KEDA interceptor %s (%s)",
-				diffCell(px, okP), diffCell(qp, okQ), diffCell(kd, okK), rounds),
-			Target: "below both peers", Result: belowBoth(px, okP, qp, okQ, kd, okK),
-			Means: "a request held by thaw's activator pays less than one through Knative's queue-proxy or KEDA's interceptor"})
-	}
-	px, okP := cpuOf(p, sideProxy)
-	qp, okQ := cpuOf(p, sideQP)
-	kd, okK := cpuOf(p, sideKEDA)
-	cell := func(v float64, ok bool) string {
-		if !ok {
-			return "–"
-		}
-		return fmt.Sprintf("%.2f s", v)
-	}
-	rows = append(rows, row{
-		What: fmt.Sprintf("activator path CPU per 10k requests vs the peers (Envoy + proxy processes, %d in flight)", p.Concurrency),
-		Measured: fmt.Sprintf("thaw proxy %s, Envoy + queue-proxy %s, Envoy + KEDA interceptor %s",
-			cell(px, okP), cell(qp, okQ), cell(kd, okK)),
-		Target: "below both peers", Result: belowBoth(px, okP, qp, okQ, kd, okK),
-		Means: "CPU the whole request path burns per request while thaw's activator is in it, against the peers' paths"})
-	st, sv := peerSide(p, sideStatic), peerSide(p, sideServe)
-	var r50, r99 float64
-	ok50, ok99 := false, false
-	if st != nil && sv != nil && sv.Failed == "" {
-		r50, ok50 = results.MedianRatio(sv.RoundP50Ms, st.RoundP50Ms)
-		r99, ok99 = results.MedianRatio(sv.RoundP99Ms, st.RoundP99Ms)
-	}
-	rows = append(rows, row{
-		What:     "warm path beside the peers: serve mode / static Envoy, p50 and p99",
-		Measured: fmt.Sprintf("%s and %s (%s)", ratioCell(r50, ok50), ratioCell(r99, ok99), rounds),
-		Target:   "≤ 1.01 both", Result: atMost(ok50 && ok99, math.Max(r50, r99), 1.01),
-		Means: "a warm request on thaw costs what a plain Envoy costs, in the same run as the peers"})
-	return rows
 }

@@ -33,7 +33,8 @@
 //	          ones under light load and 5 woken then back at zero: start to
 //	          ready, memory, the decision loops' CPU per tick, a mode flip's
 //	          bytes and flip-to-ACK (-quick: 20,000 and 2)
-//	peers     (only alone: -only peers) thaw beside the KEDA HTTP add-on
+//	peers     (only alone: -only peers) thaw (serve mode, the activator
+//	          module, ext_proc) beside the KEDA HTTP add-on
 //	          interceptor and Knative's queue-proxy, in a network namespace
 //	          of its own; -out gets the peers figures; -smoke sends one
 //	          request through each side and measures nothing (CI)

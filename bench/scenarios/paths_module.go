@@ -25,7 +25,8 @@ type moduleSides struct {
 	cc0, cc4 *target
 }
 
-func startModuleSides(e *env, maxConns int) (*moduleSides, error) {
+// extra revisions (the peers scenario's serve side) run in the same thaw.
+func startModuleSides(e *env, maxConns int, extra ...rev) (*moduleSides, error) {
 	dir, err := e.tempDir("paths-module")
 	if err != nil {
 		return nil, err
@@ -33,7 +34,7 @@ func startModuleSides(e *env, maxConns int) (*moduleSides, error) {
 	one := map[string]string{"min-scale": "1", "max-scale": "1", "initial-scale": "1", "target-burst-capacity": "-1"}
 	cc0 := rev{name: "module", autoscaling: one}
 	cc4 := rev{name: "modulecc4", autoscaling: with(one, "container-concurrency", "4")}
-	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, cc0, cc4), "--activator=module")
+	th, err := startThawArgs(e.ctx, e, dir, localConfig(e.workloadBin, append([]rev{cc0, cc4}, extra...)...), "--activator=module")
 	if err != nil {
 		return nil, fmt.Errorf("thaw local --activator=module: %w", err)
 	}

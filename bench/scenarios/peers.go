@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,8 +25,12 @@ type peersConfig struct {
 // network namespace runPeersMain put it in:
 //
 //	static        plain Envoy (static config) → backend: the baseline
-//	serve, proxy  thaw local: serve mode, and proxy mode (every request
-//	              through the activator, target-burst-capacity -1)
+//	proxy         thaw local, ext_proc: proxy mode (every request through
+//	              the ext_proc activator, target-burst-capacity -1)
+//	serve, module a second thaw local whose Envoy loads the activator
+//	              module (the fleet default): serve mode, and every
+//	              request through the module (cc 0, target-burst-capacity
+//	              -1), no RPC per request
 //	envoy+qp      plain Envoy → Knative queue-proxy → backend
 //	envoy+keda    plain Envoy → KEDA HTTP add-on interceptor → backend
 //	qp, keda      each peer alone → backend
@@ -33,8 +38,9 @@ type peersConfig struct {
 //
 // The plain Envoy is one process for static, envoy+qp and envoy+keda (one
 // virtual host each); static, the peers and direct share the serve
-// revision's backend process, proxy mode uses its own revision's backend
-// (the same binary). A peer that cannot be found or started is recorded
+// revision's backend process (in the ext_proc thaw), proxy mode, the
+// module's serve and module revisions each use their own backend (the
+// same binary). A peer that cannot be found or started is recorded
 // (Peer.Error, the sides' Failed, res.Errors) and the rest still runs; the
 // error returned is what stopped the whole scenario.
 func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
@@ -164,9 +170,9 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	sides := []*peerSide{
 		{name: "static", description: "plain Envoy (static config) → backend: the baseline",
 			t: newTarget("static", frontURL, "static.bench", maxConns), procs: []namedPid{envoyPid}},
-		{name: "thaw serve", description: "thaw serve mode: Envoy → backend",
+		{name: "thaw serve", description: "thaw serve mode (the ext_proc thaw's Envoy: the module thaw did not start): Envoy → backend",
 			t: newTarget("serve", th.httpURL, serveRev.host(), maxConns), procs: []namedPid{thawEnvoyPid, thawPid}},
-		{name: "thaw proxy", description: "thaw proxy mode: Envoy → activator (ext_proc) → backend of its own revision",
+		{name: "thaw proxy", description: "thaw proxy mode, ext_proc activator: Envoy → internal listener → ext_proc to thaw → backend of its own revision",
 			t: newTarget("proxy", th.httpURL, proxyRev.host(), maxConns), procs: []namedPid{thawEnvoyPid, thawPid}},
 		{name: "Envoy + queue-proxy", description: "plain Envoy → Knative queue-proxy → backend (Knative's warm path)",
 			t: newTarget("envoy-qp", frontURL, "qp.bench", maxConns)},
@@ -191,6 +197,18 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 	} else {
 		sides[4].failed, sides[6].failed = "interceptor did not start: "+keda.Error, "interceptor did not start: "+keda.Error
 	}
+
+	pm := startPeersModule(e, maxConns, serveRev)
+	mod, modSide := pm.ms, pm.module
+	if mod != nil {
+		defer e.stopLogged(mod.th.process)
+		res.Peers = append(res.Peers, results.Peer{Name: "thaw (activator module)", Version: peers.ThawVersion(e.thawBin),
+			Command: "thaw local -f thaw-module.yaml --activator=module --envoy-concurrency " + fmt.Sprint(e.envoyWorkers)})
+		sides[1] = pm.serve
+	} else {
+		fail(fmt.Errorf("%s: %s", modSide.name, modSide.failed))
+	}
+	sides = slices.Insert(sides, 3, modSide)
 
 	// One request through each side: every running side must answer 200.
 	var live []*peerSide
@@ -229,6 +247,13 @@ func runPeers(e *env, pc peersConfig) (*results.Peers, error) {
 			out = &res.Sides[len(res.Sides)-1]
 		}
 		out.Description, out.Failed = sd.description, sd.failed
+	}
+	if mod != nil && modSide.failed == "" {
+		// The module side really took the module path: its thaw's
+		// ext_proc answered nothing.
+		if err := mod.check(e.ctx); err != nil {
+			fail(err)
+		}
 	}
 	if err := th.waitStatus(e.ctx, 5*time.Second, "proxy still in proxy mode", func(r revStatus) bool {
 		return r.Mode == "proxy"

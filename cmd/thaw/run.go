@@ -104,7 +104,7 @@ See docs/kubernetes.md.`,
 	fl.IntVar(&f.files.envoyFiles, "envoy-open-files", defaultFleetOpenFiles,
 		"open-file limit (nofile) of each Envoy of the fleet: split like thaw local's into Envoy's own files, thaw_activator_dst's connections (at most 4096) and the requests held at once (docs/reliability.md, \"Open files\")")
 	fl.IntVar(&f.files.maxHeld, "max-held", 0,
-		"most requests this replica's activator holds at once, over all revisions and the Envoys it serves; past it a request that would wait gets 503 + Retry-After (outcome held_limit). 0: what --envoy-open-files leaves for them; -1: no bound")
+		"most requests held at once; past it a request that would wait gets 503 + Retry-After (outcome held_limit). With --activator=module: per Envoy, by each Envoy's module over all revisions (the bound protects each Envoy's open files); with --activator=extproc: per thaw replica, over all revisions and the Envoys whose ext_proc streams it serves. 0: what --envoy-open-files leaves for them; -1: no bound")
 	addLimitFlags(fl, &f.limits)
 	fl.StringVar(&f.tls.CertFile, "tls-cert-file", "", "serve gRPC with mutual TLS: thaw's certificate (PEM; reloaded when it changes). Needs --tls-key-file and --tls-client-ca-file; empty: plaintext")
 	fl.StringVar(&f.tls.KeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")

@@ -21,12 +21,15 @@ type runFiles struct {
 	// envoyFiles is --envoy-open-files: each Envoy's open-file limit.
 	envoyFiles int
 	// maxHeld is --max-held: 0 derives it from envoyFiles, -1 is no bound.
+	// It bounds each Envoy's module with --activator=module
+	// (state.Update.MaxHeld), this replica's ext_proc activator otherwise.
 	maxHeld int
 }
 
 // budget checks the flags, sets the release path's connection bounds in
 // xcfg from --envoy-open-files as `thaw local` does, and returns the
-// bound on requests this replica's activator holds at once (0: none).
+// bound on requests held at once (0: none): per Envoy on the module path,
+// per replica on ext_proc.
 // Errors name the flag.
 func (f runFiles) budget(logger *zap.Logger, xcfg *translate.Config) (int, error) {
 	if f.envoyFiles < app.MinFileLimit {

@@ -38,7 +38,7 @@ type fleetModuleFlags struct {
 
 func (f *fleetModuleFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.kind, "activator", activatorExtProc,
-		"activator of the fleet's revision routes: extproc (ext_proc to thaw) or module (the Go dynamic module inside each Envoy; the fleet must load it: manifests/components/activator-module, docs/activator.md)")
+		"activator of the fleet's revision routes: extproc (ext_proc to thaw) or module (the Go dynamic module inside each Envoy; the fleet must load it, as manifests/ do: an Envoy without it refuses the listener; docs/activator.md, \"Which activator a fleet runs\")")
 	fl.StringVar(&f.path, "activator-module", defaultFleetModulePath,
 		"with --activator=module: absolute path of "+moduleFileName+" on the fleet's Envoy pods")
 	fl.StringVar(&f.address, "module-address", defaultModuleAddress,

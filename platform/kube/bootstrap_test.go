@@ -39,7 +39,8 @@ const manifestBootstrapPath = "../../manifests/base/envoy/bootstrap.yaml"
 
 // manifestModuleBootstrapParams are manifestBootstrapParams with the
 // activator module's bridge to thaw's module port (18001) on the same
-// headless Service: the bootstrap of manifests/components/activator-module.
+// headless Service: the bootstrap of manifests/components/activator-module
+// (the fleet default: manifests/ adds that component to manifests/base).
 var manifestModuleBootstrapParams = func() envoy.BootstrapParams {
 	p := manifestBootstrapParams
 	p.Module = &envoy.ModuleBridge{Address: "thaw-grpc.thaw-system.svc.cluster.local:18001"}

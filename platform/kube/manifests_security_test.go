@@ -86,10 +86,20 @@ func mountPath(t *testing.T, ps *corev1.PodSpec, secret string) string {
 	return ""
 }
 
-// TestManifestsNetworkPolicy checks that thaw's gRPC port admits the Envoy
-// fleet only and its admin port the scraper only.
+// TestManifestsNetworkPolicy checks that thaw's gRPC port (and, with the
+// activator module, its module port) admits the Envoy fleet only and its
+// admin port the scraper only.
 func TestManifestsNetworkPolicy(t *testing.T) {
-	objs := buildManifests(t, "")
+	for _, tc := range []struct {
+		dir    string
+		module bool
+	}{{"", true}, {"overlays/activator-extproc", false}} {
+		t.Run("manifests/"+tc.dir, func(t *testing.T) { checkNetworkPolicy(t, tc.dir, tc.module) })
+	}
+}
+
+func checkNetworkPolicy(t *testing.T, dir string, module bool) {
+	objs := buildManifests(t, dir)
 	var np networkingv1.NetworkPolicy
 	find(t, objs, "NetworkPolicy", "thaw", &np)
 	var thaw, fleet appsv1.Deployment
@@ -100,8 +110,12 @@ func TestManifestsNetworkPolicy(t *testing.T) {
 			t.Errorf("NetworkPolicy selects %v, thaw pods are %v", np.Spec.PodSelector.MatchLabels, thaw.Spec.Template.Labels)
 		}
 	}
-	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 2 {
-		t.Fatalf("policy types %v, %d ingress rules; want Ingress with 2 rules", np.Spec.PolicyTypes, len(np.Spec.Ingress))
+	rules := 2
+	if module {
+		rules = 3 // + the module port, to the fleet only (TestManifestsActivatorModule)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != rules {
+		t.Fatalf("policy types %v, %d ingress rules; want Ingress with %d rules", np.Spec.PolicyTypes, len(np.Spec.Ingress), rules)
 	}
 	ports := map[string]networkingv1.NetworkPolicyIngressRule{}
 	for _, r := range np.Spec.Ingress {
@@ -167,7 +181,7 @@ func TestManifestsCertManagerOverlay(t *testing.T) {
 // into its Go type, refusing unknown fields (a typo the apiserver would
 // drop or refuse; the e2e dry-run checks the rest).
 func TestManifestsStrictFields(t *testing.T) {
-	for _, dir := range []string{"", "overlays/cert-manager", "overlays/activator-module"} {
+	for _, dir := range []string{"", "overlays/cert-manager", "overlays/activator-extproc"} {
 		for _, o := range buildManifests(t, dir) {
 			obj, err := scheme.Scheme.New(o.GroupVersionKind())
 			if err != nil {

@@ -258,7 +258,7 @@ func TestSampleWorkload(t *testing.T) {
 // Every Envoy workload in the manifests must take its node id from its own
 // pod name, not from the shared bootstrap.
 func TestManifestsGiveEveryEnvoyItsOwnNodeID(t *testing.T) {
-	for _, dir := range []string{"", "overlays/cert-manager", "overlays/envoy-gateway"} {
+	for _, dir := range []string{"", "overlays/cert-manager", "overlays/envoy-gateway", "overlays/activator-extproc"} {
 		envoys := 0
 		for _, o := range buildManifests(t, dir) {
 			var ps *corev1.PodSpec
