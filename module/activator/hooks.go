@@ -316,6 +316,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(a1, mod uintptr) {
 	if f := lookupFilter(mod); f != nil {
 		endFilter(f)
 	}
+	maybeYield()
 }
 
 //export envoy_dynamic_module_on_http_filter_destroy
