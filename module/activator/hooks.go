@@ -193,14 +193,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
-	hold := r.Hold
+	hold := r.HoldNotify
 	if behind {
-		hold = r.HoldForUpdate
+		hold = r.HoldForUpdateNotify
 	}
-	w, err := hold(func(*state.Waiter) {
-		schedulerCommit(h.sched, 1)
-		h.drop()
-	})
+	w, err := hold(h)
 	if err != nil {
 		h.refs.Store(1)
 		h.drop()
@@ -216,11 +213,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		sendAnswer(ep, f.cfg.answers.queueFull, f.grpc)
 		return statusStopIteration
 	}
-	if w.Outcome() == state.Granted {
+	if st, b := w.Claim(); st == state.Granted {
 		h.refs.Store(1)
 		h.drop()
-		f.backend = w.Take()
-		setOverrideHost(ep, f.backend.Addr)
+		f.backend = b
+		setOverrideHost(ep, b.Addr)
 		return statusContinue
 	}
 	f.waiter, f.hold, f.heldAt = w, h, time.Now()
@@ -240,10 +237,11 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 		return
 	}
 	w := f.waiter
-	switch w.Outcome() {
+	st, b := w.Claim()
+	switch st {
 	case state.Granted:
 		f.waiter = nil
-		f.backend = w.Take()
+		f.backend = b
 		if f.cluster != "" {
 			routeToCluster(ep, f.cluster) // the cluster may have come since
 		}
@@ -318,6 +316,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(a1, mod uintptr) {
 	if f := lookupFilter(mod); f != nil {
 		endFilter(f)
 	}
+	maybeYield()
 }
 
 //export envoy_dynamic_module_on_http_filter_destroy

@@ -2,8 +2,6 @@
 
 package main
 
-import "github.com/thaw-dev/thaw/module/state"
-
 // rehold holds a granted request once more, for the next state update,
 // when Envoy's cluster lists fewer hosts than the revision's state has
 // backends (a removal reached Envoy first, so the granted backend may be
@@ -21,10 +19,7 @@ func rehold(ep uintptr, f *filter) bool {
 	}
 	f.reheld = true
 	h.refs.Add(1) // the new notifier's reference
-	w, err := f.rev.HoldForUpdate(func(*state.Waiter) {
-		schedulerCommit(h.sched, 1)
-		h.drop()
-	})
+	w, err := f.rev.HoldForUpdateNotify(h)
 	if err != nil {
 		h.drop()
 		return false

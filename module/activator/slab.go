@@ -43,6 +43,13 @@ type holdRef struct {
 	refs  atomic.Int32
 }
 
+// Notify resumes the held request on its worker (state.Notifier) and
+// drops the notifier's reference.
+func (h *holdRef) Notify(*state.Waiter) {
+	schedulerCommit(h.sched, 1)
+	h.drop()
+}
+
 func (h *holdRef) drop() {
 	if h.refs.Add(-1) == 0 {
 		schedulerDelete(h.sched)

@@ -101,7 +101,12 @@ func (r *Revision) Release(b *Backend) {
 // backend, or a Waiting Waiter that notify reports on within the
 // revision's hold timeout.
 func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
-	return r.hold(notify, false)
+	return r.hold(NotifyFunc(notify), false)
+}
+
+// HoldNotify is Hold with a Notifier (no closure to allocate).
+func (r *Revision) HoldNotify(n Notifier) (*Waiter, error) {
+	return r.hold(n, false)
 }
 
 // HoldForUpdate is Hold for a request whose Envoy no longer lists any
@@ -114,10 +119,15 @@ func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
 // count also lags behind additions, which bring no further update).
 // Nothing is granted at once.
 func (r *Revision) HoldForUpdate(notify func(*Waiter)) (*Waiter, error) {
-	return r.hold(notify, true)
+	return r.hold(NotifyFunc(notify), true)
 }
 
-func (r *Revision) hold(notify func(*Waiter), afterUpdate bool) (*Waiter, error) {
+// HoldForUpdateNotify is HoldForUpdate with a Notifier.
+func (r *Revision) HoldForUpdateNotify(n Notifier) (*Waiter, error) {
+	return r.hold(n, true)
+}
+
+func (r *Revision) hold(notify Notifier, afterUpdate bool) (*Waiter, error) {
 	r.mu.Lock()
 	l := r.limits.Load()
 	w := &Waiter{r: r, notify: notify}
@@ -189,7 +199,7 @@ func (r *Revision) dispatch() {
 	r.compactLocked()
 	r.mu.Unlock()
 	for _, w := range granted {
-		w.notify(w)
+		w.notify.Notify(w)
 	}
 }
 
@@ -278,7 +288,7 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 		r.t.poke(r.Key)
 	}
 	for _, w := range failed {
-		w.notify(w)
+		w.notify.Notify(w)
 	}
 	if r.held.Load() > 0 {
 		r.dispatch()

@@ -60,6 +60,6 @@ func (r *Revision) sweep() {
 	r.compactLocked()
 	r.mu.Unlock()
 	for _, w := range expired {
-		w.notify(w)
+		w.notify.Notify(w)
 	}
 }

@@ -16,6 +16,19 @@ const (
 	WakeFailed
 )
 
+// Notifier is told, once, that a held request left Waiting (see Waiter).
+// A pointer type implements it without an allocation per hold, where a
+// closure would cost one.
+type Notifier interface {
+	Notify(w *Waiter)
+}
+
+// NotifyFunc adapts a function to Notifier.
+type NotifyFunc func(*Waiter)
+
+// Notify calls f(w).
+func (f NotifyFunc) Notify(w *Waiter) { f(w) }
+
 // Waiter is one held request. Notify is called once, outside every lock,
 // when it leaves Waiting for Granted, TimedOut or WakeFailed (not for
 // Cancel); it runs
@@ -26,7 +39,7 @@ type Waiter struct {
 	backend *Backend
 	// deadline: the hold timeout ends the wait then (Revision.sweep).
 	deadline time.Time
-	notify   func(*Waiter)
+	notify   Notifier
 	failure  *WakeFailure // WakeFailed only
 	// notBefore: granted only once the revision installed this many
 	// updates (HoldForUpdate); 0 for Hold.
@@ -45,6 +58,16 @@ func (w *Waiter) Outcome() Outcome {
 	w.r.mu.Lock()
 	defer w.r.mu.Unlock()
 	return w.state
+}
+
+// Claim returns where w stands and, when Granted, hands its backend to
+// the caller like Take (one lock for both; nil backend otherwise).
+func (w *Waiter) Claim() (Outcome, *Backend) {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	st, b := w.state, w.backend
+	w.backend = nil
+	return st, b
 }
 
 // Backend returns the backend granted to w (Granted only); the caller owns
