@@ -8,8 +8,9 @@
 # --idle-hold-path (xds/translate/testdata/translate_module_idle.yaml):
 # the x-thaw-revision header added, x-thaw-cluster removed, the failover
 # retry policy, timeouts, cluster_header and the module's per-route
-# configuration. CUTS (comma-separated, "none" for thaw's shape) leaves
-# parts out, to attribute the cost:
+# configuration. CUTS (comma-separated; "none" is the shape before issue
+# 28's cut, and thaw now sends "retryprio,retryhdr") leaves parts out, to
+# attribute the cost:
 #   perroute   the module's per-route configuration
 #   retry      the route's retry policy
 #   retryprio  its retry_priority (previous_priorities)
@@ -29,6 +30,7 @@
 # `make tools build` and python3 with PyYAML. Environment:
 #   ENVOY_BIN  the Envoy binary (default .tools/bin/envoy)
 #   ADMIN_PORT, LISTEN_PORT  loopback ports (default 18912, 18911)
+#   IDLE_S     also print Envoy's CPU while idle, over this many seconds
 set -euo pipefail
 n=${1:?N virtual hosts}; cuts=${2:?CUTS or none}
 so=$(realpath "${3:-bin/thaw-activator.so}")
@@ -134,8 +136,15 @@ end=$(date +%s.%N)
 sleep 2
 read -r ut st < <(awk '{print $14, $15}' "/proc/$pid/stat")
 tck=$(getconf CLK_TCK)
+idle=""
+if [[ ${IDLE_S:-0} -gt 0 ]]; then
+  read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  sleep "$IDLE_S"
+  read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  idle=" idle_cores=$(echo "scale=3; ($u1 + $s1 - $u0 - $s0) / $tck / $IDLE_S" | bc)"
+fi
 alloc=$(curl -s "127.0.0.1:$admin/memory" | python3 -c 'import json,sys; m=json.load(sys.stdin); print(int(m["allocated"])//1024, int(m["heap_size"])//1024)')
 vstats=$(curl -s "127.0.0.1:$admin/stats?filter=^vhost\." | grep -c . || true)
 echo "vhosts=$n cuts=$cuts ready_s=$(echo "$end - $start" | bc) envoy_cpu_s=$(echo "scale=2; ($ut + $st) / $tck" | bc)" \
-  "rss_kib=$(awk '/VmRSS/{print $2}' "/proc/$pid/status") allocated_heap_kib=${alloc// /,} vhost_stats=$vstats load=$(cut -d' ' -f1-3 /proc/loadavg)"
+  "rss_kib=$(awk '/VmRSS/{print $2}' "/proc/$pid/status") allocated_heap_kib=${alloc// /,} vhost_stats=$vstats$idle load=$(cut -d' ' -f1-3 /proc/loadavg)"
 kill -INT "$pid"; wait "$pid" 2>/dev/null || true
