@@ -4,8 +4,10 @@
 // module reports.
 //
 // State (GET /activator/v1/state?node=ID, one JSON state.Update per line):
-// a full update on connect, then a full update after every published
-// registry change. Each revision carries its hold timeout, queue depth and
+// a full update on connect, then after every published registry change
+// an incremental one with only the revisions whose state changed and the
+// keys removed (incremental.go: at 100,000 revisions a full update is
+// 6.6 MB). Each revision carries its hold timeout, queue depth and
 // ready backends with this Envoy's share of each backend's container
 // concurrency (Slots). Reports (POST /activator/v1/report, a JSON
 // state.Report): held counts become autoscaler samples (source

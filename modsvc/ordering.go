@@ -1,7 +1,6 @@
 package modsvc
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/thaw-dev/thaw/module/state"
@@ -33,15 +32,19 @@ type stream struct {
 	// a revision not yet confirmed keeps those of them still ready (they
 	// were confirmed before) and gets no new one.
 	sent map[string]map[string]bool
-	last []byte
+	// prev is each revision's state as the last message left it
+	// (incremental.go).
+	prev map[string]*state.RevisionUpdate
 	// maxHeld is sent with every update (state.Update.MaxHeld).
 	maxHeld int64
 }
 
-// next returns the encoded full update for snap (one JSON line), whether
-// it differs from the previous one, and how many ready backends it
+// next returns the next message for snap (one JSON line): the full
+// update when full (the stream's first message), else the revisions that
+// changed since the previous message (incremental.go); whether there is
+// one to send (always when full); and how many ready backends it
 // withholds until an ACK.
-func (st *stream) next(snap *revision.Snapshot, envoys, index int) (b []byte, changed bool, withheld int, err error) {
+func (st *stream) next(snap *revision.Snapshot, envoys, index int, full bool) (b []byte, changed bool, withheld int, err error) {
 	var allowed func(*revision.Revision) map[string]bool
 	if st.confirmer != nil {
 		allowed = func(r *revision.Revision) map[string]bool {
@@ -58,14 +61,15 @@ func (st *stream) next(snap *revision.Snapshot, envoys, index int) (b []byte, ch
 	u, withheld := updateWith(snap, envoys, index, allowed)
 	u.MaxHeld = st.maxHeld
 	st.remember(u)
-	b, err = json.Marshal(u)
+	msg := st.incremental(u, full)
+	if msg == nil {
+		return nil, false, withheld, nil
+	}
+	b, err = json.Marshal(msg)
 	if err != nil {
 		return nil, false, 0, err
 	}
-	b = append(b, '\n')
-	changed = !bytes.Equal(b, st.last)
-	st.last = b
-	return b, changed, withheld, nil
+	return append(b, '\n'), true, withheld, nil
 }
 
 // remember records the backends u sends per revision.

@@ -44,6 +44,24 @@ func (f *fakeConfirmer) confirm(reg *revision.Registry, k revision.Key) {
 	f.mu.Unlock()
 }
 
+// applyAddrs returns ns/a's backends after the module applied u to a
+// state in which they were prev: a full update replaces them, an
+// incremental one changes them only when it lists or removes ns/a.
+func applyAddrs(prev []string, u *state.Update) []string {
+	if slices.Contains(u.Removed, "ns/a") {
+		prev = nil
+	}
+	for _, r := range u.Revisions {
+		if r.Key == "ns/a" {
+			return addrsOf(u)
+		}
+	}
+	if u.Full {
+		return nil
+	}
+	return prev
+}
+
 // addrsOf returns the backends u sends for ns/a.
 func addrsOf(u *state.Update) []string {
 	var out []string
@@ -76,6 +94,7 @@ func TestBackendsWaitForACK(t *testing.T) {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, state.MaxMessageBytes)
+	var a []string // ns/a's backends as the module holds them
 	next := func() []string {
 		t.Helper()
 		if !sc.Scan() {
@@ -85,7 +104,8 @@ func TestBackendsWaitForACK(t *testing.T) {
 		if err != nil {
 			t.Fatalf("invalid update: %v", err)
 		}
-		return addrsOf(u)
+		a = applyAddrs(a, u)
+		return a
 	}
 	if got := next(); len(got) != 0 {
 		t.Fatalf("before any ACK: backends %v sent, want none", got)

@@ -145,7 +145,7 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		n, idx := envoys(node)
 		if first || snap.Version != last || withheld > 0 || n != lastN || idx != lastIdx {
 			lastN, lastIdx = n, idx
-			b, changed, held, err := st.next(snap, n, idx)
+			b, changed, held, err := st.next(snap, n, idx, first)
 			if err != nil {
 				s.logger().Error("activator module state", zap.Error(err))
 				return

@@ -69,6 +69,10 @@ func scale100kRows(sl *results.ScaleLarge, micro []results.GoBench) []row {
 				removalsMeasured(sl),
 			Target: "≤ 10 ms", Result: judge(atMost(sl.FlipToAckCount > 0, sl.FlipToAckP99Ms, 10)),
 			Means: "how soon Envoy routes the new way at 100k (from thaw_xds_flip_to_ack_seconds' buckets)"},
+		{What: what + ": cold-start overhead of the wakes",
+			Measured: fmt.Sprintf("p99 %.1f ms (p50 %.1f ms, %d wakes)", sl.WakeOverheadP99Ms, sl.WakeOverheadP50Ms, sl.FlipCycles),
+			Target:   "≤ 20 ms", Result: judge(atMost(sl.FlipCycles > 0 && sl.WakeOverheadP99Ms > 0, sl.WakeOverheadP99Ms, 20)),
+			Means: "what thaw and Envoy add to a cold start among this many idle revisions (the response's end minus the new backend's listening)"},
 		addRow,
 	}
 }

@@ -14,8 +14,9 @@ func TestScale100kRows(t *testing.T) {
 		Metrics: map[string]float64{"ns/op": 4e9, "add-bytes": 1632, "remove-bytes": 254, "sync-MiB": 143}}}
 	sl := &results.ScaleLarge{Scale: results.Scale{Revisions: 100000, ReadySeconds: 70, ThawRSSMiB: 1300, ThawPeakRSSMiB: 1600},
 		Active: 3, ProfileSeconds: 20, TickSeconds: 2, LoopCPUPerTickMs: 150, ProcessCPUPerTickMs: 300,
-		EndpointPushes: 20, EndpointBytes: 20 * 300, FlipToAckCount: 20, FlipToAckP99Ms: 40}
-	want := []string{info, fail, pass, pass, fail, pass} // ready, 1300 MiB, 150 ms, 300 B, 40 ms, 1632 B
+		EndpointPushes: 20, EndpointBytes: 20 * 300, FlipToAckCount: 20, FlipToAckP99Ms: 40,
+		FlipCycles: 5, WakeOverheadP50Ms: 9, WakeOverheadP99Ms: 25}
+	want := []string{info, fail, pass, pass, fail, fail, pass} // ready, 1300 MiB, 150 ms, 300 B, 40 ms, 25 ms, 1632 B
 	check := func(name string, rows []row, want []string) {
 		t.Helper()
 		if len(rows) != len(want) {
@@ -35,14 +36,24 @@ func TestScale100kRows(t *testing.T) {
 	if r := scale100kRows(&other, micro)[3]; r.Result != fail {
 		t.Errorf("flip with other types: %s, want %s (%s)", r.Result, fail, r.Measured)
 	}
+	// Wakes within the cold-start target pass; a run without wakes is not measured.
+	fast := *sl
+	fast.WakeOverheadP99Ms = 12
+	if r := scale100kRows(&fast, micro)[5]; r.Result != pass || !strings.Contains(r.Measured, "p99 12.0 ms (p50 9.0 ms, 5 wakes)") {
+		t.Errorf("cold-start row: %s (%s), want %s", r.Result, r.Measured, pass)
+	}
+	fast.FlipCycles = 0
+	if r := scale100kRows(&fast, micro)[5]; r.Result != missing {
+		t.Errorf("cold-start row without wakes: %s, want %s", r.Result, missing)
+	}
 	// A quick run (fewer revisions) is shown, not judged.
 	quick := *sl
 	quick.Revisions = 20000
 	for i, r := range scale100kRows(&quick, nil) {
-		if i < 5 && r.Result != info {
+		if i < 6 && r.Result != info {
 			t.Errorf("quick run row %d (%s): %s, want %s", i, r.What, r.Result, info)
 		}
-		if i == 5 && r.Result != missing {
+		if i == 6 && r.Result != missing {
 			t.Errorf("no micro-benchmark: %s, want %s", r.Result, missing)
 		}
 	}

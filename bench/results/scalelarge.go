@@ -67,6 +67,12 @@ type ScaleLarge struct {
 	// other paths.
 	RemovalToAckCount float64 `json:"removalToAckCount,omitempty"`
 	RemovalToAckP99Ms float64 `json:"removalToAckP99Ms,omitempty"`
+	// WakeOverhead* are the cold-start overheads of the wakes (each
+	// flipper's one waking request: its end minus the moment its new
+	// backend began listening, as scenario cold measures it), in ms, at
+	// this many revisions; p99 of a handful is their maximum.
+	WakeOverheadP50Ms float64 `json:"wakeOverheadP50Ms,omitempty"`
+	WakeOverheadP99Ms float64 `json:"wakeOverheadP99Ms,omitempty"`
 	// StatusSeconds is how long one /status answer (every revision) took,
 	// MetricsSeconds one /metrics scrape, both before the flips.
 	StatusSeconds  float64 `json:"statusSeconds"`

@@ -123,9 +123,9 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick, res.EnvoyCPUCores)
 
 	flipErr := measureFlips(e, th, flippers, res)
-	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms); cluster removals ACKed p99 %.1f ms (%.0f)",
+	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms); cluster removals ACKed p99 %.1f ms (%.0f); cold-start overhead of the wakes p50 %.1f ms p99 %.1f ms",
 		res.FlipCycles, res.BackAtZero, res.EndpointPushes, res.BytesPerPush(), res.OtherBytes, res.FlipToAckP50Ms, res.FlipToAckP99Ms, res.FlipToAckCount,
-		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount)
+		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount, res.WakeOverheadP50Ms, res.WakeOverheadP99Ms)
 	res.LoadRequests, res.LoadErrors = load.stop()
 	var loadErr error
 	if res.LoadErrors > 0 {
@@ -272,17 +272,14 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 		mark = now
 		return nil
 	}
+	var overhead []float64
 	waitErr := func() error {
 		for _, r := range flippers {
-			ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
-			body, err := getHost(ctx, th.httpURL+"/", r.host())
-			cancel()
+			s, err := coldAt(e.ctx, c, th.httpURL, r)
 			if err != nil {
 				return fmt.Errorf("waking %s: %w", r.name, err)
 			}
-			if !strings.Contains(body, r.name) {
-				return fmt.Errorf("waking %s: answered %q", r.name, body)
-			}
+			overhead = append(overhead, s.OverheadMs)
 			if err := th.waitRows(e.ctx, time.Minute, r.name+" in serve mode", func(s revStatus) bool {
 				return s.Mode == "serve"
 			}, r.name); err != nil {
@@ -321,6 +318,8 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	if err := phase(sleep); err != nil {
 		return errors.Join(waitErr, err)
 	}
+	res.WakeOverheadP50Ms = results.Quantile(overhead, 0.5)
+	res.WakeOverheadP99Ms = results.Quantile(overhead, 0.99)
 	after := mark
 	d := func(k string) float64 { return after[k] - before[k] }
 	res.EndpointPushes = d(`thaw_xds_pushes_total{type="endpoints"}`)

@@ -15,9 +15,12 @@ import (
 // addition made a start with N revisions O(N²) (docs/scaling.md, *Idle
 // revisions on the module*).
 type Table struct {
-	mu       sync.Mutex // writers of revs and n
-	revs     sync.Map   // key -> *Revision; entries are never deleted
-	n        int        // len(revs), under mu
+	mu   sync.Mutex // writers of revs and n
+	revs sync.Map   // key -> *Revision; entries are never deleted
+	n    int        // len(revs), under mu
+	// all lists revs in insertion order, appended under mu; entries below
+	// a length read under mu never change (see each).
+	all      []*Revision
 	defaults RevisionUpdate
 
 	onPoke atomic.Pointer[func(key string)]
@@ -87,13 +90,20 @@ func (t *Table) Lookup(key string) *Revision {
 	return nil
 }
 
-// each calls fn for every revision (sync.Map.Range: a revision added
-// meanwhile may or may not be seen).
+// each calls fn for every revision added before the call (one added
+// meanwhile may or may not be seen). It walks t.all, not the sync.Map:
+// the reporter walks every revision each report interval, and at 100,000
+// revisions sync.Map.Range made that ~40 ms of CPU a second inside an
+// idle Envoy (BenchmarkReportWalk100k; docs/scaling.md). The slice header
+// is read under mu; an append past its length writes memory the walk
+// never reads (or a new array), so the walk itself takes no lock.
 func (t *Table) each(fn func(key string, r *Revision)) {
-	t.revs.Range(func(k, v any) bool {
-		fn(k.(string), v.(*Revision))
-		return true
-	})
+	t.mu.Lock()
+	all := t.all
+	t.mu.Unlock()
+	for _, r := range all {
+		fn(r.Key, r)
+	}
 }
 
 // Revision returns the revision with key, adding it (unknown: no backends,
@@ -115,6 +125,7 @@ func (t *Table) Revision(key string) *Revision {
 	r := newRevision(t, key)
 	r.limits.Store(&limits{queueDepth: t.defaults.QueueDepth, holdTimeout: t.defaults.HoldTimeout()})
 	t.revs.Store(key, r)
+	t.all = append(t.all, r)
 	t.n++
 	return r
 }

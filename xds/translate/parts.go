@@ -40,7 +40,7 @@ func NewParts(cfg *Config) *Parts {
 		prefixAll:      &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 		noTimeout:      durationpb.New(0),
 		defaultTimeout: durationpb.New(RouteTimeouts{}.routeTimeout()),
-		retryPolicy:    mustRetryPolicy(),
+		retryPolicy:    revisionRetryPolicy(cfg),
 		edsType:        &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		edsConfig:      &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource()},
 		connectTimeout: durationpb.New(cfg.ConnectTimeout),
