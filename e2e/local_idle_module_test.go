@@ -14,35 +14,22 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
-// TestLocalModuleIdleClusters runs `thaw local --activator=module
-// --idle-hold-path` with real Envoy: revisions at zero have no cluster in
-// Envoy; a request for one is held by the module, wakes it and is
-// answered by its backend, even when the client sends an x-thaw-cluster
-// header naming another (awake) revision's cluster: the module
-// overwrites it, and the backend never receives the header (the route
-// removes it after the router picked the cluster). The woken revision gets its cluster without any route
-// change (the virtual hosts' versions in Envoy's config_dump stay the
-// same), a 10% split member at zero is woken by its share and a 0% one
-// never gets a cluster, and back at zero the cluster is removed (the
-// return to zero timed to Envoy's ACK of the removal).
+// TestLocalModuleIdleClusters runs `thaw local --activator=module` with
+// real Envoy, the idle hold path on by default (no flag given): revisions
+// at zero have no cluster in Envoy; a request for one is held by the
+// module, wakes it and is answered by its backend, even when the client
+// sends an x-thaw-cluster header naming another (awake) revision's
+// cluster: the module overwrites it, and the backend never receives the
+// header (the route removes it after the router picked the cluster). The
+// woken revision gets its cluster without any route change (the virtual
+// hosts' versions in Envoy's config_dump stay the same), a 10% split
+// member at zero is woken by its share (its cluster and assignment alone,
+// the fast path) and a 0% one never gets a cluster, and back at zero the
+// cluster is removed (the return to zero timed to Envoy's ACK of the
+// removal).
 func TestLocalModuleIdleClusters(t *testing.T) {
-	atZero := fast(map[string]string{"initial-scale": "0"})
-	th := harness.StartThaw(t, harness.ThawOptions{Args: append(moduleArgs(t), "--idle-hold-path"), Config: localConfig(t,
-		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond, Autoscaling: atZero},
-		revisionYAML{Name: "other", Host: "other.test", Autoscaling: atZero},
-		revisionYAML{Name: "v1", Host: "shop.test", Traffic: "{percent: 90}", Autoscaling: fast(map[string]string{"min-scale": "1"})},
-		revisionYAML{Name: "v2", Host: "shop.test", Traffic: "{percent: 10, tag: canary}", Autoscaling: atZero},
-		revisionYAML{Name: "v3", Host: "shop.test", Traffic: "{percent: 0, tag: zero}", Autoscaling: atZero},
-	)})
-	envoy := &envoyAdmin{url: th.EnvoyAdminURL}
-	hasCluster := func(name string) bool {
-		t.Helper()
-		out, err := envoy.get("/clusters")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Contains(out, name+"::")
-	}
+	f := startIdleFleet(t, moduleArgs(t), fast(map[string]string{"min-scale": "1"}))
+	th, envoy, hasCluster := f.th, f.envoy, f.hasCluster
 	routes := func() string {
 		t.Helper()
 		out, err := envoy.get("/config_dump?resource=dynamic_route_configs")
@@ -53,11 +40,7 @@ func TestLocalModuleIdleClusters(t *testing.T) {
 	}
 	waitStatus(t, th, "local/v1", 20*time.Second, "v1 ready", func(r map[string]any) bool { return num(r, "ready") >= 1 })
 	waitUntil(t, "v1's cluster in Envoy", 10*time.Second, func() bool { return hasCluster("rev_local_v1") })
-	for _, c := range []string{"rev_local_cold", "rev_local_other", "rev_local_v2", "rev_local_v3"} {
-		if hasCluster(c) {
-			t.Fatalf("Envoy has cluster %s for a revision at zero", c)
-		}
-	}
+	f.checkNoClusterAtZero()
 	if hasCluster("thaw_hold") {
 		t.Fatal("Envoy has a thaw_hold cluster with the module")
 	}
@@ -91,19 +74,10 @@ func TestLocalModuleIdleClusters(t *testing.T) {
 	}
 
 	// The split: v2 (10%) is woken by its share; v3 (0%) never.
-	counts, failed, fails := splitLoad(ctx, th, "shop.test", 300, 10)
-	if failed > 0 || counts["v1"]+counts["v2"] != 300 || counts["v2"] == 0 {
-		t.Fatalf("300 requests to shop.test: %v, %d failed (%v); want v1 and v2 only, v2 > 0", counts, failed, fails)
-	}
-	if hasCluster("rev_local_v3") {
-		t.Error("the 0% revision at zero got a cluster")
-	}
+	f.checkSplit(ctx)
 
 	// Back to zero: the cluster is removed.
-	waitStatus(t, th, "local/cold", 40*time.Second, "scaled to zero", func(r map[string]any) bool {
-		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
-	})
-	waitUntil(t, "cold's cluster removed", 10*time.Second, func() bool { return !hasCluster("rev_local_cold") })
+	f.waitColdBackToZero()
 	// The return to zero is timed to Envoy's ACK of the removal (cold's,
 	// and v2's if it is back at zero already).
 	waitUntil(t, "the return to zero timed in thaw_xds_removal_to_ack_seconds", 10*time.Second, func() bool {

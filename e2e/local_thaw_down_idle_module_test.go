@@ -13,8 +13,8 @@ import (
 	"github.com/thaw-dev/thaw/e2e/harness"
 )
 
-// TestLocalModuleIdleThawDown: `thaw local --activator=module
-// --idle-hold-path` with thaw killed (issue 28's "the failover when thaw
+// TestLocalModuleIdleThawDown: `thaw local --activator=module` (the idle
+// hold path is its default) with thaw killed (issue 28's "the failover when thaw
 // is unreachable"). Envoy keeps its last configuration and the module its
 // last state: the warm revision keeps serving (and its backend still never
 // sees x-thaw-cluster); the revision at zero, which has no cluster in
@@ -29,7 +29,7 @@ func TestLocalModuleIdleThawDown(t *testing.T) {
 		revisionYAML{Name: "cold", Host: "cold.test", StartupDelay: 100 * time.Millisecond,
 			Autoscaling: fast(map[string]string{"initial-scale": "0", "hold-timeout": holdTimeout.String()})},
 	)
-	args := append(moduleArgs(t), "--idle-hold-path")
+	args := moduleArgs(t) // the idle hold path by default
 	first := harness.StartThaw(t, harness.ThawOptions{Config: cfg, Args: args})
 	envoy := &envoyAdmin{url: first.EnvoyAdminURL}
 	hasCluster := func(name string) bool {

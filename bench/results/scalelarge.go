@@ -22,6 +22,10 @@ type ScaleLarge struct {
 	// EnvoySyncCPUSeconds is Envoy's CPU time from its start to thaw's
 	// ready (the initial sync).
 	EnvoySyncCPUSeconds float64 `json:"envoySyncCPUSeconds"`
+	// ThawSyncCPUSeconds is thaw's CPU time (all threads, /proc) from its
+	// start to its ready: with EnvoySyncCPUSeconds, what start to every
+	// Envoy ACK costs in CPU, whatever the machine's load adds in waiting.
+	ThawSyncCPUSeconds float64 `json:"thawSyncCPUSeconds,omitempty"`
 	// Tick: thaw was profiled (/debug/pprof/profile) for ProfileSeconds
 	// while the idle revisions ticked every TickSeconds. LoopCPUPerTickMs
 	// is the CPU of the samples in the decision loops

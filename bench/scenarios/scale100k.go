@@ -89,7 +89,10 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 	if cpu, err := harness.CPUTime(epid); err == nil {
 		res.EnvoySyncCPUSeconds = cpu.Seconds()
 	}
-	e.logf("scale100k: ready in %.1f s (Envoy's CPU %.1f s)", res.ReadySeconds, res.EnvoySyncCPUSeconds)
+	if cpu, err := harness.CPUTime(pid); err == nil {
+		res.ThawSyncCPUSeconds = cpu.Seconds()
+	}
+	e.logf("scale100k: ready in %.1f s (Envoy's CPU %.1f s, thaw's %.1f s)", res.ReadySeconds, res.EnvoySyncCPUSeconds, res.ThawSyncCPUSeconds)
 
 	names := make([]string, len(active))
 	for i, r := range active {

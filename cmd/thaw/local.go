@@ -37,7 +37,7 @@ type localFlags struct {
 	tick           time.Duration
 	revMetrics     bool
 	holdBudget     time.Duration
-	idleHoldPath   bool
+	idleHoldPath   idleHoldPathFlag
 	msgTimeout     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
@@ -90,7 +90,7 @@ unavailable module an error.`,
 	fl.DurationVar(&f.tick, "tick", 2*time.Second, "autoscaler decision period per revision")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
-	fl.BoolVar(&f.idleHoldPath, "idle-hold-path", false, idleHoldPathUsage)
+	f.idleHoldPath.add(fl)
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
@@ -139,7 +139,6 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	}
 	xcfg.HTTPAddress, xcfg.HTTPPort, xcfg.HoldBudget = f.httpAddress, uint32(f.httpPort), f.holdBudget
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
-	xcfg.IdleHoldPath = f.idleHoldPath
 	xcfg.AccessLogPath = f.accessLog
 	if xcfg.AccessLogPath == "" && f.dev {
 		xcfg.AccessLogPath = filepath.Join(stateDir, "access.log")
@@ -150,6 +149,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		return err
 	}
 	xcfg.Module = act.Module
+	xcfg.IdleHoldPath = f.idleHoldPath.resolve(logger, cmd.Flags(), xcfg.Module != nil, f.eg.enabled)
 	if xcfg.Module != nil && f.eg.enabled {
 		// EG's Envoys (on this host) load the module and reach thaw's
 		// admin address directly; each names itself (--service-node), so
@@ -360,10 +360,3 @@ func defaultStateDir(f *localFlags) (string, error) {
 	}
 	return filepath.Join(base, "thaw", "local-"+strconv.Itoa(f.httpPort)), nil
 }
-
-// idleHoldPathUsage is the help of --idle-hold-path (thaw local, thaw run).
-const idleHoldPathUsage = "give a revision without any backend no cluster in Envoy (an idle revision costs Envoy one virtual host " +
-	"instead of a cluster, its endpoints and stats). With --activator=module every revision route takes its cluster from " +
-	"a header the module writes, so waking and going idle add or remove the cluster only; with ext_proc the route leads to " +
-	"a shared hold path and waking and going idle change its virtual host, which makes Envoy rebuild its route table " +
-	"(docs/scaling.md); off with Envoy Gateway"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/kubernetes"
@@ -44,7 +45,7 @@ type runFlags struct {
 	holdBudget       time.Duration
 	msgTimeout       time.Duration
 	inlineRoutes     bool
-	idleHoldPath     bool
+	idleHoldPath     idleHoldPathFlag
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
 	limits           app.Limits
@@ -69,7 +70,7 @@ See docs/kubernetes.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWithSignals(cmd, g, func(ctx context.Context, logger *zap.Logger) error {
 				f.dev = g.dev
-				return runKube(ctx, logger, f)
+				return runKube(ctx, logger, f, cmd.Flags())
 			})
 		},
 	}
@@ -94,7 +95,7 @@ See docs/kubernetes.md.`,
 	fl.StringVar(&f.accessLog, "access-log", "", "JSON access log path inside the Envoy fleet's pods for listener thaw_http (default: off; with --dev, /dev/stdout)")
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
-	fl.BoolVar(&f.idleHoldPath, "idle-hold-path", false, idleHoldPathUsage)
+	f.idleHoldPath.add(fl)
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
@@ -115,7 +116,7 @@ See docs/kubernetes.md.`,
 	return cmd
 }
 
-func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
+func runKube(ctx context.Context, logger *zap.Logger, f *runFlags, fl *pflag.FlagSet) error {
 	cfg, err := kube.LoadRESTConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -149,7 +150,6 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	}
 	xcfg.ExtProcMessageTimeout = f.msgTimeout
 	xcfg.InlineRoutes = f.inlineRoutes
-	xcfg.IdleHoldPath = f.idleHoldPath
 	maxHeld, err := f.files.budget(logger, &xcfg)
 	if err != nil {
 		return err
@@ -157,6 +157,7 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags) error {
 	if xcfg.Module, err = f.module.moduleConfig(); err != nil {
 		return err
 	}
+	xcfg.IdleHoldPath = f.idleHoldPath.resolve(logger, fl, xcfg.Module != nil, f.eg.enabled)
 	var moduleAddress string
 	var modTLS *tls.Config
 	if xcfg.Module != nil {

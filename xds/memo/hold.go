@@ -1,6 +1,8 @@
 package memo
 
 import (
+	"fmt"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -31,15 +33,17 @@ func (t *Translator) Confirm(key revision.Key) (ref ConfirmRef, ok bool) {
 	return t.confirm[key], true
 }
 
-// idleConfirmRefs returns the ConfirmRef of every idle revision of tl;
-// plan gives the split hosts.
-func idleConfirmRefs(tl *Translation, memo map[revision.Key]*memoEntry, plan *translate.RoutePlan) (map[revision.Key]ConfirmRef, error) {
+// idleConfirmRefs returns the ConfirmRef of every revision of tl that
+// wants one (wantsConfirmRef: the idle ones, and with the module's
+// cluster routes those without a virtual host of their own); plan gives
+// the split hosts.
+func (t *Translator) idleConfirmRefs(tl *Translation, memo map[revision.Key]*memoEntry, plan *translate.RoutePlan) (map[revision.Key]ConfirmRef, error) {
 	var splitOf map[revision.Key]string
 	out := map[revision.Key]ConfirmRef{}
 	var routeRef *ConfirmRef
 	var hashes map[string]string // virtual host name -> version (not encoded)
 	for k, m := range memo {
-		if !m.idle() {
+		if !t.wantsConfirmRef(m) {
 			continue
 		}
 		name := translate.VirtualHostName(m.name)
@@ -89,15 +93,36 @@ func idleConfirmRefs(tl *Translation, memo map[revision.Key]*memoEntry, plan *tr
 	return out, nil
 }
 
+// wantsConfirmRef reports whether the full Translation records m's
+// ConfirmRef: when it is idle, and, with the module's cluster routes
+// (translate.ClusterRoutes), when it has no virtual host of its own (a
+// split member whose hosts are all split): its ref is then its split
+// host's virtual host, which a wake or a return to zero never changes,
+// so Transition finds it when the member goes idle on the fast path.
+func (t *Translator) wantsConfirmRef(m *memoEntry) bool {
+	return m.idle() || (translate.ClusterRoutes(t.cfg) && len(m.domains) == 0)
+}
+
 // fastTransition reports whether rev, waking or going idle, can take the
-// fast path (EndpointChanges): its virtual host is its own VHDS resource,
-// so the transition changes that virtual host, its cluster and its
-// endpoints and nothing else. A member of a traffic split (its split
-// host's virtual host names it) or a translator with inline routes (one
-// route configuration for everything) needs a full Translation.
+// fast path (EndpointChanges). With the module's cluster routes
+// (translate.ClusterRoutes) every revision can, split members too: no
+// route names anything that changes (a split member's weighted cluster
+// takes the module's header as its own routes do), so a wake or a return
+// to zero is its cluster and assignment only. Otherwise its virtual host
+// must be its own VHDS resource, so the transition changes that virtual
+// host, its cluster and its endpoints and nothing else: a member of a
+// traffic split (its split host's virtual host names its target) or a
+// translator with inline routes (one route configuration for everything)
+// needs a full Translation.
 func (t *Translator) fastTransition(rev *revision.Revision) bool {
 	m := t.memo[rev.Key]
-	return !t.cfg.InlineRoutes && rev.Spec.TrafficPercent == nil && m != nil && len(m.domains) > 0
+	if m == nil || t.cfg.InlineRoutes {
+		return false
+	}
+	if translate.ClusterRoutes(t.cfg) {
+		return true
+	}
+	return rev.Spec.TrafficPercent == nil && len(m.domains) > 0 && !t.inSplit[rev.Key]
 }
 
 // Transition is what changes in Envoy when a revision wakes or goes idle
@@ -133,6 +158,15 @@ func (t *Translator) Transition(key revision.Key) (tr Transition, ok bool, err e
 	tr = Transition{Idle: m.idle(), ClusterName: m.name, VirtualHostName: translate.VirtualHostName(m.name),
 		VirtualHost: m.res.vhost, VirtualHostEnc: m.res.vhostEnc, Cluster: m.res.cluster, ClusterEnc: m.res.clusterEnc,
 		Endpoints: m.res.cla, KeepsRoutes: translate.ClusterRoutes(t.cfg)}
+	if len(m.domains) == 0 {
+		// A split member on cluster routes (fastTransition): its
+		// ConfirmRef, its split host's virtual host, was recorded by the
+		// full Translation (wantsConfirmRef) and no transition changes it.
+		if _, ok := t.confirm[key]; !ok {
+			return Transition{}, false, fmt.Errorf("revision %s: no confirming resource recorded", key)
+		}
+		return tr, true, nil
+	}
 	if !tr.Idle {
 		delete(t.confirm, key)
 		return tr, true, nil

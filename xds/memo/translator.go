@@ -58,6 +58,9 @@ type Translator struct {
 	// confirm holds the ConfirmRef of every idle revision of the last
 	// full Translation and those the fast path changed since (hold.go).
 	confirm map[revision.Key]ConfirmRef
+	// inSplit holds the members of the last full Translation's splits
+	// (fastTransition).
+	inSplit map[revision.Key]bool
 }
 
 // memoEntry is one revision's last translation and its inputs.
@@ -138,7 +141,7 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		}
 		maps.Copy(failed, fails)
 	}
-	t.memo, t.splitMemo = b.memo, b.splitMemo
+	t.memo, t.splitMemo, t.inSplit = b.memo, b.splitMemo, b.inSplit
 	out := &translate.Resources{Skipped: plan.Skipped, SkippedSplits: plan.SkippedSplits,
 		Endpoints: make([]*endpointv3.ClusterLoadAssignment, 0, len(b.memo))}
 	tl := &Translation{Resources: out}
@@ -207,7 +210,7 @@ func (t *Translator) Translate(snap *revision.Snapshot) (*Translation, error) {
 		return cmp.Compare(a.GetClusterName(), b.GetClusterName())
 	})
 	slices.SortFunc(out.Listeners, func(a, b *listenerv3.Listener) int { return cmp.Compare(a.GetName(), b.GetName()) })
-	confirm, err := idleConfirmRefs(tl, b.memo, plan)
+	confirm, err := t.idleConfirmRefs(tl, b.memo, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +248,8 @@ type built struct {
 	// instead, by name, when the translator encodes them.
 	vhosts    []*routev3.VirtualHost
 	encVhosts map[string]*encoded.Resource
+	// inSplit holds the members of plan's splits.
+	inSplit map[revision.Key]bool
 }
 
 // encodeVirtualHosts returns the virtual hosts of enc (kept encoded) and
@@ -290,6 +295,12 @@ func (t *Translator) build(revs []*revision.Revision, plan *translate.RoutePlan)
 		}
 	}
 	for _, g := range plan.Splits {
+		for _, m := range g.Members {
+			if b.inSplit == nil {
+				b.inSplit = map[revision.Key]bool{}
+			}
+			b.inSplit[m.Key] = true
+		}
 		vh, sig, err := t.splitVirtualHost(g, b.memo)
 		if err != nil {
 			for _, m := range g.Members {

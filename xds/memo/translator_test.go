@@ -88,6 +88,7 @@ func TestMemoisedTranslationMatchesTranslate(t *testing.T) {
 					t.Fatalf("step %d (%s): memoised resources differ from Translate (-want +got):\n%s", step, h.last,
 						cmp.Diff(wantBy, held, protocmp.Transform()))
 				}
+				checkConfirmRefs(t, tr, &cfg, encode, snap, step, h.last)
 			}
 			if fast == 0 {
 				t.Errorf("the fast path never ran: the history does not test it")
@@ -410,7 +411,9 @@ func applyFastChange(t *testing.T, tr *Translator, held map[string]map[string]ty
 	if err != nil || !ok {
 		t.Fatalf("Transition(%s): %v, %v", key, ok, err)
 	}
-	held[resourcev3.VirtualHostType][x.VirtualHostName] = decoded(resourcev3.VirtualHostType, x.VirtualHost, x.VirtualHostEnc)
+	if !x.KeepsRoutes { // as the server: cluster routes change no virtual host
+		held[resourcev3.VirtualHostType][x.VirtualHostName] = decoded(resourcev3.VirtualHostType, x.VirtualHost, x.VirtualHostEnc)
+	}
 	if x.Idle {
 		delete(held[resourcev3.ClusterType], name)
 		delete(held[resourcev3.EndpointType], name)
@@ -444,4 +447,26 @@ func (h *history) splitStep() {
 	}}
 	h.reg.SetSplit(s)
 	h.last += fmt.Sprintf("split %s on %v: %s; ", key, s.Hosts, s.Describe())
+}
+
+// checkConfirmRefs checks that tr confirms every revision of snap by the
+// resource a fresh full translation of snap names (memo.Confirm), so a
+// revision that went idle on the fast path (a split member too, with
+// cluster routes) is confirmed as after a full Translation.
+func checkConfirmRefs(t *testing.T, tr *Translator, cfg *translate.Config, encode bool, snap *revision.Snapshot, step int, last string) {
+	t.Helper()
+	fresh, err := New(cfg, encode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := fresh.Translate(snap); res == nil {
+		t.Fatalf("step %d (%s): fresh translation failed", step, last)
+	}
+	for k := range fresh.memo {
+		want, wantIdle := fresh.Confirm(k)
+		got, gotIdle := tr.Confirm(k)
+		if want != got || wantIdle != gotIdle {
+			t.Fatalf("step %d (%s): Confirm(%s) = %+v, %v; a full translation gives %+v, %v", step, last, k, got, gotIdle, want, wantIdle)
+		}
+	}
 }

@@ -1,0 +1,97 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/thaw-dev/thaw/api/v1alpha1"
+	"github.com/thaw-dev/thaw/e2e/harness"
+	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/revision"
+)
+
+// TestKubeModuleIdleHoldPath runs `thaw run --activator=module` (the idle
+// hold path is its default) against the real control plane with a real
+// Envoy loading the module: a Revision at zero has no cluster in Envoy's
+// config_dump while its virtual host routes through the module's header;
+// a request wakes it through /scale and is served, the cluster appears;
+// once the Revision is back at zero (/scale 0), its cluster is removed
+// from Envoy again.
+func TestKubeModuleIdleHoldPath(t *testing.T) {
+	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
+	c := env.Cluster
+	installRevisionCRD(t, env)
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "idle"
+	createNamespace(t, c, ns)
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), smokeDeployment(ns, "hello", 8080, 0), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRevision(t, dyn.Resource(v1alpha1.RevisionsResource).Namespace(ns), ns, "hello", map[string]any{
+		"scaleTargetRef": deployRef("hello"), "port": 8080, "hosts": []any{"hello.example.com"},
+		"autoscaling": map[string]any{"window": "6s", "scaleToZeroGracePeriod": "1s", "target": 5, "targetBurstCapacity": 0},
+	})
+
+	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
+	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
+	modulePort, bridgePort := harness.FreePort(t), harness.FreePort(t)
+	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, "--activator=module", "--activator-module="+moduleObject(t),
+		fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort))
+	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-fleet", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		Module: &envoy.ModuleBridge{Address: fmt.Sprintf("127.0.0.1:%d", modulePort), ListenPort: uint32(bridgePort)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: []string{"--service-node", "envoy-a"}, Name: "envoy-a"})
+	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+
+	key := revision.Key{Namespace: ns, Name: "hello"}
+	cluster := `"` + revision.ClusterName(key) + `"`
+	dump := func(resource string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		out, _, err := proxy.Admin(ctx, "/config_dump?resource="+resource)
+		if err != nil {
+			t.Fatalf("config_dump %s: %v", resource, err)
+		}
+		return out
+	}
+	hasCluster := func() bool { return strings.Contains(dump("dynamic_active_clusters"), cluster) }
+	waitStatus(t, th, ns+"/hello", 30*time.Second, "the Revision at zero in proxy mode", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") == 0
+	})
+	waitEnvoyRoutes(t, proxy, key)
+	if routes := dump("dynamic_route_configs"); !strings.Contains(routes, `"cluster_header": "x-thaw-cluster"`) {
+		t.Fatalf("the Revision's route does not take its cluster from the module's header:\n%.2000s", routes)
+	}
+	if hasCluster() {
+		t.Fatalf("Envoy has cluster %s for a Revision at zero", cluster)
+	}
+
+	coldStart(t, th, run, "hello.example.com", ns+"/hello-")
+	if err := pollFor(t, hasCluster); err != nil {
+		t.Fatalf("the woken Revision's cluster %s never reached Envoy: %v", cluster, err)
+	}
+
+	waitStatus(t, th, ns+"/hello", 45*time.Second, "back at zero", func(r map[string]any) bool {
+		return r["mode"] == "proxy" && num(r, "ready") == 0 && num(r, "desired") == 0
+	})
+	if sc, err := c.Client.AppsV1().Deployments(ns).GetScale(t.Context(), "hello", metav1.GetOptions{}); err != nil || sc.Spec.Replicas != 0 {
+		t.Fatalf("/scale replicas = %v, %v; want 0", sc, err)
+	}
+	if err := pollFor(t, func() bool { return !hasCluster() }); err != nil {
+		t.Fatalf("cluster %s still in Envoy after the Revision went back to zero: %v", cluster, err)
+	}
+}
