@@ -67,17 +67,24 @@ func (s *Server) applyChanged(ctx context.Context, snap *revision.Snapshot, chan
 // cluster, then, once every Envoy ACKed it, their cluster and endpoints
 // are removed), through the stages of a full apply (apply, applyRoutes).
 func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, trans []*revision.Revision, start time.Time) error {
-	st := &staged{snap: snap, start: start,
+	st := &staged{snap: snap, start: start, fast: true,
 		cds: newChange(resourcev3.ClusterType), eds: newChange(resourcev3.EndpointType),
 		lds: newChange(resourcev3.ListenerType), rds: newChange(resourcev3.RouteType),
 		vhds: newChange(resourcev3.VirtualHostType)}
 	names := make([]string, len(trans))
+	var ahead map[string]bool
 	for i, r := range trans {
 		tr, ok, err := s.tr.Transition(r.Key)
 		if err != nil || !ok {
 			return err
 		}
 		names[i] = tr.ClusterName
+		if !tr.Idle && len(r.Backends) == 0 { // translate.ClusterAhead
+			if ahead == nil {
+				ahead = map[string]bool{}
+			}
+			ahead[tr.ClusterName] = true
+		}
 		if !tr.KeepsRoutes { // with the module's cluster routes nothing routes differently
 			if err := addOne(st.vhds, tr.VirtualHostName, tr.VirtualHost, tr.VirtualHostEnc); err != nil {
 				return err
@@ -113,7 +120,7 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 	if len(st.vhds.upd) == 0 {
 		// Cluster routes (translate.ClusterRoutes): no virtual host waits
 		// for the new clusters, and the removed ones are no route's.
-		s.startWakeFlips(st.eds.added, versions, start)
+		s.startWakeFlips(st.eds.added, ahead, versions, start)
 		return s.finishApply(ctx, st)
 	}
 	if len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{

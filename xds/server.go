@@ -134,6 +134,10 @@ type flip struct {
 	// back at zero on the module's cluster routes, startSleepFlips),
 	// done when no stream holds it any more.
 	removal bool
+	// ahead: the assignment of a cluster added before the revision's
+	// first backend (translate.ClusterAhead), timed apart from flips
+	// (thaw_xds_wake_cluster_to_ack_seconds).
+	ahead bool
 }
 
 // NewServer returns a Server with empty caches. Register it on a gRPC

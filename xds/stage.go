@@ -75,7 +75,8 @@ func (s *Server) finishApply(ctx context.Context, st *staged) error {
 	}
 	s.metrics.applySeconds.Observe(s.clock.Since(st.start).Seconds())
 	s.notify.broadcast()
-	s.log.Debug("applied snapshot", zap.Uint64("snapshot", st.snap.Version),
+	s.log.Debug("applied snapshot", zap.Uint64("snapshot", st.snap.Version), zap.Bool("fast", st.fast),
+		zap.Duration("took", s.clock.Since(st.start)),
 		zap.Int("clusters", len(st.cds.upd)), zap.Int("endpoints", len(st.eds.upd)),
 		zap.Int("routes", len(st.rds.upd)), zap.Int("virtualHosts", len(st.vhds.upd)), zap.Int("listeners", len(st.lds.upd)),
 		zap.Int("removed", len(st.cds.del)+len(st.eds.del)+len(st.lds.del)+len(st.rds.del)+len(st.vhds.del)))
@@ -106,6 +107,9 @@ type stageWait struct {
 type staged struct {
 	snap  *revision.Snapshot
 	first bool
+	// fast: the endpoint fast path's transitions (applyTransitions), not
+	// a full translation (apply).
+	fast  bool
 	start time.Time
 
 	cds, eds, lds, rds, vhds *change
