@@ -93,6 +93,7 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 		if tr.Idle {
 			st.cds.del = append(st.cds.del, tr.ClusterName)
 			st.eds.del = append(st.eds.del, tr.ClusterName)
+			st.sleeping = append(st.sleeping, tr.ClusterName)
 			continue
 		}
 		if err := addOne(st.cds, tr.ClusterName, tr.Cluster, tr.ClusterEnc); err != nil {

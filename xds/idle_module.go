@@ -68,12 +68,16 @@ func (s *Server) completeRemoval(name string, f flip, now time.Time, acked bool)
 // sleepRemovals returns the clusters st removes whose revision is still
 // in st.snap, with the module's cluster routes (translate.ClusterRoutes)
 // and after the first apply: revisions back at zero, whether the fast
-// path (applyTransitions) or a full apply removes them; a deleted
-// revision's cluster is not a return to zero. Nil otherwise. The
-// revisions are walked only when clusters go, until each is found.
+// path (applyTransitions, which names them) or a full apply removes
+// them; a deleted revision's cluster is not a return to zero. Nil
+// otherwise. A full apply's revisions are walked only when clusters go,
+// until each is found.
 func (s *Server) sleepRemovals(st *staged) []string {
 	if st.first || len(st.cds.del) == 0 || st.snap == nil || !translate.ClusterRoutes(&s.cfg) {
 		return nil
+	}
+	if st.fast { // applyTransitions: its idle revisions, no walk (O(changed))
+		return st.sleeping
 	}
 	gone := make(map[string]bool, len(st.cds.del))
 	for _, n := range st.cds.del {

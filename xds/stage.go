@@ -111,6 +111,10 @@ type staged struct {
 	// a full translation (apply).
 	fast  bool
 	start time.Time
+	// sleeping are the clusters of the fast path's revisions that went
+	// idle (applyTransitions knows them: sleepRemovals need not walk
+	// every revision to find them).
+	sleeping []string
 
 	cds, eds, lds, rds, vhds *change
 
