@@ -105,6 +105,12 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 		st.cds.added = append(st.cds.added, tr.ClusterName)
 		st.eds.added = append(st.eds.added, tr.ClusterName)
 	}
+	if len(st.vhds.upd) == 0 {
+		// Cluster routes (translate.ClusterRoutes): no virtual host waits
+		// for the new clusters. Timed before the update goes out (an
+		// Envoy may ACK it before this goroutine runs again).
+		s.startWakeFlips(st.eds.added, ahead, st.eds.ver, start)
+	}
 	if err := s.upsert(st.cds); err != nil {
 		return err
 	}
@@ -119,9 +125,7 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 	s.mu.Unlock()
 	s.notify.broadcast()
 	if len(st.vhds.upd) == 0 {
-		// Cluster routes (translate.ClusterRoutes): no virtual host waits
-		// for the new clusters, and the removed ones are no route's.
-		s.startWakeFlips(st.eds.added, ahead, versions, start)
+		// The removed clusters are no route's either.
 		return s.finishApply(ctx, st)
 	}
 	if len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{

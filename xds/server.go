@@ -107,6 +107,10 @@ type Server struct {
 	firstAck     chan struct{}
 	firstAckOnce sync.Once
 
+	// beforeUpdate, set by tests only, is called with each change just
+	// before it goes to its cache (from where streams send it at once).
+	beforeUpdate atomic.Pointer[func(typeURL string, c *change)]
+
 	lim        Limits
 	limMetrics *limitMetrics
 	excluded   excludedLog

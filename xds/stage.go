@@ -37,10 +37,10 @@ func (s *Server) applyRoutes(ctx context.Context, st *staged) error {
 	// Virtual hosts change in one cache update, removals included: a host
 	// moving from one virtual host to another (a revision joining a
 	// split) must never be in two at once, or Envoy rejects the update.
+	s.startFlips(st.vhds, st.first, st.start) // before the update goes out
 	if err := s.replace(st.vhds); err != nil {
 		return err
 	}
-	s.startFlips(st.vhds, st.first, st.start)
 	removing := len(st.cds.del)+len(st.eds.del)+len(st.lds.del)+len(st.rds.del) > 0
 	if !st.first && removing {
 		var waits []stageWait

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -125,5 +126,60 @@ func TestModuleWakeClusterAheadWithoutBackend(t *testing.T) {
 	waitFor(t, "idle again, confirmed", func() bool { return f.srv.ConfirmedEverywhere(keyA, generation(f, keyA)) })
 	if n := flipCount(f); n != 0 {
 		t.Fatalf("flips observed %d, want 0 (no backend came)", n)
+	}
+}
+
+// TestFlipsTimedBeforeTheUpdateGoesOut: every flip-to-ACK timer (a
+// ClusterLoadAssignment change, a wake with its cluster) is started
+// before the change reaches its cache, from where a stream sends it at
+// once: an Envoy may ACK it before the applying goroutine runs again,
+// and a timer started after that ACK waits for the resource's next ACK
+// (seconds later), a false tail. Checked at the cache update itself.
+func TestFlipsTimedBeforeTheUpdateGoesOut(t *testing.T) {
+	f := startFixture(t, moduleIdleConfig())
+	f.upsert(keyA, revision.ModeProxy, []string{"a.example.com"}, ready("10.0.0.1", 80))
+	f.upsert(keyB, revision.ModeProxy, []string{"b.example.com"}) // idle
+	var (
+		mu      sync.Mutex
+		missing []string
+		checked int
+	)
+	hook := func(typeURL string, c *change) { // Run's goroutine
+		if typeURL != resourcev3.EndpointType {
+			return
+		}
+		f.srv.flipsMu.Lock()
+		defer f.srv.flipsMu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		for name := range c.upd {
+			checked++
+			if _, ok := f.srv.flips[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+	}
+	f.srv.beforeUpdate.Store(&hook)
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, "envoy-1")
+	syncAll(t, c)
+	waitFor(t, "both confirmed", func() bool {
+		return f.srv.ConfirmedEverywhere(keyA, generation(f, keyA)) && f.srv.ConfirmedEverywhere(keyB, generation(f, keyB))
+	})
+	mu.Lock()
+	checked, missing = 0, nil // the first apply times nothing
+	mu.Unlock()
+
+	f.reg.SetBackends(keyA, []revision.Backend{ready("10.0.0.1", 80), ready("10.0.0.2", 80)}) // a change
+	c.ack(c.recvType(resourcev3.EndpointType))
+	f.reg.SetBackends(keyB, []revision.Backend{ready("10.0.0.3", 80)}) // a wake with its cluster
+	c.ack(c.recvType(resourcev3.ClusterType))
+	c.subscribe(resourcev3.EndpointType, "rev_default_b")
+	c.ack(c.recvType(resourcev3.EndpointType))
+	waitFor(t, "both timed", func() bool { return flipCount(f) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if checked != 2 || len(missing) > 0 {
+		t.Fatalf("assignments updated %d times, without a flip timer for %v (want 2, none missing)", checked, missing)
 	}
 }
