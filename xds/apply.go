@@ -68,10 +68,11 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	if err := s.upsert(st.cds); err != nil {
 		return err
 	}
+	s.startFlips(st.eds, first, start) // before the update goes out
 	if err := s.upsert(st.eds); err != nil {
 		return err
 	}
-	s.recordApplied(snap, res.Resources, st.eds, first, start)
+	s.recordApplied(snap, res.Resources, first)
 	if !first && len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
 		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
 		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added), current: true, parent: resourcev3.ClusterType},
@@ -126,6 +127,9 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 			return err
 		}
 	}
+	// The flips are recorded before the update goes out: an Envoy may
+	// ACK it before this goroutine runs again (startFlips).
+	s.startFlips(eds, false, start)
 	if err := s.upsert(eds); err != nil {
 		return err
 	}
@@ -150,16 +154,14 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 		s.revs[r.Key] = ar
 	}
 	s.mu.Unlock()
-	s.startFlips(eds, false, start)
 	s.metrics.applySeconds.Observe(s.clock.Since(start).Seconds())
 	s.notify.broadcast()
 	return nil
 }
 
 // recordApplied makes the revisions' applied generations visible to
-// ConfirmedEverywhere (after their endpoints are in the cache) and starts
-// flip-to-ACK timers for changed ClusterLoadAssignments.
-func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources, eds *change, first bool, start time.Time) {
+// ConfirmedEverywhere (after their endpoints are in the cache).
+func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources, first bool) {
 	revs := make(map[revision.Key]appliedRevision, snap.Revisions.Len())
 	s.deltas[resourcev3.EndpointType].View(func(held map[string]*cache.Entry) {
 		for k, rev := range snap.Revisions.All() {
@@ -179,14 +181,16 @@ func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources
 	s.skipped = res.Skipped
 	s.mu.Unlock()
 	s.metrics.skipped.Set(float64(len(res.Skipped)))
-	s.startFlips(eds, first, start)
 	s.notify.broadcast()
 }
 
 // startFlips starts flip-to-ACK timers for changed (not added)
 // ClusterLoadAssignments, or virtual hosts (a revision going idle or
 // waking changes its virtual host: translate/hold.go), and drops those
-// of deleted ones.
+// of deleted ones. Call it before the change goes to the cache: an Envoy
+// may ACK the update before the applying goroutine runs again, and a
+// timer started after its ACK would wait for the resource's next ACK
+// (seconds later, or never), a false tail in flip-to-ACK.
 func (s *Server) startFlips(eds *change, first bool, start time.Time) {
 	s.flipsMu.Lock()
 	added := make(map[string]bool, len(eds.added))

@@ -181,7 +181,11 @@ func (s *Server) completeFlips(names []string) {
 			return
 		}
 		if ok && s.tracker.AckedEverywhere(f.typeURL, name, f.version) {
-			s.metrics.flipToAck.Observe(now.Sub(f.start).Seconds())
+			h := s.metrics.flipToAck
+			if f.ahead {
+				h = s.metrics.wakeClusterToAck
+			}
+			h.Observe(now.Sub(f.start).Seconds())
 			delete(s.flips, name)
 		}
 	}

@@ -122,6 +122,9 @@ var deltaTypes = map[string]bool{
 
 // update applies upd and del to the type's cache.
 func (s *Server) update(typeURL string, c *change, del []string) error {
+	if h := s.beforeUpdate.Load(); h != nil {
+		(*h)(typeURL, c)
+	}
 	if dc := s.deltas[typeURL]; dc != nil {
 		return dc.Update(c.upd, c.enc, c.ver, del)
 	}

@@ -67,17 +67,24 @@ func (s *Server) applyChanged(ctx context.Context, snap *revision.Snapshot, chan
 // cluster, then, once every Envoy ACKed it, their cluster and endpoints
 // are removed), through the stages of a full apply (apply, applyRoutes).
 func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, trans []*revision.Revision, start time.Time) error {
-	st := &staged{snap: snap, start: start,
+	st := &staged{snap: snap, start: start, fast: true,
 		cds: newChange(resourcev3.ClusterType), eds: newChange(resourcev3.EndpointType),
 		lds: newChange(resourcev3.ListenerType), rds: newChange(resourcev3.RouteType),
 		vhds: newChange(resourcev3.VirtualHostType)}
 	names := make([]string, len(trans))
+	var ahead map[string]bool
 	for i, r := range trans {
 		tr, ok, err := s.tr.Transition(r.Key)
 		if err != nil || !ok {
 			return err
 		}
 		names[i] = tr.ClusterName
+		if !tr.Idle && len(r.Backends) == 0 { // translate.ClusterAhead
+			if ahead == nil {
+				ahead = map[string]bool{}
+			}
+			ahead[tr.ClusterName] = true
+		}
 		if !tr.KeepsRoutes { // with the module's cluster routes nothing routes differently
 			if err := addOne(st.vhds, tr.VirtualHostName, tr.VirtualHost, tr.VirtualHostEnc); err != nil {
 				return err
@@ -86,6 +93,7 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 		if tr.Idle {
 			st.cds.del = append(st.cds.del, tr.ClusterName)
 			st.eds.del = append(st.eds.del, tr.ClusterName)
+			st.sleeping = append(st.sleeping, tr.ClusterName)
 			continue
 		}
 		if err := addOne(st.cds, tr.ClusterName, tr.Cluster, tr.ClusterEnc); err != nil {
@@ -96,6 +104,12 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 		}
 		st.cds.added = append(st.cds.added, tr.ClusterName)
 		st.eds.added = append(st.eds.added, tr.ClusterName)
+	}
+	if len(st.vhds.upd) == 0 {
+		// Cluster routes (translate.ClusterRoutes): no virtual host waits
+		// for the new clusters. Timed before the update goes out (an
+		// Envoy may ACK it before this goroutine runs again).
+		s.startWakeFlips(st.eds.added, ahead, st.eds.ver, start)
 	}
 	if err := s.upsert(st.cds); err != nil {
 		return err
@@ -111,9 +125,7 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 	s.mu.Unlock()
 	s.notify.broadcast()
 	if len(st.vhds.upd) == 0 {
-		// Cluster routes (translate.ClusterRoutes): no virtual host waits
-		// for the new clusters, and the removed ones are no route's.
-		s.startWakeFlips(st.eds.added, versions, start)
+		// The removed clusters are no route's either.
 		return s.finishApply(ctx, st)
 	}
 	if len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{

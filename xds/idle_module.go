@@ -14,8 +14,12 @@ import (
 // registry change to the last Envoy's ACK of the new assignment (its
 // cluster goes out just before it): with those routes a wake changes no
 // virtual host, which is what a wake's flip is timed by on the hold path.
-// versions are the cache's versions of the names.
-func (s *Server) startWakeFlips(names []string, versions map[string]string, start time.Time) {
+// versions are the cache's versions of the names. The names in ahead are
+// clusters added before the revision's first backend
+// (translate.ClusterAhead): timed apart, in
+// thaw_xds_wake_cluster_to_ack_seconds, since the wake's flip is the
+// later change of the assignment that lists the backend.
+func (s *Server) startWakeFlips(names []string, ahead map[string]bool, versions map[string]string, start time.Time) {
 	if len(names) == 0 {
 		return
 	}
@@ -23,7 +27,7 @@ func (s *Server) startWakeFlips(names []string, versions map[string]string, star
 	defer s.flipsMu.Unlock()
 	for _, n := range names {
 		if v, ok := versions[n]; ok {
-			s.flips[n] = flip{typeURL: resourcev3.EndpointType, version: v, start: start}
+			s.flips[n] = flip{typeURL: resourcev3.EndpointType, version: v, start: start, ahead: ahead[n]}
 		}
 	}
 }
@@ -64,12 +68,16 @@ func (s *Server) completeRemoval(name string, f flip, now time.Time, acked bool)
 // sleepRemovals returns the clusters st removes whose revision is still
 // in st.snap, with the module's cluster routes (translate.ClusterRoutes)
 // and after the first apply: revisions back at zero, whether the fast
-// path (applyTransitions) or a full apply removes them; a deleted
-// revision's cluster is not a return to zero. Nil otherwise. The
-// revisions are walked only when clusters go, until each is found.
+// path (applyTransitions, which names them) or a full apply removes
+// them; a deleted revision's cluster is not a return to zero. Nil
+// otherwise. A full apply's revisions are walked only when clusters go,
+// until each is found.
 func (s *Server) sleepRemovals(st *staged) []string {
 	if st.first || len(st.cds.del) == 0 || st.snap == nil || !translate.ClusterRoutes(&s.cfg) {
 		return nil
+	}
+	if st.fast { // applyTransitions: its idle revisions, no walk (O(changed))
+		return st.sleeping
 	}
 	gone := make(map[string]bool, len(st.cds.del))
 	for _, n := range st.cds.del {

@@ -25,6 +25,10 @@ type metrics struct {
 	// module's cluster routes (its cluster removed) to the last connected
 	// node's ACK of the removal (idle_module.go).
 	removalToAck prometheus.Histogram
+	// wakeClusterToAck observes seconds from a revision's cluster added
+	// ahead of its first backend (translate.ClusterAhead) to the last
+	// connected node's ACK of its assignment (idle_module.go).
+	wakeClusterToAck prometheus.Histogram
 	// applySeconds observes seconds to translate and apply one registry
 	// snapshot (including make-before-break waits).
 	applySeconds prometheus.Histogram
@@ -67,6 +71,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Seconds from a revision going back to zero on the activator module's cluster routes (its cluster removed, no route change) to the last connected Envoy's ACK of the cluster's removal; the return-to-zero twin of flip_to_ack_seconds' wakes.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		wakeClusterToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "wake_cluster_to_ack_seconds",
+			Help:    "Seconds from a revision's cluster added ahead of its first backend (the activator module's cluster routes, once the autoscaler wants it awake) to the last connected Envoy's ACK of its ClusterLoadAssignment; the first backend's own change is then a flip (flip_to_ack_seconds).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
 		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "snapshot_apply_seconds",
 			Help:    "Seconds to translate and apply one registry snapshot to the xDS caches.",
@@ -86,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.wakeClusterToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst)
 	}
 	return m
 }

@@ -107,6 +107,10 @@ type Server struct {
 	firstAck     chan struct{}
 	firstAckOnce sync.Once
 
+	// beforeUpdate, set by tests only, is called with each change just
+	// before it goes to its cache (from where streams send it at once).
+	beforeUpdate atomic.Pointer[func(typeURL string, c *change)]
+
 	lim        Limits
 	limMetrics *limitMetrics
 	excluded   excludedLog
@@ -134,6 +138,10 @@ type flip struct {
 	// back at zero on the module's cluster routes, startSleepFlips),
 	// done when no stream holds it any more.
 	removal bool
+	// ahead: the assignment of a cluster added before the revision's
+	// first backend (translate.ClusterAhead), timed apart from flips
+	// (thaw_xds_wake_cluster_to_ack_seconds).
+	ahead bool
 }
 
 // NewServer returns a Server with empty caches. Register it on a gRPC

@@ -37,10 +37,10 @@ func (s *Server) applyRoutes(ctx context.Context, st *staged) error {
 	// Virtual hosts change in one cache update, removals included: a host
 	// moving from one virtual host to another (a revision joining a
 	// split) must never be in two at once, or Envoy rejects the update.
+	s.startFlips(st.vhds, st.first, st.start) // before the update goes out
 	if err := s.replace(st.vhds); err != nil {
 		return err
 	}
-	s.startFlips(st.vhds, st.first, st.start)
 	removing := len(st.cds.del)+len(st.eds.del)+len(st.lds.del)+len(st.rds.del) > 0
 	if !st.first && removing {
 		var waits []stageWait
@@ -75,7 +75,8 @@ func (s *Server) finishApply(ctx context.Context, st *staged) error {
 	}
 	s.metrics.applySeconds.Observe(s.clock.Since(st.start).Seconds())
 	s.notify.broadcast()
-	s.log.Debug("applied snapshot", zap.Uint64("snapshot", st.snap.Version),
+	s.log.Debug("applied snapshot", zap.Uint64("snapshot", st.snap.Version), zap.Bool("fast", st.fast),
+		zap.Duration("took", s.clock.Since(st.start)),
 		zap.Int("clusters", len(st.cds.upd)), zap.Int("endpoints", len(st.eds.upd)),
 		zap.Int("routes", len(st.rds.upd)), zap.Int("virtualHosts", len(st.vhds.upd)), zap.Int("listeners", len(st.lds.upd)),
 		zap.Int("removed", len(st.cds.del)+len(st.eds.del)+len(st.lds.del)+len(st.rds.del)+len(st.vhds.del)))
@@ -106,7 +107,14 @@ type stageWait struct {
 type staged struct {
 	snap  *revision.Snapshot
 	first bool
+	// fast: the endpoint fast path's transitions (applyTransitions), not
+	// a full translation (apply).
+	fast  bool
 	start time.Time
+	// sleeping are the clusters of the fast path's revisions that went
+	// idle (applyTransitions knows them: sleepRemovals need not walk
+	// every revision to find them).
+	sleeping []string
 
 	cds, eds, lds, rds, vhds *change
 

@@ -70,6 +70,7 @@ type ScaleLarge struct {
 	// cluster's removal, which flip_to_ack_seconds cannot time; 0 on the
 	// other paths.
 	RemovalToAckCount float64 `json:"removalToAckCount,omitempty"`
+	RemovalToAckP50Ms float64 `json:"removalToAckP50Ms,omitempty"`
 	RemovalToAckP99Ms float64 `json:"removalToAckP99Ms,omitempty"`
 	// WakeOverhead* are the cold-start overheads of the wakes (each
 	// flipper's one waking request: its end minus the moment its new
@@ -77,6 +78,13 @@ type ScaleLarge struct {
 	// this many revisions; p99 of a handful is their maximum.
 	WakeOverheadP50Ms float64 `json:"wakeOverheadP50Ms,omitempty"`
 	WakeOverheadP99Ms float64 `json:"wakeOverheadP99Ms,omitempty"`
+	// WakeClusterToAck* come from thaw_xds_wake_cluster_to_ack_seconds:
+	// on the module's cluster routes a revision the autoscaler wants awake
+	// gets its cluster before its first backend, timed from that change to
+	// the last ACK of its (empty) assignment; the backend's own change is
+	// then the wake's flip. 0 on the other paths.
+	WakeClusterToAckCount float64 `json:"wakeClusterToAckCount,omitempty"`
+	WakeClusterToAckP99Ms float64 `json:"wakeClusterToAckP99Ms,omitempty"`
 	// StatusSeconds is how long one /status answer (every revision) took,
 	// MetricsSeconds one /metrics scrape, both before the flips.
 	StatusSeconds  float64 `json:"statusSeconds"`

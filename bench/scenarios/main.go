@@ -85,6 +85,10 @@ type env struct {
 	// largeN, when > 0, is scenario scale100k's idle revision count
 	// (-scale100k-revisions), for comparing one shape at another size.
 	largeN int
+	// largeWakes, when > 0, is how many revisions scenario scale100k
+	// wakes and lets go back to zero (-scale100k-wakes; default 5, -quick
+	// 2): more give a p99 of the wake and the return worth reading.
+	largeWakes int
 	// thawArgs are appended to every `thaw local` (-thaw-args), e.g.
 	// --idle-hold-path to measure the idle hold path.
 	thawArgs []string
@@ -160,6 +164,7 @@ func main() {
 	coldActs := flag.String("cold-activators", "extproc", "cold: activators to measure, back to back in this order (extproc, module; comma-separated)")
 	ccs := flag.String("burst-ccs", "0,50", "burst10k: container concurrencies to run at, comma-separated")
 	flag.IntVar(&e.largeN, "scale100k-revisions", 0, "scale100k: idle revisions (0: 100,000, -quick 20,000)")
+	flag.IntVar(&e.largeWakes, "scale100k-wakes", 0, "scale100k: revisions woken one after the other and left to go back to zero (0: 5, -quick 2)")
 	thawArgs := flag.String("thaw-args", "", "extra flags for every `thaw local`, space-separated (e.g. --idle-hold-path)")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")

@@ -56,7 +56,11 @@ func runScale100k(e *env, n int) (*results.ScaleLarge, error) {
 	// zero, so waking flips to serve; idle for one window (long enough for
 	// all to be woken first), each goes back to proxy mode and to zero at
 	// once (no grace period).
-	flippers := make([]rev, e.size(5, 2))
+	nflip := e.size(5, 2)
+	if e.largeWakes > 0 {
+		nflip = e.largeWakes
+	}
+	flippers := make([]rev, nflip)
 	for i := range flippers {
 		flippers[i] = rev{name: fmt.Sprintf("flipper%d", i), autoscaling: map[string]string{"initial-scale": "0",
 			"window": "30s", "scale-to-zero-grace-period": "0s", "target-burst-capacity": "0"}}
@@ -126,9 +130,10 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick, res.EnvoyCPUCores)
 
 	flipErr := measureFlips(e, th, flippers, res)
-	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms); cluster removals ACKed p99 %.1f ms (%.0f); cold-start overhead of the wakes p50 %.1f ms p99 %.1f ms",
+	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms); cluster removals ACKed p50 %.1f p99 %.1f ms (%.0f); clusters added ahead of a first backend ACKed p99 %.1f ms (%.0f); cold-start overhead of the wakes p50 %.1f ms p99 %.1f ms",
 		res.FlipCycles, res.BackAtZero, res.EndpointPushes, res.BytesPerPush(), res.OtherBytes, res.FlipToAckP50Ms, res.FlipToAckP99Ms, res.FlipToAckCount,
-		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount, res.WakeOverheadP50Ms, res.WakeOverheadP99Ms)
+		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP50Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount,
+		res.WakeClusterToAckP99Ms, res.WakeClusterToAckCount, res.WakeOverheadP50Ms, res.WakeOverheadP99Ms)
 	res.LoadRequests, res.LoadErrors = load.stop()
 	var loadErr error
 	if res.LoadErrors > 0 {
@@ -342,8 +347,13 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms = w50*1000, w99*1000, s99*1000
 	const removals = "thaw_xds_removal_to_ack_seconds"
 	res.RemovalToAckCount = d(removals + "_count")
+	r50, _ := histQuantile(before, after, removals, 0.5)
 	r99, _ := histQuantile(before, after, removals, 0.99)
-	res.RemovalToAckP99Ms = r99 * 1000
+	res.RemovalToAckP50Ms, res.RemovalToAckP99Ms = r50*1000, r99*1000
+	const ahead = "thaw_xds_wake_cluster_to_ack_seconds"
+	res.WakeClusterToAckCount = d(ahead + "_count")
+	a99, _ := histQuantile(before, after, ahead, 0.99)
+	res.WakeClusterToAckP99Ms = a99 * 1000
 	if waitErr == nil && res.FlipToAckCount == 0 {
 		waitErr = fmt.Errorf("%s: no change was ACKed during the flips", hist)
 	}

@@ -62,7 +62,8 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	timeouts := translate.TimeoutsOf(&rev.Spec)
 	if m != nil && m.port == rev.Spec.Port && m.mode == rev.Mode && m.timeouts == timeouts &&
 		m.protocol == rev.Spec.Protocol && m.wake == rev.Spec.Wake.ReadsRequests() &&
-		slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) {
+		slices.Equal(m.domains, domains) && slices.Equal(m.backends, rev.Backends) &&
+		m.noCluster == translate.IdleRevision(t.cfg, rev) { // translate.ClusterAhead
 		return m, nil
 	}
 	var name string

@@ -66,12 +66,13 @@ func HoldClusterFor(protocol revision.Protocol) string {
 
 // IdleRevision reports whether rev has no cluster and no
 // ClusterLoadAssignment: Config.IdleHoldPath is on and rev has no backend
-// at all. Its routes lead to the hold cluster (IdleTarget), or, with
+// at all (and, with Config.Module, the autoscaler does not want it awake:
+// ClusterAhead). Its routes lead to the hold cluster (IdleTarget), or, with
 // Config.Module, still name its own cluster through the module's header
 // (ClusterRoutes), which the module holds requests for while Envoy has
 // no such cluster.
 func IdleRevision(cfg *Config, rev *revision.Revision) bool {
-	return cfg.IdleHoldPath && len(rev.Backends) == 0
+	return cfg.IdleHoldPath && len(rev.Backends) == 0 && !ClusterAhead(cfg, rev)
 }
 
 // RouteTarget returns the cluster rev's routes lead to: its own (name),

@@ -20,9 +20,9 @@ import (
 //
 // A revision without any backend has no cluster and no
 // ClusterLoadAssignment (IdleRevision): the module holds its requests
-// (Envoy holds no such cluster) and pokes thaw as at zero. Its first
-// backend brings the cluster and the assignment; back at zero they are
-// removed. Neither changes a route: Envoy never rebuilds its route table
+// (Envoy holds no such cluster) and pokes thaw as at zero. The
+// autoscaler's wish to wake it (ClusterAhead), or else its first backend,
+// brings the cluster and the assignment; back at zero they are removed. Neither changes a route: Envoy never rebuilds its route table
 // for a wake or a return to zero, which the hold path of the ext_proc
 // activator (hold.go) cannot avoid.
 
@@ -31,6 +31,21 @@ import (
 // Config.Module.
 func ClusterRoutes(cfg *Config) bool {
 	return cfg != nil && cfg.IdleHoldPath && cfg.Module != nil
+}
+
+// ClusterAhead reports whether rev, even without any backend, has its
+// cluster and (empty) ClusterLoadAssignment: with ClusterRoutes, once the
+// autoscaler wants it awake (DesiredScale > 0). A wake then sends the
+// cluster while the first process or pod starts, and the Envoy
+// subscribes to its endpoints meanwhile: when the first backend is ready,
+// only the assignment changes, one response and one ACK like any flip,
+// instead of the cluster, Envoy's subscription to its endpoints, then the
+// assignment (issue 28: that round trip was on every wake's path). The
+// module holds the revision's requests as at zero while its state lists
+// no backend, cluster or not. Back at zero (no backend, DesiredScale 0)
+// the cluster goes as before.
+func ClusterAhead(cfg *Config, rev *revision.Revision) bool {
+	return ClusterRoutes(cfg) && rev.DesiredScale > 0
 }
 
 // routeCluster returns the cluster specifier of a revision route to

@@ -107,3 +107,42 @@ func TestModuleIdleRouteUnchangedOnWake(t *testing.T) {
 		t.Errorf("the module refuses the route config: %v", err)
 	}
 }
+
+// TestClusterAhead: with the module's cluster routes a revision without
+// any backend keeps a cluster once the autoscaler wants it awake
+// (DesiredScale > 0), and is idle (no cluster) otherwise; without the
+// module, or without the idle hold path, the desired scale changes
+// nothing.
+func TestClusterAhead(t *testing.T) {
+	module := &ModuleConfig{Path: "/opt/thaw/thaw-activator.so", StateURL: "http://127.0.0.1:9901/activator/v1/state",
+		ReportURL: "http://127.0.0.1:9901/activator/v1/report", Node: "envoy-1"}
+	backend := []revision.Backend{{Address: "10.0.0.1", Port: 80, Ready: true}}
+	for _, tc := range []struct {
+		name     string
+		hold     bool
+		module   *ModuleConfig
+		desired  int32
+		backends []revision.Backend
+		ahead    bool
+		idle     bool
+	}{
+		{name: "module at zero", hold: true, module: module, desired: 0, idle: true},
+		{name: "module before the first decision", hold: true, module: module, desired: -1, idle: true},
+		{name: "module wanted awake", hold: true, module: module, desired: 1, ahead: true},
+		{name: "module with a backend", hold: true, module: module, desired: 1, backends: backend, ahead: true},
+		{name: "module draining", hold: true, module: module, desired: 0, backends: backend},
+		{name: "ext_proc hold path wanted awake", hold: true, desired: 1, idle: true},
+		{name: "module without the hold path", module: module, desired: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &Config{IdleHoldPath: tc.hold, Module: tc.module}
+			rev := &revision.Revision{Key: revision.Key{Namespace: "default", Name: "a"}, DesiredScale: tc.desired, Backends: tc.backends}
+			if got := ClusterAhead(cfg, rev); got != tc.ahead {
+				t.Errorf("ClusterAhead = %v, want %v", got, tc.ahead)
+			}
+			if got := IdleRevision(cfg, rev); got != tc.idle {
+				t.Errorf("IdleRevision = %v, want %v", got, tc.idle)
+			}
+		})
+	}
+}
