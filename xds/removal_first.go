@@ -142,12 +142,19 @@ func removalOnly(held, next *endpointv3.ClusterLoadAssignment, force bool) (*end
 // replaced since, or whose deadline passed (also in timedOut), and
 // forgets them. Run re-applies their current ClusterLoadAssignments.
 func (s *Server) splitsDue(now time.Time) (due []*revision.Revision, timedOut []splitTimeout) {
+	// Splits of one registry change share a snapshot: ask once per
+	// Version (the modules are walked per question).
+	lags := map[uint64][]string{}
 	for key, p := range s.splits {
 		held := s.deltas[resourcev3.EndpointType].VersionsOf([]string{p.name})[p.name]
 		acked := held == p.version && s.tracker.AckedEverywhere(resourcev3.EndpointType, p.name, p.version)
 		var lagging []string
 		if acked {
-			lagging = s.laggingModules(p.snapVersion)
+			var asked bool
+			if lagging, asked = lags[p.snapVersion]; !asked {
+				lagging = s.laggingModules(p.snapVersion)
+				lags[p.snapVersion] = lagging
+			}
 		}
 		var outcome string
 		switch {
