@@ -57,7 +57,17 @@ func TestXDSEnvoyModuleRemovalFirst(t *testing.T) {
 	}
 
 	var sent, failed atomic.Int64
-	var lastFail atomic.Value
+	var failMu sync.Mutex
+	var fails []string // the first few, for the failure message
+	swap := atomic.Int32{}
+	fail := func(what string) {
+		failed.Add(1)
+		failMu.Lock()
+		if len(fails) < 5 {
+			fails = append(fails, fmt.Sprintf("during swap %d: %s", swap.Load(), what))
+		}
+		failMu.Unlock()
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < 2; w++ {
@@ -75,15 +85,13 @@ func TestXDSEnvoyModuleRemovalFirst(t *testing.T) {
 				sent.Add(1)
 				resp, err := httpClient.Do(req)
 				if err != nil {
-					failed.Add(1)
-					lastFail.Store(err.Error())
+					fail(err.Error())
 					continue
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
-					lastFail.Store(fmt.Sprintf("%d %q", resp.StatusCode, body))
+					fail(fmt.Sprintf("%d %q %v", resp.StatusCode, body, resp.Header))
 				}
 			}
 		}()
@@ -92,6 +100,7 @@ func TestXDSEnvoyModuleRemovalFirst(t *testing.T) {
 	keep := []*backend{bs[0], bs[1]}
 	for i, next := range bs[2:] {
 		keep = []*backend{keep[1], next}
+		swap.Store(int32(i + 1))
 		env.reg.SetBackends(key, []revision.Backend{keep[0].addr(), keep[1].addr()})
 		env.confirm(t, key)
 		before := next.hits.Load()
@@ -106,7 +115,10 @@ func TestXDSEnvoyModuleRemovalFirst(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if n := failed.Load(); n != 0 {
-		t.Fatalf("%d of %d requests failed across the swaps; last: %v", n, sent.Load(), lastFail.Load())
+		failMu.Lock()
+		defer failMu.Unlock()
+		t.Fatalf("%d of %d requests failed across the swaps; first ones: %v (removal first: %v)", n, sent.Load(), fails,
+			func() map[string]float64 { o, _, _ := removalFirstFigures(t, env); return o }())
 	}
 	outcomes, sum, count := removalFirstFigures(t, env)
 	t.Logf("removal first with the module: outcomes %v; removal to additions mean %.2f ms over %d swaps; %d requests, 0 failed",
