@@ -89,9 +89,9 @@ func (a *appliedStates) sent(st *seqStream, version uint64) uint64 {
 	return a.next
 }
 
-// unchanged records that snapshot version gives st's module exactly what
-// it was last sent (nothing is written): applying that update is
-// applying version.
+// unchanged records that snapshot version gives st's module exactly the
+// state it was last sent (no message: nothing differs), so holding that
+// state is holding version.
 func (a *appliedStates) unchanged(st *seqStream, version uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -119,8 +119,9 @@ func (a *appliedStates) confirm(node string, seq uint64) {
 			if p.seq != seq {
 				continue
 			}
-			// Updates are full and applied in order: the older ones are
-			// superseded.
+			// A stream's updates (a full one, then incremental ones)
+			// are applied in order: applying this one is holding the
+			// state of its snapshot, and the older ones are behind it.
 			if !st.hasApplied || p.version > st.applied {
 				st.applied, st.hasApplied = p.version, true
 			}
@@ -186,8 +187,8 @@ func (s *Server) ModulesChanged() <-chan struct{} { return s.seqs.changed() }
 
 // withSeq returns the encoded update line b (a JSON object and '\n')
 // with field "seq" set to seq, appended in place of its closing brace:
-// the stream compares updates without their numbers (stream.next), so
-// the number is added after the comparison, without a second encoding.
+// the number is taken only when the line is written (a deferred first
+// update is built again before it goes out), without a second encoding.
 func withSeq(b []byte, seq uint64) []byte {
 	end := bytes.LastIndexByte(b, '}')
 	if end < 0 {

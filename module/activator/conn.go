@@ -132,6 +132,7 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), state.MaxMessageBytes)
+	refused := false
 	for sc.Scan() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
@@ -139,13 +140,17 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 		u, err := state.DecodeUpdate(sc.Bytes())
 		if err != nil {
 			logf("state stream: message refused: %v", err)
+			// Later updates are incremental: this module no longer
+			// holds what thaw sent, so it confirms nothing more on
+			// this stream (thaw's waits for it end at their bound).
+			refused = true
 			continue
 		}
 		if err := table.Apply(u); err != nil {
 			logf("state stream: %v", err) // wake policies only: the rest is installed
 		}
 		delivered, c.resumed = true, true
-		if u.Seq != 0 {
+		if u.Seq != 0 && !refused {
 			c.applied.Store(u.Seq)
 			c.kickReport()
 		}
