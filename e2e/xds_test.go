@@ -30,6 +30,7 @@ import (
 
 	"github.com/thaw-dev/thaw/e2e/harness"
 	"github.com/thaw-dev/thaw/envoy"
+	"github.com/thaw-dev/thaw/modsvc"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
 	"github.com/thaw-dev/thaw/xds/translate"
@@ -48,6 +49,9 @@ type xdsEnv struct {
 	envoy    *harness.Envoy
 	// tls makes Envoy use mutual TLS (set with grpcOpts' credentials).
 	tls *envoy.ClientTLS
+	// modsvc serves the activator module's state and reports (module).
+	modsvc      *modsvc.Server
+	moduleServe func()
 }
 
 type xdsEnvOptions struct {
@@ -71,6 +75,9 @@ type xdsEnvOptions struct {
 	// removalFirst sets translate.Config.RemovalFirst (on by itself only
 	// with the activator module).
 	removalFirst bool
+	// module makes Envoy load bin/thaw-activator.so on revision routes,
+	// fed by a modsvc.Server (xds_module_env_test.go).
+	module bool
 }
 
 func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
@@ -88,8 +95,14 @@ func startXDSEnv(t testing.TB, o xdsEnvOptions) *xdsEnv {
 	if o.stageTimeout > 0 {
 		cfg.StageTimeout = o.stageTimeout
 	}
+	if o.module {
+		env.moduleConfig(t, &cfg, o.logger)
+	}
 	env.prom = prometheus.NewRegistry()
 	env.srv = xds.NewServer(xds.ServerOptions{Logger: o.logger, Config: cfg, Registerer: env.prom})
+	if o.module {
+		env.startModuleService(t)
+	}
 	// A whole stats flush is one message (envoy/stats-sink.yaml).
 	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}, o.grpcOpts...)...)
 	env.srv.Register(g)

@@ -22,6 +22,12 @@
 // to Server.FirstUpdateWait: a module reconnecting after a thaw restart
 // keeps its last state meanwhile instead of one with no backend.
 //
+// A module that asks (state.SeqParam) gets numbered updates and echoes
+// the number of the last one it applied in its reports; the Server then
+// knows which registry snapshot each module holds (LaggingModules), and
+// xds removal first sends an update's added endpoints only once every
+// such module holds the removal (applied.go).
+//
 // How a backend's capacity is split among N Envoys follows Knative's
 // activators, which split each pod's container concurrency among
 // themselves: see Slots.

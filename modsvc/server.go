@@ -64,6 +64,7 @@ type Server struct {
 
 	fleet    fleet
 	reported reported
+	seqs     appliedStates
 }
 
 // ServeHTTP implements http.Handler for StatePath and ReportPath.
@@ -118,6 +119,12 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
 	st := &stream{node: node, confirmer: s.Confirmer, maxHeld: s.maxHeld()}
+	// A module that asks has its updates numbered (applied.go).
+	var numbered *seqStream
+	if r.URL.Query().Get(state.SeqParam) == "1" {
+		numbered = s.seqs.open(node)
+		defer s.seqs.close(numbered)
+	}
 	var last uint64
 	first, withheld, lastN, lastIdx := true, 0, 0, 0
 	// bound is the first update's deferral (see FirstUpdateWait): nil
@@ -164,10 +171,15 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 						zap.String("node", node), zap.Int("withheld", held), zap.Duration("waited", s.firstWait()))
 				}
 				if first || changed {
+					if numbered != nil {
+						b = withSeq(b, s.seqs.sent(numbered, snap.Version))
+					}
 					if _, err := w.Write(b); err != nil {
 						return
 					}
 					fl.Flush()
+				} else if numbered != nil {
+					s.seqs.unchanged(numbered, snap.Version)
 				}
 				first, boundC = false, nil
 			}
@@ -240,6 +252,9 @@ func (s *Server) apply(rep *state.Report) error {
 		}
 	}
 	s.reported.set(rep.Node, t, rep.Revisions)
+	if rep.Applied != 0 {
+		s.seqs.confirm(rep.Node, rep.Applied)
+	}
 	s.countWake(rep.Wake)
 	if rep.HeldLimit > 0 {
 		s.logger().Warn("activator module refused requests at its held bound: Envoy's open-file limit is reached (raise it with --envoy-open-files)",

@@ -55,8 +55,14 @@ func startFixtureWith(t testing.TB, cfg translate.Config, log *zap.Logger, holdo
 // set by the fixture) and TapHandle, as thaw installs it.
 func startFixtureOpts(t testing.TB, opts ServerOptions, holdoff time.Duration) *fixture {
 	t.Helper()
+	return startFixtureOn(t, opts, revision.NewRegistry(revision.RegistryOptions{Holdoff: holdoff}))
+}
+
+// startFixtureOn is startFixtureOpts on a registry of the test's own
+// (run by the fixture).
+func startFixtureOn(t testing.TB, opts ServerOptions, reg *revision.Registry) *fixture {
+	t.Helper()
 	prom := prometheus.NewRegistry()
-	reg := revision.NewRegistry(revision.RegistryOptions{Holdoff: holdoff})
 	opts.Registerer = prom
 	srv := NewServer(opts)
 	g := grpc.NewServer(grpc.InTapHandle(srv.TapHandle()))

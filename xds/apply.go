@@ -65,6 +65,10 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 		cds: changes[resourcev3.ClusterType], eds: changes[resourcev3.EndpointType],
 		lds: changes[resourcev3.ListenerType], rds: changes[resourcev3.RouteType], vhds: changes[resourcev3.VirtualHostType]}
 
+	splits, err := s.splitFull(snap, st.eds, first) // removal_first_full.go
+	if err != nil {
+		return err
+	}
 	if err := s.upsert(st.cds); err != nil {
 		return err
 	}
@@ -72,7 +76,8 @@ func (s *Server) apply(ctx context.Context, snap *revision.Snapshot, first bool)
 	if err := s.upsert(st.eds); err != nil {
 		return err
 	}
-	s.recordApplied(snap, res.Resources, first)
+	s.recordApplied(snap, res.Resources, first, keepGenerations(splits))
+	s.noteFullSplits(st, splits)
 	if !first && len(st.cds.added) > 0 && s.stageFor(st, stageRoutes, []stageWait{
 		{typeURL: resourcev3.ClusterType, want: s.deltas[resourcev3.ClusterType].VersionsOf(st.cds.added)},
 		{typeURL: resourcev3.EndpointType, want: s.deltas[resourcev3.EndpointType].VersionsOf(st.cds.added), current: true, parent: resourcev3.ClusterType},
@@ -100,7 +105,10 @@ func (s *Server) applyFast(ctx context.Context, snap *revision.Snapshot, start t
 // applyEndpoints is apply's fast path (see memo.Translator.EndpointChanges):
 // only the changed revisions' ClusterLoadAssignments are compared and
 // updated, in one cache update.
-func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) error {
+//
+// snapVersion is the registry snapshot Version changed comes from (a
+// removal split off waits for modules holding it, removal_first.go).
+func (s *Server) applyEndpoints(changed []*revision.Revision, snapVersion uint64, start time.Time) error {
 	eds := newChange(resourcev3.EndpointType)
 	dc := s.deltas[resourcev3.EndpointType]
 	names := make([]string, len(changed))
@@ -141,15 +149,7 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 			// Not confirmed at r's generation until the additions are
 			// sent: modsvc keeps them from the modules meanwhile.
 			ar.generation = s.revs[r.Key].generation
-			p := s.splits[r.Key]
-			if p == nil {
-				s.log.Debug("sending a revision's endpoint removal before its additions",
-					zap.String("revision", r.Key.String()))
-				s.metrics.removalFirst.WithLabelValues("split").Inc()
-				p = &pendingSplit{deadline: start.Add(s.cfg.StageTimeout)}
-				s.splits[r.Key] = p
-			}
-			p.rev, p.name, p.version = r, names[i], versions[names[i]]
+			s.noteSplit(r, names[i], versions[names[i]], snapVersion, start)
 		}
 		s.revs[r.Key] = ar
 	}
@@ -160,8 +160,11 @@ func (s *Server) applyEndpoints(changed []*revision.Revision, start time.Time) e
 }
 
 // recordApplied makes the revisions' applied generations visible to
-// ConfirmedEverywhere (after their endpoints are in the cache).
-func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources, first bool) {
+// ConfirmedEverywhere (after their endpoints are in the cache). A
+// revision in keep stays at the generation given there (its assignment
+// went out removal first: modsvc keeps the additions from the modules
+// meanwhile).
+func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources, first bool, keep map[revision.Key]uint64) {
 	revs := make(map[revision.Key]appliedRevision, snap.Revisions.Len())
 	s.deltas[resourcev3.EndpointType].View(func(held map[string]*cache.Entry) {
 		for k, rev := range snap.Revisions.All() {
@@ -173,7 +176,11 @@ func (s *Server) recordApplied(snap *revision.Snapshot, res *translate.Resources
 			if e := held[name]; e != nil {
 				version = e.Version()
 			}
-			revs[k] = s.appliedOf(rev, name, version)
+			ar := s.appliedOf(rev, name, version)
+			if g, ok := keep[k]; ok {
+				ar.generation = g
+			}
+			revs[k] = ar
 		}
 	})
 	s.mu.Lock()

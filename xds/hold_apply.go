@@ -51,7 +51,7 @@ func (s *Server) applyChanged(ctx context.Context, snap *revision.Snapshot, chan
 		}
 	}
 	if len(plain) > 0 || len(trans) == 0 {
-		if err := s.applyEndpoints(plain, start); err != nil {
+		if err := s.applyEndpoints(plain, snap.Version, start); err != nil {
 			return err
 		}
 	}

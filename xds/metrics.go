@@ -41,6 +41,9 @@ type metrics struct {
 	// removalFirst counts revisions whose endpoint update was split
 	// (removal_first.go), by how the wait for the additions ended.
 	removalFirst *prometheus.CounterVec
+	// removalFirstSeconds observes seconds from a split's removal to its
+	// additions (module_states.go).
+	removalFirstSeconds prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -91,11 +94,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		removalFirst: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "removal_first_total",
-			Help: "Endpoint updates that removed and added hosts of a revision, sent removal first, by outcome: split (the removal sent alone), acked (every Envoy ACKed it), superseded (replaced by a full apply or removed), timeout (additions sent after StageTimeout).",
+			Help: "Endpoint updates that removed and added hosts of a revision, sent removal first, by outcome: split (the removal sent alone), acked (every Envoy ACKed it), superseded (replaced by a full apply or removed), timeout (additions sent after StageTimeout without every Envoy's ACK), module_timeout (every Envoy ACKed, but a connected activator module had not applied the removal by StageTimeout).",
 		}, []string{"outcome"}),
+		removalFirstSeconds: newRemovalFirstSeconds(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.wakeClusterToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.wakeClusterToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst, m.removalFirstSeconds)
 	}
 	return m
 }

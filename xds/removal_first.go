@@ -20,10 +20,13 @@ import (
 // its own. A ClusterLoadAssignment that removes one host and adds another
 // at once can leave Envoy's count equal to the module's while the hosts
 // differ (Envoy {A, C}, the module still {A, B}): the module pins B and
-// Envoy answers 503. So the endpoint path never sends such a change in
-// one step: it sends the removal alone (the held hosts still listed),
-// and the additions once every Envoy ACKed it, or after StageTimeout
-// (logged: a stuck Envoy must not hold additions back for ever).
+// Envoy answers 503. So such a change never goes out in one step, on the
+// endpoint path or in a full apply (removal_first_full.go): the removal
+// goes alone (the held hosts still listed), and the additions once every
+// Envoy ACKed it and every connected module applied a state without the
+// removed hosts (ModuleStates: the module's state stream is not xDS), or
+// after StageTimeout (logged: a stuck Envoy or module must not hold
+// additions back for ever; a module whose stream ended is not waited for).
 
 // removalFirst reports whether endpoint updates split their removals
 // from their additions: with the activator module (whose strict override
@@ -41,9 +44,35 @@ type pendingSplit struct {
 	// ClusterLoadAssignment named name at cache version version.
 	rev           *revision.Revision
 	name, version string
-	// deadline is set by the first split and kept while the revision
-	// stays split (churn does not extend it).
-	deadline time.Time
+	// snapVersion is the registry snapshot Version the removal was built
+	// from: connected modules must hold one at least as new.
+	snapVersion uint64
+	// start and deadline are set by the first split and kept while the
+	// revision stays split (churn does not extend them).
+	start, deadline time.Time
+}
+
+// noteSplit records that r's ClusterLoadAssignment name went out
+// removal-only at cache version version, built from registry snapshot
+// snapVersion. Run's goroutine only.
+func (s *Server) noteSplit(r *revision.Revision, name, version string, snapVersion uint64, start time.Time) {
+	p := s.splits[r.Key]
+	if p == nil {
+		s.log.Debug("sending a revision's endpoint removal before its additions",
+			zap.String("revision", r.Key.String()))
+		s.metrics.removalFirst.WithLabelValues("split").Inc()
+		p = &pendingSplit{start: start, deadline: start.Add(s.cfg.StageTimeout)}
+		s.splits[r.Key] = p
+	}
+	p.rev, p.name, p.version, p.snapVersion = r, name, version, snapVersion
+}
+
+// splitTimeout is a split whose deadline passed: before every Envoy
+// ACKed its removal (envoys), or with modules still lagging.
+type splitTimeout struct {
+	key     revision.Key
+	envoys  bool
+	lagging []string
 }
 
 // lbHosts returns the "ip:port" of every lb endpoint of cla.
@@ -108,36 +137,52 @@ func removalOnly(held, next *endpointv3.ClusterLoadAssignment, force bool) (*end
 	return out, true
 }
 
-// splitsDue returns the revisions whose removal every Envoy ACKed, whose
-// removal-only assignment was replaced since, or whose deadline passed
-// (also in timedOut), and forgets them. Run re-applies
-// their current ClusterLoadAssignments.
-func (s *Server) splitsDue(now time.Time) (due []*revision.Revision, timedOut []revision.Key) {
+// splitsDue returns the revisions whose removal every Envoy ACKed and
+// every connected module applied, whose removal-only assignment was
+// replaced since, or whose deadline passed (also in timedOut), and
+// forgets them. Run re-applies their current ClusterLoadAssignments.
+func (s *Server) splitsDue(now time.Time) (due []*revision.Revision, timedOut []splitTimeout) {
+	// Splits of one registry change share a snapshot: ask once per
+	// Version (the modules are walked per question).
+	lags := map[uint64][]string{}
 	for key, p := range s.splits {
 		held := s.deltas[resourcev3.EndpointType].VersionsOf([]string{p.name})[p.name]
+		acked := held == p.version && s.tracker.AckedEverywhere(resourcev3.EndpointType, p.name, p.version)
+		var lagging []string
+		if acked {
+			var asked bool
+			if lagging, asked = lags[p.snapVersion]; !asked {
+				lagging = s.laggingModules(p.snapVersion)
+				lags[p.snapVersion] = lagging
+			}
+		}
+		var outcome string
 		switch {
 		case held != p.version: // superseded (a full apply, or gone)
-			due = append(due, p.rev)
-			s.metrics.removalFirst.WithLabelValues("superseded").Inc()
-		case s.tracker.AckedEverywhere(resourcev3.EndpointType, p.name, p.version):
-			due = append(due, p.rev)
-			s.metrics.removalFirst.WithLabelValues("acked").Inc()
+			outcome = "superseded"
+		case acked && len(lagging) == 0:
+			outcome = "acked"
 		case !now.Before(p.deadline):
-			due = append(due, p.rev)
-			timedOut = append(timedOut, key)
-			s.metrics.removalFirst.WithLabelValues("timeout").Inc()
+			outcome = "timeout"
+			if acked {
+				outcome = "module_timeout"
+			}
+			timedOut = append(timedOut, splitTimeout{key: key, envoys: !acked, lagging: lagging})
 		default:
 			continue
 		}
+		s.metrics.removalFirst.WithLabelValues(outcome).Inc()
+		s.metrics.removalFirstSeconds.Observe(now.Sub(p.start).Seconds())
+		due = append(due, p.rev)
 		delete(s.splits, key)
 	}
 	return due, timedOut
 }
 
 // splitWake returns what wakes Run for pending splits: the ACK
-// notifications and a timer at the earliest deadline (nil channels
-// without splits), and the timer's stop function.
-func (s *Server) splitWake() (<-chan struct{}, <-chan time.Time, func()) {
+// notifications, the modules' confirmations and a timer at the earliest
+// deadline (nil channels without splits), and the timer's stop function.
+func (s *Server) splitWake() (<-chan struct{}, <-chan struct{}, <-chan time.Time, func()) {
 	var first time.Time
 	for _, p := range s.splits {
 		if first.IsZero() || p.deadline.Before(first) {
@@ -145,22 +190,28 @@ func (s *Server) splitWake() (<-chan struct{}, <-chan time.Time, func()) {
 		}
 	}
 	if first.IsZero() {
-		return nil, nil, func() {}
+		return nil, nil, nil, func() {}
 	}
 	t := s.clock.NewTimer(first.Sub(s.clock.Now()))
-	return s.notify.wait(), t.C(), func() { t.Stop() }
+	return s.notify.wait(), s.modulesChanged(), t.C(), func() { t.Stop() }
 }
 
 // advanceSplits applies the additions of the splits that are due (their
-// removal ACKed everywhere, or timed out: logged).
+// removal ACKed everywhere and applied by every module, or timed out:
+// logged).
 func (s *Server) advanceSplits() error {
 	if len(s.splits) == 0 {
 		return nil
 	}
 	due, timedOut := s.splitsDue(s.clock.Now())
-	for _, key := range timedOut {
-		s.log.Warn("sending a revision's added endpoints before every Envoy ACKed the removal sent first",
-			zap.String("revision", key.String()), zap.Duration("timeout", s.cfg.StageTimeout))
+	for _, to := range timedOut {
+		if to.envoys {
+			s.log.Warn("sending a revision's added endpoints before every Envoy ACKed the removal sent first",
+				zap.String("revision", to.key.String()), zap.Duration("timeout", s.cfg.StageTimeout))
+			continue
+		}
+		s.log.Warn("sending a revision's added endpoints before every activator module applied the removal sent first",
+			zap.String("revision", to.key.String()), zap.Strings("lagging", to.lagging), zap.Duration("timeout", s.cfg.StageTimeout))
 	}
 	// A revision gone or idle since is left to the paths that did that.
 	revs := due[:0]
@@ -175,5 +226,5 @@ func (s *Server) advanceSplits() error {
 	if len(revs) == 0 {
 		return nil
 	}
-	return s.applyEndpoints(revs, s.clock.Now())
+	return s.applyEndpoints(revs, s.prevSnap.Version, s.clock.Now())
 }

@@ -85,7 +85,9 @@ type Server struct {
 	stage *staged
 	// splits are revisions whose added endpoints wait for the removal
 	// sent first (removal_first.go). Only Run's goroutine touches it.
-	splits   map[revision.Key]*pendingSplit
+	splits map[revision.Key]*pendingSplit
+	// modules, when set, is waited for by splits too (module_states.go).
+	modules  atomic.Pointer[moduleStatesRef]
 	applied  map[string]map[string]types.Resource
 	versions map[string]map[string]string
 
@@ -278,7 +280,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 			}
 		}
 		acks, deadline, stop := s.stageWake()
-		splitAcks, splitDeadline, stopSplit := s.splitWake()
+		splitAcks, splitModules, splitDeadline, stopSplit := s.splitWake()
 		select {
 		case <-ctx.Done():
 			stop()
@@ -288,6 +290,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 		case <-acks:
 		case <-deadline:
 		case <-splitAcks:
+		case <-splitModules:
 		case <-splitDeadline:
 		}
 		stop()

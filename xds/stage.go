@@ -224,5 +224,5 @@ func (s *Server) applyWhileStaged(snap *revision.Snapshot) (complete bool, err e
 	if len(changed) == 0 {
 		return complete, nil
 	}
-	return complete, s.applyEndpoints(changed, start)
+	return complete, s.applyEndpoints(changed, snap.Version, start)
 }

@@ -33,6 +33,8 @@ func (a *App) mountModule(poker autoscaler.Poker) error {
 	svc := &modsvc.Server{Registry: a.opts.Registry, Recorder: a.collector, Poker: poker, Confirmer: a.xds,
 		WakeCounter: a.ext, HeldLimitCounter: a.ext, MaxHeld: a.act.MaxHeld, Logger: a.log.Named("modsvc")}
 	a.modsvc = svc
+	// Removal first also waits for the modules to apply a removal.
+	a.xds.SetModuleStates(svc)
 	if err := a.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thaw_module_connected_nodes",
 		Help: "Envoys (node ids) with an activator-module state stream open on this replica."},
 		func() float64 { return float64(svc.ConnectedNodes()) })); err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/thaw-dev/thaw/module/state"
@@ -33,6 +34,10 @@ type conn struct {
 	// ask thaw to resume (state.ResumeParam). Only follow's goroutine
 	// touches it.
 	resumed bool
+	// applied is the Update.Seq of the last update applied on the
+	// current stream (0: none), echoed in reports (Report.Applied) so
+	// thaw knows which state this module holds; reset on each connection.
+	applied atomic.Uint64
 }
 
 var (
@@ -108,6 +113,10 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	if c.resumed {
 		q.Set(state.ResumeParam, "1")
 	}
+	if c.cfg.ReportURL != "" { // the echo goes out with reports
+		q.Set(state.SeqParam, "1")
+	}
+	c.applied.Store(0)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -123,6 +132,7 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), state.MaxMessageBytes)
+	refused := false
 	for sc.Scan() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
@@ -130,12 +140,20 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 		u, err := state.DecodeUpdate(sc.Bytes())
 		if err != nil {
 			logf("state stream: message refused: %v", err)
+			// Later updates are incremental: this module no longer
+			// holds what thaw sent, so it confirms nothing more on
+			// this stream (thaw's waits for it end at their bound).
+			refused = true
 			continue
 		}
 		if err := table.Apply(u); err != nil {
-			logf("state stream: %v", err)
+			logf("state stream: %v", err) // wake policies only: the rest is installed
 		}
 		delivered, c.resumed = true, true
+		if u.Seq != 0 && !refused {
+			c.applied.Store(u.Seq)
+			c.kickReport()
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return delivered, err
@@ -169,6 +187,11 @@ func (c *conn) poke(key string) {
 	c.pokeMu.Lock()
 	c.pokes[key] = true
 	c.pokeMu.Unlock()
+	c.kickReport()
+}
+
+// kickReport asks for a report now; never blocks.
+func (c *conn) kickReport() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -181,6 +204,7 @@ func (c *conn) report(ctx context.Context) {
 	tick := time.NewTicker(time.Duration(c.cfg.ReportIntervalMs) * time.Millisecond)
 	defer tick.Stop()
 	active := map[string]bool{}
+	var echoed uint64 // the last Applied thaw took
 	for {
 		var counts bool
 		select {
@@ -190,7 +214,7 @@ func (c *conn) report(ctx context.Context) {
 			counts = true
 		case <-c.kick:
 		}
-		rep := state.Report{Node: c.cfg.Node}
+		rep := state.Report{Node: c.cfg.Node, Applied: c.applied.Load()}
 		c.pokeMu.Lock()
 		for k := range c.pokes {
 			rep.Pokes = append(rep.Pokes, k)
@@ -213,32 +237,36 @@ func (c *conn) report(ctx context.Context) {
 			rep.Wake = table.WakeCounts()
 			rep.HeldLimit = table.TakeHeldLimited()
 		}
-		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 && len(rep.Wake) == 0 && rep.HeldLimit == 0 {
+		if len(rep.Pokes) == 0 && len(rep.Revisions) == 0 && len(rep.Wake) == 0 && rep.HeldLimit == 0 && rep.Applied == echoed {
 			continue
 		}
-		c.post(ctx, &rep)
+		if c.post(ctx, &rep) {
+			echoed = rep.Applied
+		}
 	}
 }
 
-func (c *conn) post(ctx context.Context, rep *state.Report) {
+// post sends rep; true when thaw took it.
+func (c *conn) post(ctx context.Context, rep *state.Report) bool {
 	body, err := json.Marshal(rep)
 	if err != nil {
 		logf("report: %v", err)
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.ReportURL, bytes.NewReader(body))
 	if err != nil {
 		logf("report: %v", err)
-		return
+		return false
 	}
 	req.Header.Set("content-type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
 		logf("report to %s: %v", c.cfg.ReportURL, err)
-		return
+		return false
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	return resp.StatusCode < 300
 }

@@ -13,6 +13,7 @@ func FuzzDecodeUpdate(f *testing.F) {
 	f.Add([]byte(`{"full":true,"revisions":[{"key":"ns/a","queueDepth":10,"holdTimeoutMs":1000,"backends":[{"addr":"127.0.0.1:80","slots":4}]}]}`))
 	f.Add([]byte(`{"removed":["ns/a"]}`))
 	f.Add([]byte(`{"full":true,"maxHeld":784}`))
+	f.Add([]byte(`{"full":true,"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1}],"seq":18446744073709551615}`))
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wake":{"rules":[{"name":"probe","userAgent":"kube-probe/.*"}],"waitingPage":{"refresh":"1s"},"coldStartHeader":true}}]}`))
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wake":{"rules":[{"name":"x","path":"(("}]}}]}`))
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"backends":[{"addr":"[::1]:80","slots":-1}]}]}`))
@@ -58,10 +59,15 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":1,"inFlight":2}],"pokes":["ns/a"]}`))
 	f.Add([]byte(`{"node":"n","wake":[{"key":"ns/a","rule":"probe","count":3},{"key":"ns/a","page":true,"count":1}]}`))
 	f.Add([]byte(`{"node":"n","heldLimit":5}`))
+	f.Add([]byte(`{"node":"n","applied":7205759403792793600}`))
+	f.Add([]byte(`{"applied":3}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeReport(b)
 		if err != nil {
 			return
+		}
+		if r.Applied != 0 && r.Node == "" {
+			t.Fatalf("accepted applied %d without a node", r.Applied)
 		}
 		for _, c := range r.Revisions {
 			if c.Held < 0 || c.InFlight < 0 {

@@ -34,6 +34,16 @@ const (
 // omits it and gets its first update at once.
 const ResumeParam = "resume"
 
+// SeqParam is the state stream's query parameter ("seq=1") by which a
+// module asks thaw to number its updates (Update.Seq) and echoes the
+// number of the last one it applied in its reports (Report.Applied).
+// thaw then knows which state each module holds: an endpoint update that
+// removes one backend and adds another sends the additions to Envoy only
+// once every such module applied the removal (xds removal first,
+// docs/activator.md). A stream without it gets no Seq (a module built
+// before it refuses unknown fields) and is not waited for.
+const SeqParam = "seq"
+
 // ErrInvalid is wrapped by every decoding error.
 var ErrInvalid = errors.New("activator state: invalid message")
 
@@ -51,6 +61,12 @@ type Update struct {
 	// request keeps a client connection, one file, open. Read from full
 	// updates only.
 	MaxHeld int64 `json:"maxHeld,omitempty"`
+	// Seq numbers the update on a stream that asked for it (SeqParam;
+	// 0: not numbered). Numbers increase along a stream and are unique
+	// to one thaw process (they start at a random value), so an echo
+	// from an earlier stream or thaw never matches. The module echoes
+	// the Seq of the last update it applied in Report.Applied.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // RevisionUpdate is a revision's state for this Envoy.
@@ -296,6 +312,10 @@ type Report struct {
 	// report because Update.MaxHeld requests were held already
 	// (Table.TakeHeldLimited); thaw adds it to the held_limit outcome.
 	HeldLimit int64 `json:"heldLimit,omitempty"`
+	// Applied is the Update.Seq of the last state update this module
+	// applied on its current stream (0: none numbered yet). Requires
+	// Node: thaw matches it against what it sent that node's stream.
+	Applied uint64 `json:"applied,omitempty"`
 }
 
 // RevisionCounts are a revision's requests held and in flight in one
@@ -322,6 +342,9 @@ func DecodeReport(b []byte) (*Report, error) {
 	}
 	if r.HeldLimit < 0 {
 		return nil, fmt.Errorf("%w: report: heldLimit %d is negative", ErrInvalid, r.HeldLimit)
+	}
+	if r.Applied != 0 && r.Node == "" {
+		return nil, fmt.Errorf("%w: report: applied %d names no node", ErrInvalid, r.Applied)
 	}
 	if len(r.Revisions)+len(r.Pokes)+len(r.Wake) > MaxRevisions {
 		return nil, fmt.Errorf("%w: report of %d revisions, limit %d", ErrInvalid, len(r.Revisions)+len(r.Pokes)+len(r.Wake), MaxRevisions)

@@ -121,7 +121,8 @@ type Config struct {
 	StageTimeout time.Duration
 	// RemovalFirst makes an endpoint update that removes some hosts of a
 	// revision and adds others send the removal alone, and the additions
-	// once every Envoy ACKed it (or after StageTimeout): the activator
+	// once every Envoy ACKed it and every connected module applied it
+	// (xds.Server.SetModuleStates; or after StageTimeout): the activator
 	// module pins requests with a strict override host and tells a
 	// removal only by Envoy's host count (xds/removal_first.go). It is
 	// always on with Module; without the module it only delays additions
