@@ -229,11 +229,12 @@ func (s *Server) checkFirstAck(k ack.StreamKey) {
 	}
 	s.firstAckOnce.Do(func() {
 		s.log.Info("first complete snapshot ACKed", zap.String("node", s.tracker.NodeID(k)))
-		close(s.firstAck)
 		// The first snapshot's versions are needed no more (a copy of
-		// every version: 24 MB at 100,000 revisions).
+		// every version: 24 MB at 100,000 revisions). Forgotten before
+		// firstAck closes, so a WaitFirstAck caller never sees them.
 		s.mu.Lock()
 		s.first = nil
 		s.mu.Unlock()
+		close(s.firstAck)
 	})
 }
