@@ -26,6 +26,7 @@ import (
 func TestLocalModuleWakeAfterXDSRestart(t *testing.T) {
 	atZero := fast(map[string]string{"initial-scale": "0"})
 	cold := revisionYAML{Name: "cold", Host: "cold.test", Autoscaling: atZero}
+	during := revisionYAML{Name: "during", Host: "during.test", Autoscaling: atZero}
 	warm := revisionYAML{Name: "warm", Host: "warm.test", Autoscaling: fast(map[string]string{"min-scale": "1"})}
 	added := revisionYAML{Name: "added", Host: "added.test", Autoscaling: atZero}
 	path := filepath.Join(t.TempDir(), "thaw.yaml")
@@ -38,7 +39,7 @@ func TestLocalModuleWakeAfterXDSRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(localConfig(t, cold, warm))
+	write(localConfig(t, cold, during, warm))
 	th := harness.StartThaw(t, harness.ThawOptions{ConfigPath: path,
 		Args: append(moduleArgs(t), "--idle-hold-path", "--xds-ack-timeout=1s", "--reload-interval=200ms")})
 	waitStatus(t, th, "local/warm", 20*time.Second, "warm ready", func(r map[string]any) bool { return num(r, "ready") >= 1 })
@@ -61,7 +62,19 @@ func TestLocalModuleWakeAfterXDSRestart(t *testing.T) {
 		}
 	}
 	t.Cleanup(resume)
-	write(localConfig(t, cold, warm, added))
+	write(localConfig(t, cold, during, warm, added))
+	// A request for a revision at zero reaches the stopped Envoy: the
+	// module holds it once Envoy runs again, while the stream restarts.
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	inFlight := make(chan result, 1)
+	go func() {
+		code, body, _, err := get(ctx, c, th, during.Host, "/")
+		inFlight <- result{code, body, err}
+	}()
 	waitUntil(t, "thaw closes the stopped Envoy's xDS stream", 15*time.Second, func() bool {
 		return strings.Contains(th.Log(), "closing stalled xDS stream")
 	})
@@ -72,6 +85,14 @@ func TestLocalModuleWakeAfterXDSRestart(t *testing.T) {
 			strings.Count(th.Log(), `"xDS stream opened"`) >= 2
 	})
 
+	select {
+	case r := <-inFlight:
+		if r.err != nil || r.code != 200 || !strings.Contains(r.body, "hello from during") {
+			t.Fatalf("wake sent while Envoy was stopped: code=%d err=%v body=%q", r.code, r.err, r.body)
+		}
+	case <-ctx.Done():
+		t.Fatal("the wake sent while Envoy was stopped never ended")
+	}
 	envoy := &envoyAdmin{url: th.EnvoyAdminURL}
 	for _, r := range []revisionYAML{cold, added} {
 		// At zero on the hold path: Envoy holds no cluster for it, the wake
