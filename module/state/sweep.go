@@ -62,4 +62,5 @@ func (r *Revision) sweep() {
 	for _, w := range expired {
 		w.notify.Notify(w)
 	}
+	r.t.holdTimedOut(r, len(expired))
 }

@@ -23,7 +23,8 @@ type Table struct {
 	all      []*Revision
 	defaults RevisionUpdate
 
-	onPoke atomic.Pointer[func(key string)]
+	onPoke        atomic.Pointer[func(key string)]
+	onHoldTimeout atomic.Pointer[func(HoldTimeout)] // holdtimeout.go
 
 	// maxHeld bounds heldTotal (Update.MaxHeld; 0: none); heldLimited
 	// counts refusals at the bound since TakeHeldLimited.
