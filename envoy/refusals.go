@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // RefusalCounters are the counters of listener thaw_http that explain a
@@ -76,41 +73,4 @@ func Refusals(ctx context.Context, c *http.Client, adminURL string) (map[string]
 		out[strings.TrimPrefix(s.Name, refusalPrefix)] = v
 	}
 	return out, nil
-}
-
-// RefusalCollector exports RefusalCounters of the Envoy whose admin server
-// is at adminURL as thaw_envoy_http_refusals_total{counter}, read at scrape
-// time (bounded by a 2 s timeout; a failed read exports nothing). It is for
-// `thaw local`, where thaw runs Envoy and its admin port is on loopback.
-func RefusalCollector(adminURL string) prometheus.Collector {
-	return &refusalCollector{url: adminURL, client: &http.Client{Timeout: 2 * time.Second},
-		desc: prometheus.NewDesc("thaw_envoy_http_refusals_total",
-			"Counters of Envoy's listener thaw_http that explain requests Envoy answered itself (docs/protocols.md), read from Envoy's admin server at scrape time.",
-			[]string{"counter"}, nil)}
-}
-
-type refusalCollector struct {
-	url    string
-	client *http.Client
-	desc   *prometheus.Desc
-}
-
-var _ prometheus.Collector = (*refusalCollector)(nil)
-
-// Describe sends the one descriptor.
-func (c *refusalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect reads the counters from Envoy; on an error it sends nothing.
-func (c *refusalCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	vals, err := Refusals(ctx, c.client, c.url)
-	if err != nil {
-		return
-	}
-	for _, name := range RefusalCounters {
-		if v, ok := vals[name]; ok {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, name)
-		}
-	}
 }
