@@ -37,6 +37,14 @@ type stream struct {
 	prev map[string]*state.RevisionUpdate
 	// maxHeld is sent with every update (state.Update.MaxHeld).
 	maxHeld int64
+	// snap, envoys and index are what the last message was built from,
+	// and withheld the revisions it withheld backends of (perchange.go):
+	// a later message rebuilds only those and the revisions snap.Changes
+	// names. built counts revisions built (tests).
+	snap          *revision.Snapshot
+	envoys, index int
+	withheld      map[revision.Key]int
+	built         int
 }
 
 // next returns the next message for snap (one JSON line): the full
@@ -45,23 +53,15 @@ type stream struct {
 // one to send (always when full); and how many ready backends it
 // withholds until an ACK.
 func (st *stream) next(snap *revision.Snapshot, envoys, index int, full bool) (b []byte, changed bool, withheld int, err error) {
-	var allowed func(*revision.Revision) map[string]bool
-	if st.confirmer != nil {
-		allowed = func(r *revision.Revision) map[string]bool {
-			if st.confirmer.ConfirmedBy(st.node, r.Key, r.Generation) {
-				return nil
-			}
-			prev := st.sent[r.Key.String()]
-			if prev == nil {
-				prev = map[string]bool{}
-			}
-			return prev
-		}
+	var msg *state.Update
+	if full || !st.patchable(envoys, index) {
+		msg = st.rebuild(snap, envoys, index, full)
+	} else {
+		msg = st.patch(snap)
 	}
-	u, withheld := updateWith(snap, envoys, index, allowed)
-	u.MaxHeld = st.maxHeld
-	st.remember(u)
-	msg := st.incremental(u, full)
+	for _, n := range st.withheld {
+		withheld += n
+	}
 	if msg == nil {
 		return nil, false, withheld, nil
 	}
@@ -70,6 +70,32 @@ func (st *stream) next(snap *revision.Snapshot, envoys, index int, full bool) (b
 		return nil, false, 0, err
 	}
 	return append(b, '\n'), true, withheld, nil
+}
+
+// allow returns the backends r may list for this stream's node: nil
+// (all ready ones) once the node ACKed r's endpoints, else those last
+// sent (see Confirmer).
+func (st *stream) allow(r *revision.Revision) map[string]bool {
+	if st.confirmer == nil || st.confirmer.ConfirmedBy(st.node, r.Key, r.Generation) {
+		return nil
+	}
+	prev := st.sent[r.Key.String()]
+	if prev == nil {
+		prev = map[string]bool{}
+	}
+	return prev
+}
+
+// rebuild builds the whole state for snap (every revision) and returns
+// what the stream sends for it: all of it when full, else what differs
+// from the last message (incremental.go).
+func (st *stream) rebuild(snap *revision.Snapshot, envoys, index int, full bool) *state.Update {
+	u, withheld := updateWith(snap, envoys, index, st.allow)
+	u.MaxHeld = st.maxHeld
+	st.built += len(u.Revisions)
+	st.remember(u)
+	st.snap, st.envoys, st.index, st.withheld = snap, envoys, index, withheld
+	return st.incremental(u, full)
 }
 
 // remember records the backends u sends per revision.

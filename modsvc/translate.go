@@ -42,49 +42,65 @@ func Update(snap *revision.Snapshot, envoys, index int) *state.Update {
 
 // updateWith is Update with each revision's backends restricted to those
 // allowed(revision) lists (a nil set: all of them; allowed nil: all of
-// every revision). withheld counts the ready backends left out. A
-// backend's slots do not depend on which others are left out (its
-// position in the ready list decides the remainder), so the shares of
-// one backend never sum above its container concurrency.
-func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revision.Revision) map[string]bool) (u *state.Update, withheld int) {
+// every revision). withheld counts the ready backends left out, by
+// revision key (nil when none). A backend's slots do not depend on which
+// others are left out (its position in the ready list decides the
+// remainder), so the shares of one backend never sum above its container
+// concurrency.
+func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revision.Revision) map[string]bool) (u *state.Update, withheld map[revision.Key]int) {
 	u = &state.Update{Full: true}
 	for _, r := range snap.Sorted() {
-		ru := state.RevisionUpdate{
-			Key:           r.Key.String(),
-			QueueDepth:    r.Spec.QueueDepth,
-			HoldTimeoutMs: r.Spec.HoldTimeout.Milliseconds(),
-			Wake:          r.Spec.Wake.HolderConfig(),
-		}
-		if ru.QueueDepth < 1 {
-			ru.QueueDepth = revision.DefaultQueueDepth
-		}
-		if ru.HoldTimeoutMs < 1 {
-			ru.HoldTimeoutMs = revision.DefaultHoldTimeout.Milliseconds()
-		}
-		if f := r.WakeFailure; f != nil && len(r.ReadyBackends()) == 0 {
-			ru.WakeFailure = &state.WakeFailure{Reason: f.Reason, Message: f.Message}
-			if !f.RetryAt.IsZero() {
-				ru.WakeFailure.RetryAtMs = f.RetryAt.UnixMilli()
-			}
-		}
 		var allow map[string]bool
 		if allowed != nil {
 			allow = allowed(r)
 		}
-		for i, b := range r.ReadyBackends() {
-			addr := net.JoinHostPort(b.Address, strconv.Itoa(int(backendPort(b, r))))
-			if allow != nil && !allow[addr] {
-				withheld++
-				continue
+		ru, held := revisionUpdate(r, envoys, index, allow)
+		if held > 0 {
+			if withheld == nil {
+				withheld = map[revision.Key]int{}
 			}
-			ru.Backends = append(ru.Backends, state.BackendUpdate{
-				Addr:  addr,
-				Slots: Slots(r.Spec.ContainerConcurrency, envoys, index, i),
-			})
+			withheld[r.Key] = held
 		}
 		u.Revisions = append(u.Revisions, ru)
 	}
 	return u, withheld
+}
+
+// revisionUpdate is one revision's state for Envoy number index of
+// envoys, its backends restricted to allow (nil: all ready ones);
+// withheld counts the ready backends left out.
+func revisionUpdate(r *revision.Revision, envoys, index int, allow map[string]bool) (ru state.RevisionUpdate, withheld int) {
+	ru = state.RevisionUpdate{
+		Key:           r.Key.String(),
+		QueueDepth:    r.Spec.QueueDepth,
+		HoldTimeoutMs: r.Spec.HoldTimeout.Milliseconds(),
+		Wake:          r.Spec.Wake.HolderConfig(),
+	}
+	if ru.QueueDepth < 1 {
+		ru.QueueDepth = revision.DefaultQueueDepth
+	}
+	if ru.HoldTimeoutMs < 1 {
+		ru.HoldTimeoutMs = revision.DefaultHoldTimeout.Milliseconds()
+	}
+	ready := r.ReadyBackends()
+	if f := r.WakeFailure; f != nil && len(ready) == 0 {
+		ru.WakeFailure = &state.WakeFailure{Reason: f.Reason, Message: f.Message}
+		if !f.RetryAt.IsZero() {
+			ru.WakeFailure.RetryAtMs = f.RetryAt.UnixMilli()
+		}
+	}
+	for i, b := range ready {
+		addr := net.JoinHostPort(b.Address, strconv.Itoa(int(backendPort(b, r))))
+		if allow != nil && !allow[addr] {
+			withheld++
+			continue
+		}
+		ru.Backends = append(ru.Backends, state.BackendUpdate{
+			Addr:  addr,
+			Slots: Slots(r.Spec.ContainerConcurrency, envoys, index, i),
+		})
+	}
+	return ru, withheld
 }
 
 // backendPort is a backend's port: its own, else the revision's (the
