@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,15 +25,7 @@ func TestLocalAdminWhileEnvoyStopped(t *testing.T) {
 	warm := revisionYAML{Name: "warm", Host: "warm.test", Autoscaling: fast(map[string]string{"min-scale": "1"})}
 	added := revisionYAML{Name: "added", Host: "added.test", Autoscaling: fast(map[string]string{"initial-scale": "0"})}
 	path := filepath.Join(t.TempDir(), "thaw.yaml")
-	write := func(doc string) {
-		t.Helper()
-		if err := os.WriteFile(path+".tmp", []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(doc string) { writeConfig(t, path, doc) }
 	write(localConfig(t, warm))
 	th := harness.StartThaw(t, harness.ThawOptions{ConfigPath: path,
 		Args: append(moduleArgs(t), "--idle-hold-path", "--xds-ack-timeout=1s", "--reload-interval=200ms")})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -276,4 +277,16 @@ func (e *envoyAdmin) post(path string) error {
 		return fmt.Errorf("envoy admin POST %s: %s", path, resp.Status)
 	}
 	return nil
+}
+
+// writeConfig writes a thaw local config to path whole and renames it into
+// place, as editors do, so a reload never reads half a file.
+func writeConfig(t testing.TB, path, doc string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,16 +26,7 @@ func TestLocalReload(t *testing.T) {
 
 	dir := t.TempDir()
 	path := dir + "/thaw.yaml"
-	write := func(doc string) {
-		t.Helper()
-		// Written whole then renamed, as editors do.
-		if err := os.WriteFile(path+".tmp", []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(doc string) { writeConfig(t, path, doc) }
 	write("revisions:\n" + wakeRevision(t, keep, "") + wakeRevision(t, changed, "") + wakeRevision(t, gone, ""))
 	th := harness.StartThaw(t, harness.ThawOptions{ConfigPath: path, Args: []string{"--reload-interval", "200ms"}})
 	c := client(30 * time.Second)

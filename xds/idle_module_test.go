@@ -6,6 +6,7 @@ import (
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zaptest"
 
@@ -80,19 +81,17 @@ func TestModuleIdleWakeAndSleepKeepsRoutes(t *testing.T) {
 }
 
 // flipCount returns how many flips thaw_xds_flip_to_ack_seconds observed.
-func flipCount(f *fixture) uint64 {
-	var m dto.Metric
-	if err := f.srv.metrics.flipToAck.Write(&m); err != nil {
-		return 0
-	}
-	return m.GetHistogram().GetSampleCount()
-}
+func flipCount(f *fixture) uint64 { return sampleCount(f.srv.metrics.flipToAck) }
 
 // removalCount returns how many returns to zero
 // thaw_xds_removal_to_ack_seconds observed.
-func removalCount(f *fixture) uint64 {
+func removalCount(f *fixture) uint64 { return sampleCount(f.srv.metrics.removalToAck) }
+
+// sampleCount returns how many samples histogram h observed (0 when it
+// cannot be read, so a waitFor on it keeps waiting).
+func sampleCount(h prometheus.Histogram) uint64 {
 	var m dto.Metric
-	if err := f.srv.metrics.removalToAck.Write(&m); err != nil {
+	if err := h.Write(&m); err != nil {
 		return 0
 	}
 	return m.GetHistogram().GetSampleCount()

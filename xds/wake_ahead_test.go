@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds/translate"
@@ -24,13 +23,7 @@ func moduleIdleConfig() translate.Config {
 
 // aheadCount returns how many clusters added ahead of a first backend
 // thaw_xds_wake_cluster_to_ack_seconds observed.
-func aheadCount(f *fixture) uint64 {
-	var m dto.Metric
-	if err := f.srv.metrics.wakeClusterToAck.Write(&m); err != nil {
-		return 0
-	}
-	return m.GetHistogram().GetSampleCount()
-}
+func aheadCount(f *fixture) uint64 { return sampleCount(f.srv.metrics.wakeClusterToAck) }
 
 // TestModuleWakeClusterAhead: on the module's cluster routes, a revision
 // at zero gets its cluster and an empty assignment as soon as the
