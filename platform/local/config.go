@@ -185,15 +185,29 @@ func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	decoded, ok := decodeAll(js)
 	var f file
-	if err := decodeStrict(js, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, jsonFieldError(err))
+	if !ok {
+		if err := decodeStrict(js, &f); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, jsonFieldError(err))
+		}
+	}
+	n := len(f.Revisions)
+	if ok {
+		n = len(decoded)
 	}
 	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
 	seen := map[revision.Key]bool{}
 	hostOwner := map[string]hostUser{}
-	for i, raw := range f.Revisions {
-		rc, key, errs := parseRevision(raw, baseDir, defaults, lim)
+	for i := range n {
+		var rc RevisionConfig
+		var key revision.Key
+		var errs []error
+		if ok {
+			rc, key, errs = checkRevision(decoded[i], baseDir, defaults, lim)
+		} else {
+			rc, key, errs = parseRevision(f.Revisions[i], baseDir, defaults, lim)
+		}
 		label := fmt.Sprintf("#%d", i+1)
 		if key.Name != "" {
 			label = key.String()
@@ -254,6 +268,12 @@ func parseRevision(raw json.RawMessage, baseDir string, defaults revision.Spec, 
 		_ = json.Unmarshal(raw, &rf)
 		return RevisionConfig{}, revisionKey(rf), []error{jsonFieldError(err)}
 	}
+	return checkRevision(rf, baseDir, defaults, lim)
+}
+
+// checkRevision validates one decoded entry and builds its config: the
+// revision's key and every field error found (none: the config is valid).
+func checkRevision(rf revisionFile, baseDir string, defaults revision.Spec, lim revision.Limits) (RevisionConfig, revision.Key, []error) {
 	key := revisionKey(rf)
 	var errs []error
 	bad := func(field, value, allowed string) {
