@@ -14,7 +14,7 @@ func rehold(ep uintptr, f *filter) bool {
 	if f.reheld || h == nil {
 		return false
 	}
-	if n := len(f.rev.Backends()); n == 0 || !envoyBehind(ep, f, n) {
+	if n := f.rev.Confirmed(); n == 0 || !envoyBehind(ep, f, n) {
 		return false
 	}
 	f.reheld = true
