@@ -28,7 +28,9 @@ const (
 type Server struct {
 	// Registry is followed for state (required).
 	Registry *revision.Registry
-	// Recorder takes held counts as samples; Poker takes pokes (optional).
+	// Recorder takes held counts, plus the requests in flight through
+	// thaw_activator_dst (state.RevisionCounts.Early, counted in no
+	// revision cluster by Envoy), as samples; Poker takes pokes (optional).
 	Recorder autoscaler.Recorder
 	Poker    autoscaler.Poker
 	// Envoys returns how many Envoys share every backend and this one's

@@ -16,9 +16,10 @@ import "github.com/thaw-dev/thaw/module/state"
 // never from the client, and DstCluster ignores every request header.
 // Only cluster routes can change cluster: on a route that names its
 // cluster itself (thaw sends no unconfirmed backend to such a fleet) b is
-// pinned as confirmed.
+// pinned as confirmed. f.viaDst (rehold) sends a just-confirmed backend
+// the same way while this worker's view of the cluster lags the ACK.
 func pin(ep uintptr, f *filter, b *state.Backend) {
-	if b.Early() && f.cluster != "" {
+	if (b.Early() || f.viaDst) && f.cluster != "" {
 		if !f.early {
 			f.early = true
 			f.rev.StartEarly() // Envoy's stats count it in no revision cluster

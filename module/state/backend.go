@@ -24,6 +24,9 @@ type Backend struct {
 	// early is set while this Envoy has not ACKed the backend
 	// (BackendUpdate.Unconfirmed, early.go).
 	early atomic.Bool
+	// fresh is set by the update that confirmed an early backend, until
+	// the next update that lists it (JustConfirmed).
+	fresh atomic.Bool
 }
 
 const (

@@ -55,3 +55,10 @@ func (t *Table) CountsEarly(fn func(key string, held, inFlight, early int64)) {
 		fn(k, r.held.Load(), r.inFlight.Load(), r.early.Load())
 	})
 }
+
+// JustConfirmed reports whether the last update that listed b is the one
+// that confirmed it (it was Early before): thaw knows it ready and this
+// Envoy ACKed it, but a worker's view of the cluster can still lag the
+// ACK, so a request that finds b missing there may still go through
+// DstCluster rather than wait for an update that will not come.
+func (b *Backend) JustConfirmed() bool { return b.fresh.Load() }

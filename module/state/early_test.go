@@ -30,8 +30,8 @@ func TestEarlyBackendKeepsItsSlots(t *testing.T) {
 	if err := tab.Apply(rev(false)); err != nil {
 		t.Fatal(err)
 	}
-	if r.Confirmed() != 1 || b.Early() {
-		t.Fatalf("after the ACK: confirmed %d early %v, want 1 false", r.Confirmed(), b.Early())
+	if r.Confirmed() != 1 || b.Early() || !b.JustConfirmed() {
+		t.Fatalf("after the ACK: confirmed %d early %v just confirmed %v, want 1 false true", r.Confirmed(), b.Early(), b.JustConfirmed())
 	}
 	b2 := r.Acquire()
 	if b2 != b {
@@ -42,6 +42,12 @@ func TestEarlyBackendKeepsItsSlots(t *testing.T) {
 	}
 	if got := r.EarlyInFlight(); got != 1 {
 		t.Fatalf("early in flight %d, want 1", got)
+	}
+	if err := tab.Apply(rev(false)); err != nil {
+		t.Fatal(err)
+	}
+	if b.JustConfirmed() {
+		t.Fatal("still just confirmed after a second confirmed update")
 	}
 	r.EndEarly()
 	r.Release(b)

@@ -258,6 +258,7 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 			b = &Backend{Addr: bu.Addr}
 		}
 		b.setSlots(bu.Slots) // a removed one comes back with its count
+		b.fresh.Store(!bu.Unconfirmed && b.early.Load())
 		b.early.Store(bu.Unconfirmed)
 		if !bu.Unconfirmed {
 			confirmed++
