@@ -51,16 +51,7 @@ func vhostCluster(t *testing.T, r *discoveryv3.DeltaDiscoveryResponse) (cluster,
 func TestIdleRevisionWakeAndSleep(t *testing.T) {
 	cfg := componentConfig()
 	cfg.IdleHoldPath = true
-	f := startFixture(t, cfg)
-	f.upsert(keyA, revision.ModeProxy, []string{"a.example.com"}) // no backend: idle
-	f.reg.SetSynced()
-	c := dialDelta(t, f.addr, "envoy-1")
-	if eds := syncAll(t, c); len(eds) != 0 {
-		t.Fatalf("EDS clusters at zero = %v, want none", eds)
-	}
-	waitFor(t, "the idle revision confirmed by its virtual host", func() bool {
-		return f.srv.ConfirmedEverywhere(keyA, generation(f, keyA))
-	})
+	f, c := startIdle(t, cfg) // a is confirmed by its virtual host
 
 	// Waking: a first backend (starting, not ready).
 	f.reg.SetBackends(keyA, []revision.Backend{starting})

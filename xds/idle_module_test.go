@@ -25,18 +25,7 @@ import (
 // the return to zero as a removal (thaw_xds_removal_to_ack_seconds) once
 // the cluster's removal is ACKed.
 func TestModuleIdleWakeAndSleepKeepsRoutes(t *testing.T) {
-	cfg := componentConfig()
-	cfg.IdleHoldPath = true
-	cfg.Module = &translate.ModuleConfig{Path: "/opt/thaw/thaw-activator.so", StateURL: "http://127.0.0.1:9901/activator/v1/state",
-		ReportURL: "http://127.0.0.1:9901/activator/v1/report", Node: "envoy-1"}
-	f := startFixture(t, cfg)
-	f.upsert(keyA, revision.ModeProxy, []string{"a.example.com"}) // no backend: idle
-	f.reg.SetSynced()
-	c := dialDelta(t, f.addr, "envoy-1")
-	if eds := syncAll(t, c); len(eds) != 0 {
-		t.Fatalf("EDS clusters at zero = %v, want none", eds)
-	}
-	waitFor(t, "the idle revision confirmed", func() bool { return f.srv.ConfirmedEverywhere(keyA, generation(f, keyA)) })
+	f, c := startIdle(t, moduleIdleConfig())
 
 	// Waking: the cluster, then its endpoints; no virtual host follows.
 	f.reg.SetBackends(keyA, []revision.Backend{ready("10.0.0.1", 80)})

@@ -21,6 +21,21 @@ func moduleIdleConfig() translate.Config {
 	return cfg
 }
 
+// startIdle starts a fixture with cfg and revision a at zero, connects
+// envoy-1 and syncs it: no assignment is sent, and a is confirmed.
+func startIdle(t *testing.T, cfg translate.Config) (*fixture, *deltaClient) {
+	t.Helper()
+	f := startFixture(t, cfg)
+	f.upsert(keyA, revision.ModeProxy, []string{"a.example.com"}) // no backend: idle
+	f.reg.SetSynced()
+	c := dialDelta(t, f.addr, "envoy-1")
+	if eds := syncAll(t, c); len(eds) != 0 {
+		t.Fatalf("EDS clusters at zero = %v, want none", eds)
+	}
+	waitFor(t, "the idle revision confirmed", func() bool { return f.srv.ConfirmedEverywhere(keyA, generation(f, keyA)) })
+	return f, c
+}
+
 // aheadCount returns how many clusters added ahead of a first backend
 // thaw_xds_wake_cluster_to_ack_seconds observed.
 func aheadCount(f *fixture) uint64 { return sampleCount(f.srv.metrics.wakeClusterToAck) }
@@ -35,14 +50,7 @@ func aheadCount(f *fixture) uint64 { return sampleCount(f.srv.metrics.wakeCluste
 // scale of 0, the cluster is removed; a desired scale of 0 alone, with a
 // backend still there, keeps it.
 func TestModuleWakeClusterAhead(t *testing.T) {
-	f := startFixture(t, moduleIdleConfig())
-	f.upsert(keyA, revision.ModeProxy, []string{"a.example.com"}) // no backend: idle
-	f.reg.SetSynced()
-	c := dialDelta(t, f.addr, "envoy-1")
-	if eds := syncAll(t, c); len(eds) != 0 {
-		t.Fatalf("EDS clusters at zero = %v, want none", eds)
-	}
-	waitFor(t, "the idle revision confirmed", func() bool { return f.srv.ConfirmedEverywhere(keyA, generation(f, keyA)) })
+	f, c := startIdle(t, moduleIdleConfig())
 
 	// The autoscaler wants it awake: the cluster goes out before a backend.
 	f.reg.SetDesiredScale(keyA, 1)
