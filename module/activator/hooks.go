@@ -177,13 +177,13 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	// 503 "no healthy upstream"; hold and re-pick at the next state update
 	// instead (docs/activator.md, *Removal ordering*).
 	behind := false
-	if n := r.Confirmed(); n > 0 {
+	if n := len(r.Backends()); n > 0 {
 		behind = envoyBehind(ep, f, n)
 	}
 	if !behind {
 		if b := r.Acquire(); b != nil {
 			f.backend = b
-			pin(ep, f, b)
+			setOverrideHost(ep, b.Addr)
 			return statusContinue
 		}
 	}
@@ -217,7 +217,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		h.refs.Store(1)
 		h.drop()
 		f.backend = b
-		pin(ep, f, b)
+		setOverrideHost(ep, b.Addr)
 		return statusContinue
 	}
 	f.waiter, f.hold, f.heldAt = w, h, time.Now()
@@ -251,7 +251,7 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 		if f.rev.ColdStartHeader() {
 			f.coldStart, f.coldStartMs = true, time.Since(f.heldAt).Milliseconds()
 		}
-		pin(ep, f, f.backend)
+		setOverrideHost(ep, f.backend.Addr)
 		continueDecoding(ep)
 	case state.TimedOut:
 		f.waiter = nil
@@ -292,10 +292,6 @@ func endFilter(f *filter) {
 	}
 	if b := f.backend; b != nil {
 		f.backend = nil
-		if f.early {
-			f.early = false
-			f.rev.EndEarly()
-		}
 		f.rev.Release(b)
 	}
 	if h := f.hold; h != nil {

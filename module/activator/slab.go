@@ -18,8 +18,6 @@ type filter struct {
 	rev     *state.Revision
 	cluster string         // the route's cluster on a cluster route (clusterroute.go)
 	backend *state.Backend // slot this stream holds, freed once
-	early   bool           // backend is reached through state.DstCluster (early.go)
-	viaDst  bool           // rehold: the worker lags a just-confirmed backend's ACK
 	waiter  *state.Waiter
 	hold    *holdRef
 	failed  bool

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/thaw-dev/thaw/module/state"
 )
 
 // Fixed resource names shared with the bootstrap (envoy/bootstrap.yaml) and
@@ -24,7 +22,7 @@ const (
 	WakeListenerName = "thaw_activator_wake"
 	// ActivatorDstClusterName is the ORIGINAL_DST cluster the activator
 	// listener routes to, with the destination taken from dynamic metadata.
-	ActivatorDstClusterName = state.DstCluster
+	ActivatorDstClusterName = "thaw_activator_dst"
 	// ExtProcClusterName is the bootstrap's static cluster for the ext_proc
 	// (activator) gRPC service.
 	ExtProcClusterName = "thaw_extproc"
@@ -33,10 +31,10 @@ const (
 	RevisionHeader = "x-thaw-revision"
 	// MetadataNamespace is the dynamic-metadata namespace ext_proc writes;
 	// its key MetadataDestinationKey holds "<ip>:<port>".
-	MetadataNamespace = state.DstMetadataNamespace
+	MetadataNamespace = "thaw.activator"
 	// MetadataDestinationKey is the key under MetadataNamespace that the
 	// ORIGINAL_DST cluster reads the upstream address from.
-	MetadataDestinationKey = state.DstMetadataKey
+	MetadataDestinationKey = "destination"
 )
 
 // Defaults for Config (see DefaultConfig).
