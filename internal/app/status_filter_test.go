@@ -104,3 +104,37 @@ func TestParseStatusRevision(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStatusQuery: any query string gets 200, 400 or 404 from /status,
+// never a panic; a 200 for a revision parameter is that revision's row
+// alone, and a 400 or 404 body says why.
+func FuzzStatusQuery(f *testing.F) {
+	for _, q := range []string{"", "revision=ns/a", "revision=ns%2Fa", "revision=", "revision=a/b/c",
+		"revision=ns/a&revision=ns/a", "revision=%ff%00", "revision=ns/zzz", ";revision=ns/a", "revision=ns/a;x"} {
+		f.Add(q)
+	}
+	rows := fakeStatus{{Revision: "ns/a", Mode: "serve"}, {Revision: "ns/b", Mode: "invalid", Desired: -1}}
+	h := statusHandler(rows)
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest(http.MethodGet, "/status", nil)
+		req.URL.RawQuery = query
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK:
+			got, err := DecodeStatus(rec.Body)
+			if err != nil {
+				t.Fatalf("200 with an undecodable body: %v", err)
+			}
+			if _, filtered := req.URL.Query()[StatusRevisionParam]; filtered && len(got) != 1 {
+				t.Errorf("query %q: %d rows, want 1", query, len(got))
+			}
+		case http.StatusBadRequest, http.StatusNotFound:
+			if rec.Body.Len() == 0 {
+				t.Errorf("query %q: %d with no reason", query, rec.Code)
+			}
+		default:
+			t.Errorf("query %q: code %d", query, rec.Code)
+		}
+	})
+}
