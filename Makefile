@@ -105,7 +105,8 @@ FUZZ_TARGETS := module/state:FuzzDecodeUpdate module/state:FuzzSlotsAcrossUpdate
 	revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse \
 	autoscaler/statsink:FuzzIngest autoscaler/statsink:FuzzWireMatchesProtowire \
 	autoscaler/statsink:FuzzMsgReader autoscaler/statsink:FuzzEnvoyMetric autoscaler/statsink:FuzzEnvoyFamily \
-	autoscaler:FuzzCollector extproc:FuzzRequestHeaders egext:FuzzParseSplit egext:FuzzHookRequests wake:FuzzPolicy revision:FuzzResolveSplits
+	autoscaler:FuzzCollector extproc:FuzzRequestHeaders egext:FuzzParseSplit egext:FuzzHookRequests wake:FuzzPolicy revision:FuzzResolveSplits \
+	internal/app:FuzzStatusQuery
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "./$${t%%:*}"; \

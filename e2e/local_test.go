@@ -162,7 +162,8 @@ func TestLocalChurn(t *testing.T) {
 }
 
 // TestLocalBadInput: one invalid revision does not stop the others; it is
-// reported with the field; an unknown host gets 404.
+// reported with the field; an unknown host gets 404; /status and thaw
+// status answer one revision's row when asked (checkStatusFilter).
 func TestLocalBadInput(t *testing.T) {
 	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t,
 		revisionYAML{Name: "good", Host: "good.test", Autoscaling: fast(nil)},
@@ -192,4 +193,5 @@ func TestLocalBadInput(t *testing.T) {
 			t.Errorf("host %s: code=%d err=%v, want 404", host, code, err)
 		}
 	}
+	checkStatusFilter(ctx, t, th)
 }

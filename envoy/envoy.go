@@ -1,7 +1,3 @@
-// Package envoy holds thaw's Envoy bootstrap (bootstrap.yaml, embedded) and
-// renders it for one Envoy: node identity, where thaw's xDS, ext_proc and
-// stats services listen, and the admin port. See DESIGN.md "The contract
-// with Envoy".
 package envoy
 
 import (

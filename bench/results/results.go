@@ -1,7 +1,3 @@
-// Package results holds the figures thaw's benchmarks produce: the scenario
-// results bench/scenarios writes as JSON, and a parser for the text output
-// of `go test -bench`. bench/report reads both and renders
-// docs/BENCHMARKS.md.
 package results
 
 import (

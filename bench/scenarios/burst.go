@@ -139,7 +139,7 @@ func runBurst(e *env, n int, burstRev rev, name string) (*results.Burst, error) 
 		defer tick.Stop()
 		for sctx.Err() == nil {
 			at := time.Now()
-			rows, err := th.status(sctx, c)
+			rows, err := th.statusOf(sctx, c, burstRev.name)
 			if err == nil {
 				r := rows["local/"+burstRev.name]
 				mu.Lock()

@@ -208,15 +208,15 @@ func (th *thaw) status(ctx context.Context, c *http.Client) (map[string]revStatu
 	return out, nil
 }
 
-// waitStatus polls /status every 100 ms until cond holds for every named
-// revision, within timeout.
+// waitStatus polls the named revisions' /status rows (statusOf) every 100
+// ms until cond holds for each, within timeout.
 func (th *thaw) waitStatus(ctx context.Context, timeout time.Duration, what string, cond func(revStatus) bool, revs ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := &http.Client{Timeout: 2 * time.Second}
 	var last map[string]revStatus
 	for {
-		rows, err := th.status(ctx, c)
+		rows, err := th.statusOf(ctx, c, revs...)
 		if err == nil {
 			last = rows
 			ok := true

@@ -309,7 +309,7 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 		err := th.waitRows(e.ctx, 3*time.Minute, "every flipper back at zero in proxy mode", func(s revStatus) bool {
 			return s.Mode == "proxy" && s.Desired == 0 && s.Ready == 0
 		}, names...)
-		if rows, serr := th.status(e.ctx, c); serr == nil {
+		if rows, serr := th.statusOf(e.ctx, c, names...); serr == nil {
 			for _, r := range flippers {
 				if s := rows["local/"+r.name]; s.Mode == "proxy" && s.Desired == 0 && s.Ready == 0 {
 					res.BackAtZero++

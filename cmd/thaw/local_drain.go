@@ -71,8 +71,14 @@ func newEnvoyLoad(adminPort int) envoyLoad {
 	return envoyLoad{adminURL: fmt.Sprintf("http://127.0.0.1:%d", adminPort), client: &http.Client{Timeout: 2 * time.Second}}
 }
 
-func (e envoyLoad) Load(ctx context.Context, key revision.Key) (map[string]local.BackendLoad, error) {
-	hosts, err := envoy.HostLoads(ctx, e.client, e.adminURL, revision.ClusterName(key), translate.ActivatorDstClusterName)
+// Load reads every named revision's cluster and the activator's
+// destination cluster in one admin /clusters request.
+func (e envoyLoad) Load(ctx context.Context, keys ...revision.Key) (map[string]local.BackendLoad, error) {
+	clusters := make([]string, 0, len(keys)+1)
+	for _, k := range keys {
+		clusters = append(clusters, revision.ClusterName(k))
+	}
+	hosts, err := envoy.HostLoads(ctx, e.client, e.adminURL, append(clusters, translate.ActivatorDstClusterName)...)
 	if err != nil {
 		return nil, err
 	}

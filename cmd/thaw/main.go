@@ -1,6 +1,3 @@
-// Command thaw is request-driven autoscaling with scale to zero for HTTP
-// workloads, built as an extension of Envoy: an xDS control plane, an
-// ext_proc activator and a KPA autoscaler in one binary.
 package main
 
 import (

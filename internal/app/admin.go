@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,7 +15,8 @@ import (
 )
 
 // AdminServer serves thaw's admin HTTP endpoints: /metrics (Prometheus),
-// /status (JSON list of RevisionStatus), /healthz, /readyz and, when asked
+// /status (JSON list of RevisionStatus; ?revision=namespace/name for one,
+// see statusHandler), /healthz, /readyz and, when asked
 // for, Go profiles under /debug/pprof/.
 type AdminServer struct {
 	srv *http.Server
@@ -29,17 +29,14 @@ type AdminServer struct {
 // pprof adds the Go profiles under /debug/pprof/; they reveal memory
 // contents and cost CPU, so they are served only when asked for (thaw
 // local: when addr is loopback, see IsLoopbackAddress; thaw run: --pprof).
-func NewAdminServer(addr string, gatherer prometheus.Gatherer, status func() []RevisionStatus, ready func() bool, pprofOn bool) (*AdminServer, error) {
+func NewAdminServer(addr string, gatherer prometheus.Gatherer, status StatusSource, ready func() bool, pprofOn bool) (*AdminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(status())
-	})
+	mux.HandleFunc("/status", statusHandler(status))
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -21,7 +21,7 @@ func TestAdminServer(t *testing.T) {
 	c.Inc()
 	var ready atomic.Bool
 	rows := []RevisionStatus{{Revision: "ns/a", Mode: "serve", Desired: 2, Ready: 2, RPS: 3.5}}
-	a, err := NewAdminServer("127.0.0.1:0", reg, func() []RevisionStatus { return rows }, ready.Load, false)
+	a, err := NewAdminServer("127.0.0.1:0", reg, fakeStatus(rows), ready.Load, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestAdminServer(t *testing.T) {
 
 func TestAdminPprof(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		a, err := NewAdminServer("127.0.0.1:0", prometheus.NewRegistry(), func() []RevisionStatus { return nil }, func() bool { return true }, on)
+		a, err := NewAdminServer("127.0.0.1:0", prometheus.NewRegistry(), fakeStatus(nil), func() bool { return true }, on)
 		if err != nil {
 			t.Fatal(err)
 		}

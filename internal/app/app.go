@@ -239,7 +239,7 @@ func New(opts Options) (*App, error) {
 		a.grpcLn.Close()
 		return nil, fmt.Errorf("admin listener: %w", err)
 	}
-	if a.admin, err = NewAdminServer(opts.AdminAddress, a.metrics, a.Status, a.ready.Load, opts.Pprof); err != nil {
+	if a.admin, err = NewAdminServer(opts.AdminAddress, a.metrics, a, a.ready.Load, opts.Pprof); err != nil {
 		a.grpcLn.Close()
 		return nil, err
 	}
@@ -392,33 +392,17 @@ func (a *App) trackReadiness(ctx context.Context) error {
 // Ready reports whether /readyz answers 200.
 func (a *App) Ready() bool { return a.ready.Load() }
 
-// Status returns one row per revision (valid and invalid) for /status.
+// Status returns one row per revision (valid and invalid) for /status;
+// StatusOf (status_filter.go) returns one.
 func (a *App) Status() []RevisionStatus {
 	snap := a.opts.Registry.Snapshot()
 	rows := make([]RevisionStatus, 0, snap.Revisions.Len()+len(snap.Invalid))
 	now := time.Now()
 	for _, rev := range snap.Sorted() {
-		row := RevisionStatus{Revision: rev.Key.String(), Mode: rev.Mode.String(), Desired: rev.DesiredScale,
-			Ready: len(rev.ReadyBackends())}
-		if d, ok := a.scaler.Status(rev.Key); ok {
-			row.StableConcurrency, row.RPS, row.InPanic = d.StableConcurrency, d.StableRPS, d.InPanic
-			row.ExcessBurstCapacity = d.ExcessBurstCapacity
-		}
-		row.Held, row.InFlight = a.activatorCounts(rev.Key)
-		row.Window = windowStatus(rev.Spec.Wake, now)
-		if re, ok := a.platform.(revisionErrorer); ok {
-			row.Error = re.RevisionError(rev.Key)
-		}
-		if err := a.xds.SkipReason(rev.Key); err != nil && row.Error == "" {
-			row.Error = "not routed: " + err.Error()
-		}
-		if rev.WakeFailure != nil && row.Error == "" {
-			row.Error = "wake-up failed: " + rev.WakeFailure.String()
-		}
-		rows = append(rows, row)
+		rows = append(rows, a.statusRow(rev, now))
 	}
 	for key, err := range snap.Invalid {
-		rows = append(rows, RevisionStatus{Revision: key.String(), Mode: "invalid", Desired: -1, Error: err.Error()})
+		rows = append(rows, invalidStatusRow(key, err))
 	}
 	return rows
 }

@@ -60,4 +60,18 @@ func TestStatusShowsPlatformErrors(t *testing.T) {
 		got["local/slow"] != "wake-up failed: ActivationTimeout: no backend" || len(got) != 4 {
 		t.Errorf("status errors = %q", got)
 	}
+	// StatusOf answers each row alone, the same as Status, and nothing
+	// for a key thaw does not know.
+	for _, want := range a.Status() {
+		key, err := revision.ParseKey(want.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row, ok := a.StatusOf(key); !ok || row != want {
+			t.Errorf("StatusOf(%s) = %+v, %v; want %+v", key, row, ok, want)
+		}
+	}
+	if row, ok := a.StatusOf(revision.Key{Namespace: "local", Name: "nope"}); ok {
+		t.Errorf("StatusOf(local/nope) = %+v, want not found", row)
+	}
 }

@@ -43,7 +43,9 @@
 // leaves the registry's backend set first; then it waits until every Envoy
 // acknowledged endpoints without it (Options.Router; without one, the
 // drain period), until the optional Drainer reports it idle, and until no
-// connection that may carry a request is left on its port (conns.go), all
+// connection that may carry a request is left on its port (conns.go; the
+// instances draining at once share one read of Options.Load per poll,
+// drainload.go), all
 // within the drain timeout (the revision's request-timeout plus hold-timeout
 // unless Options.DrainTimeout is set); then it gets SIGTERM,
 // and SIGKILL after the revision's stop timeout.

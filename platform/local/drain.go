@@ -96,7 +96,7 @@ func (in *instance) drain(ctx context.Context, proc *process) {
 			return
 		}
 	}
-	if err := in.waitConnsClosed(dctx, proc.port); err != nil {
+	if err := in.waitConnsClosed(dctx, proc.port, start.Add(limit)); err != nil {
 		ended("connections", err)
 		return
 	}
@@ -124,10 +124,14 @@ func (in *instance) waitPeriod(ctx context.Context, proc *process) bool {
 
 // waitConnsClosed polls the established connections on port until
 // drainIdlePolls polls in a row find it idle, and returns nil; or returns
-// an error wrapping ctx.Err() with the last count when ctx ends first, or
-// the error reading the connection tables. See busyConns for "idle".
-func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
+// an error wrapping ctx.Err() with the last count when ctx ends first (at
+// the drain's deadline, which it logs), or the error reading the
+// connection tables. See busyConns for "idle".
+func (in *instance) waitConnsClosed(ctx context.Context, port int32, deadline time.Time) error {
 	p := in.p
+	if p.drainLoads != nil {
+		defer p.drainLoads.watch(in.rs.cfg.Load().Key)()
+	}
 	idle, logged := 0, false
 	for {
 		busy, err := in.busyConns(ctx, port)
@@ -142,7 +146,8 @@ func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
 		} else {
 			idle = 0
 			if !logged {
-				in.log.Info("waiting for connections to close before stopping", zap.Int("connections", busy))
+				in.log.Info("waiting for connections to close before stopping", zap.Int("connections", busy),
+					zap.Time("drainDeadline", deadline))
 				logged = true
 			}
 		}
@@ -158,7 +163,8 @@ func (in *instance) waitConnsClosed(ctx context.Context, port int32) error {
 
 // busyConns returns how many established connections on port may carry a
 // request: all of them, less the ones Envoy reports holding to the backend
-// when Envoy (Options.Load) also reports no request in flight to it. Envoy
+// when Envoy (Options.Load, read once for every draining revision: see
+// drainLoads) also reports no request in flight to it. Envoy
 // keeps idle connections of its original-destination cluster (requests
 // the activator released) open long after their last request; they must
 // not hold a drain for the whole drain timeout.
@@ -171,9 +177,7 @@ func (in *instance) busyConns(ctx context.Context, port int32) (int, error) {
 	if n == 0 || in.p.opts.Load == nil {
 		return n, nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, loadTimeout)
-	loads, err := in.p.opts.Load.Load(lctx, in.rs.cfg.Load().Key)
-	cancel()
+	loads, err := in.p.drainLoads.get(ctx, in.rs.cfg.Load().Key)
 	if err != nil {
 		in.log.Debug("Envoy's connections to the backend unknown; counting all", zap.Error(err))
 		return n, nil

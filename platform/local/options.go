@@ -51,10 +51,12 @@ type Router interface {
 // it ranks the processes to stop on a scale-down, and tells which of a
 // draining process's connections are idle ones Envoy keeps.
 type LoadSource interface {
-	// Load returns per backend address ("ip:port") of revision key the
-	// requests Envoy has in flight to it and the connections Envoy holds
-	// open to it; a backend absent from the map has neither.
-	Load(ctx context.Context, key revision.Key) (map[string]BackendLoad, error)
+	// Load returns per backend address ("ip:port") of the revisions keys
+	// (at least one) the requests Envoy has in flight to it and the
+	// connections Envoy holds open to it; a backend absent from the map
+	// has neither. One call answers for every key (a drain asks for all
+	// the revisions it drains at once, see drainLoads).
+	Load(ctx context.Context, keys ...revision.Key) (map[string]BackendLoad, error)
 }
 
 // BackendLoad is one backend's load as a LoadSource sees it.

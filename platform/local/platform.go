@@ -28,6 +28,9 @@ type Platform struct {
 	// probeConns are the connections probeClient holds open (probeconns.go).
 	probeConns  *probeConns
 	probeClient *http.Client
+	// drainLoads shares Options.Load among draining instances; nil
+	// without Options.Load.
+	drainLoads *drainLoads
 
 	mu sync.Mutex
 	// revs is swapped whole under mu (a reload adds and removes
@@ -76,6 +79,9 @@ func New(opts Options) *Platform {
 	p := &Platform{opts: opts, log: opts.Logger, ports: map[int32]bool{},
 		stale: map[*process]stateInstance{}, probeConns: newProbeConns(opts.Clock)}
 	p.probeClient = newProbeClient(p.probeConns)
+	if opts.Load != nil {
+		p.drainLoads = newDrainLoads(opts.Load, opts.Clock, p.log)
+	}
 	revs := map[revision.Key]*processGroup{}
 	for i := range opts.Config.Revisions {
 		rc := &opts.Config.Revisions[i]

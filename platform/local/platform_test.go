@@ -282,7 +282,7 @@ func TestScaleDownPrefersNotReady(t *testing.T) {
 // countingLoad is a LoadSource that reports no load and counts its calls.
 type countingLoad struct{ calls atomic.Int32 }
 
-func (c *countingLoad) Load(context.Context, revision.Key) (map[string]BackendLoad, error) {
+func (c *countingLoad) Load(context.Context, ...revision.Key) (map[string]BackendLoad, error) {
 	c.calls.Add(1)
 	return nil, nil
 }
