@@ -193,11 +193,13 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
-	hold := r.HoldNotify
+	var w *state.Waiter
+	var err error
 	if behind {
-		hold = r.HoldForUpdateNotify
+		w, err = r.HoldForUpdateNotify(h)
+	} else {
+		w, err = r.HoldNotifyOn(h, workerID())
 	}
-	w, err := hold(h)
 	if err != nil {
 		h.refs.Store(1)
 		h.drop()
@@ -284,7 +286,7 @@ func endFilter(f *filter) {
 		f.waiter = nil
 		b, wasWaiting := w.Cancel()
 		if b != nil {
-			f.rev.Release(b)
+			release(f, b)
 		}
 		if wasWaiting {
 			f.hold.drop() // the notifier's reference: it will never run
@@ -292,7 +294,7 @@ func endFilter(f *filter) {
 	}
 	if b := f.backend; b != nil {
 		f.backend = nil
-		f.rev.Release(b)
+		release(f, b)
 	}
 	if h := f.hold; h != nil {
 		f.hold = nil
