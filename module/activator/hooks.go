@@ -193,13 +193,11 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	}
 	h := &holdRef{sched: schedulerNew(ep)}
 	h.refs.Store(2)
-	var w *state.Waiter
-	var err error
+	hold := r.HoldNotify
 	if behind {
-		w, err = r.HoldForUpdateNotify(h)
-	} else {
-		w, err = r.HoldNotifyOn(h, workerID())
+		hold = r.HoldForUpdateNotify
 	}
+	w, err := hold(h)
 	if err != nil {
 		h.refs.Store(1)
 		h.drop()
@@ -286,7 +284,7 @@ func endFilter(f *filter) {
 		f.waiter = nil
 		b, wasWaiting := w.Cancel()
 		if b != nil {
-			release(f, b)
+			f.rev.Release(b)
 		}
 		if wasWaiting {
 			f.hold.drop() // the notifier's reference: it will never run
@@ -294,7 +292,7 @@ func endFilter(f *filter) {
 	}
 	if b := f.backend; b != nil {
 		f.backend = nil
-		release(f, b)
+		f.rev.Release(b)
 	}
 	if h := f.hold; h != nil {
 		f.hold = nil

@@ -101,12 +101,12 @@ func (r *Revision) Release(b *Backend) {
 // backend, or a Waiting Waiter that notify reports on within the
 // revision's hold timeout.
 func (r *Revision) Hold(notify func(*Waiter)) (*Waiter, error) {
-	return r.hold(NotifyFunc(notify), false, NoWorker)
+	return r.hold(NotifyFunc(notify), false)
 }
 
 // HoldNotify is Hold with a Notifier (no closure to allocate).
 func (r *Revision) HoldNotify(n Notifier) (*Waiter, error) {
-	return r.hold(n, false, NoWorker)
+	return r.hold(n, false)
 }
 
 // HoldForUpdate is Hold for a request whose Envoy no longer lists any
@@ -119,18 +119,18 @@ func (r *Revision) HoldNotify(n Notifier) (*Waiter, error) {
 // count also lags behind additions, which bring no further update).
 // Nothing is granted at once.
 func (r *Revision) HoldForUpdate(notify func(*Waiter)) (*Waiter, error) {
-	return r.hold(NotifyFunc(notify), true, NoWorker)
+	return r.hold(NotifyFunc(notify), true)
 }
 
 // HoldForUpdateNotify is HoldForUpdate with a Notifier.
 func (r *Revision) HoldForUpdateNotify(n Notifier) (*Waiter, error) {
-	return r.hold(n, true, NoWorker)
+	return r.hold(n, true)
 }
 
-func (r *Revision) hold(notify Notifier, afterUpdate bool, worker int32) (*Waiter, error) {
+func (r *Revision) hold(notify Notifier, afterUpdate bool) (*Waiter, error) {
 	r.mu.Lock()
 	l := r.limits.Load()
-	w := &Waiter{r: r, notify: notify, worker: worker}
+	w := &Waiter{r: r, notify: notify}
 	if afterUpdate {
 		w.notBefore = r.updates.Load() + 1
 	}
@@ -171,13 +171,8 @@ func (r *Revision) hold(notify Notifier, afterUpdate bool, worker int32) (*Waite
 
 // dispatch grants free slots to held requests in FIFO order and notifies
 // them after the lock is released.
-func (r *Revision) dispatch() { r.dispatchOn(NoWorker) }
-
-// dispatchOn is dispatch after a release on worker (NoWorker: none): the
-// first grant may go to a request held on that worker (local.go).
-func (r *Revision) dispatchOn(worker int32) {
-	var buf [4]*Waiter // no allocation for the usual one grant
-	granted := buf[:0]
+func (r *Revision) dispatch() {
+	var granted []*Waiter
 	r.mu.Lock()
 	bs := *r.backends.Load()
 	for r.held.Load() > 0 && r.head < len(r.queue) {
@@ -194,19 +189,11 @@ func (r *Revision) dispatchOn(worker int32) {
 		if b == nil {
 			break
 		}
-		if worker != NoWorker && w.worker != worker {
-			if lw := r.localLocked(worker); lw != nil {
-				w = lw // granted in place; the head skips it later
-			}
-		}
-		worker = NoWorker // only the slot the caller freed
 		r.inFlight.Add(1)
 		w.state, w.backend = Granted, b
 		r.unhold()
-		if w == r.queue[r.head] {
-			r.queue[r.head] = nil
-			r.head++
-		}
+		r.queue[r.head] = nil
+		r.head++
 		granted = append(granted, w)
 	}
 	r.compactLocked()

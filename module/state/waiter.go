@@ -44,11 +44,6 @@ type Waiter struct {
 	// notBefore: granted only once the revision installed this many
 	// updates (HoldForUpdate); 0 for Hold.
 	notBefore uint64
-	// worker is the Envoy worker the request is held on (NoWorker:
-	// unknown); overtaken counts the younger requests granted before it
-	// (local.go). Both guarded by r.mu.
-	worker    int32
-	overtaken int32
 }
 
 // Failure returns why the wake-up failed (WakeFailed only).
