@@ -11,7 +11,8 @@ import (
 // side: a static Envoy routing to the serve revision's backend with
 // Envoy's own limit of limit4 requests at once (HTTP/1.1, so
 // max_connections bounds the requests on the backend; the others wait in
-// Envoy's connection pool, no module). Against it, the module side's
+// Envoy's connection pool, no module; max_requests would answer 503 past
+// the limit instead of queueing). Against it, the module side's
 // ratio is what the module adds to any concurrency limit kept inside
 // Envoy; against the unlimited static Envoy, this side's ratio is what
 // the limit itself costs (fewer requests share each event-loop pass, and
