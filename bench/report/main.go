@@ -97,7 +97,7 @@ func renderNamed(d *doc, name string) ([]byte, error) {
 		},
 		"sides": func(p *results.Paths) []results.Side {
 			out := []results.Side{p.Static, p.Serve, p.ServeWithProxy, p.Proxy}
-			for _, s := range []*results.Side{p.ServeWithModule, p.Module, p.ModuleCC4} {
+			for _, s := range []*results.Side{p.ServeWithModule, p.Module, p.ModuleCC4, p.StaticLimit4} {
 				if s != nil {
 					out = append(out, *s)
 				}

@@ -126,6 +126,12 @@ type Paths struct {
 	ServeWithModule *Side `json:"serveWithModule,omitempty"`
 	Module          *Side `json:"module,omitempty"`
 	ModuleCC4       *Side `json:"moduleCC4,omitempty"`
+	// StaticLimit4 is the like-for-like baseline of ModuleCC4: the static
+	// Envoy's route to the same backend with Envoy's own limit of 4
+	// (circuit breakers: 4 upstream connections, the other requests
+	// queued in its connection pool; no module), in the closed-loop
+	// rounds only; nil when not run.
+	StaticLimit4 *Side `json:"staticLimit4,omitempty"`
 }
 
 // Cold is the cold-start overhead for one backend startup delay.

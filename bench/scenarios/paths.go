@@ -52,6 +52,11 @@ func runPaths(e *env) (*results.Paths, error) {
 		return nil, err
 	}
 	defer e.stopLogged(se.process)
+	sl, err := startStaticEnvoyLimit(e, dir, ws.Port)
+	if err != nil {
+		return nil, err
+	}
+	defer e.stopLogged(sl.process)
 	const maxConns = 256
 	ms, err := startModuleSides(e, maxConns)
 	if err != nil {
@@ -81,6 +86,7 @@ func runPaths(e *env) (*results.Paths, error) {
 	p.ServeWithProxy.Description = "thaw serve mode (back to back with proxy)"
 	p.Proxy.Description = "thaw proxy mode (target-burst-capacity -1): every request through the activator (ext_proc), warm backend"
 	newModuleResults(p)
+	newLimitResult(p)
 	pairs := []*pair{
 		{a: static, b: serve, sa: &p.Static, sb: &p.Serve, interleaved: true},
 		{a: serve, b: proxy, sa: &p.ServeWithProxy, sb: &p.Proxy},
@@ -143,7 +149,8 @@ func runPaths(e *env) (*results.Paths, error) {
 		{t: serve, thaw: th.Pid(), envoy: thawEnvoy, out: []*results.Side{&p.Serve, &p.ServeWithProxy, p.ServeWithModule}},
 		{t: proxy, thaw: th.Pid(), envoy: thawEnvoy, out: []*results.Side{&p.Proxy}},
 		{t: ms.cc0, thaw: ms.th.Pid(), envoy: ms.envoy, out: []*results.Side{p.Module}},
-		{t: ms.cc4, thaw: ms.th.Pid(), envoy: ms.envoy, out: []*results.Side{p.ModuleCC4}}}
+		{t: ms.cc4, thaw: ms.th.Pid(), envoy: ms.envoy, out: []*results.Side{p.ModuleCC4}},
+		{t: newTarget("limit4", sl.httpURL, serveRev.host(), maxConns), thaw: th.Pid(), envoy: sl.Pid(), out: []*results.Side{p.StaticLimit4}}}
 	tdur := time.Duration(p.ThroughputSeconds * float64(time.Second))
 	for r := range p.ThroughputRounds {
 		for i := range sides {

@@ -179,6 +179,10 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	behind := false
 	if n := len(r.Backends()); n > 0 {
 		behind = envoyBehind(ep, f, n)
+		// On a cluster route, not behind means Envoy resolved the route
+		// to the revision's cluster just now: a resume needs no second
+		// route-cache clear (routed).
+		f.routed = f.cluster != "" && !behind
 	}
 	if !behind {
 		if b := r.Acquire(); b != nil {
@@ -242,10 +246,11 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 	case state.Granted:
 		f.waiter = nil
 		f.backend = b
-		if f.cluster != "" {
+		if f.cluster != "" && !f.routed {
 			routeToCluster(ep, f.cluster) // the cluster may have come since
 		}
 		if rehold(ep, f) {
+			f.routed = false // resolve the route again at the next grant
 			return
 		}
 		if f.rev.ColdStartHeader() {

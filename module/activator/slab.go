@@ -16,7 +16,13 @@ type filter struct {
 	id      uint32
 	cfg     *filterConfig
 	rev     *state.Revision
-	cluster string         // the route's cluster on a cluster route (clusterroute.go)
+	cluster string // the route's cluster on a cluster route (clusterroute.go)
+	// routed: on a cluster route, the request's route was resolved to
+	// the cluster while it existed (request headers, backends listed and
+	// not behind), so a resume keeps that route instead of setting the
+	// header and clearing the route cache again (one route match fewer
+	// per held request).
+	routed  bool
 	backend *state.Backend // slot this stream holds, freed once
 	waiter  *state.Waiter
 	hold    *holdRef
