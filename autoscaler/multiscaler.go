@@ -91,6 +91,8 @@ type DecisionRecorder interface {
 // clock-driven loops (Shards, sized by GOMAXPROCS): each revision is decided
 // every TickInterval from when it was first seen, or at once when poked
 // while at zero; no goroutine, timer or channel exists per revision. A
+// revision at zero with nothing to decide is dormant instead: out of the
+// loops until a sample, a registry change or a poke wakes it (doc.go). A
 // decision reads the scale target, runs the KPA rules and the Gate, applies
 // the result through ScaleTarget.SetScale when it differs from the current
 // replicas (in a goroutine of its own, so a slow API server delays only that
