@@ -82,7 +82,10 @@ func TestDormantWokenByEachInput(t *testing.T) {
 		name string
 		// series records a zero sample before the revision goes dormant
 		// (it then watches an existing series).
-		series    bool
+		series bool
+		// expire drops that series (Collector.Expire) while dormant: the
+		// sample then creates a new one.
+		expire    bool
 		input     func(s *setup)
 		wantScale int32
 		check     func(t *testing.T, s *setup)
@@ -96,6 +99,10 @@ func TestDormantWokenByEachInput(t *testing.T) {
 		{name: "sample into the watched series", series: true, input: func(s *setup) {
 			s.h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now(), Concurrency: 30, Requests: 30})
 		}, wantScale: 3},
+		{name: "sample after its series expired", series: true, expire: true, input: func(s *setup) {
+			s.h.col.RecordBatch(&Batch{Source: "e1", Time: time.Now(),
+				Samples: []BatchSample{{Revision: keyA, Concurrency: 40, Requests: 40, Ref: s.ref}}})
+		}, wantScale: 4},
 		{name: "stats sink batch through its ref", series: true, input: func(s *setup) {
 			s.h.col.RecordBatch(&Batch{Source: "e1", Time: time.Now(),
 				Samples: []BatchSample{{Revision: keyA, Concurrency: 20, Requests: 20, Ref: s.ref}}})
@@ -131,6 +138,13 @@ func TestDormantWokenByEachInput(t *testing.T) {
 				tick(1)
 				if !h.ms.Dormant(keyA) {
 					t.Fatal("not dormant before the input")
+				}
+				if c.expire {
+					tick(40) // the 67 s ring holds nothing of it any more
+					h.col.Expire(time.Now())
+					if h.col.series(keyA, false) != nil {
+						t.Fatal("series not expired")
+					}
 				}
 				n0 := counts.get(keyA)
 				c.input(s)
