@@ -125,7 +125,12 @@ func (c *Collector) recordRef(ref *Ref, key revision.Key, sec int64, source stri
 			continue
 		}
 		ok := ser.record(sec, source, conc, reqs, c.expiry, c.window, &ref.src)
+		woke := ser.watched
+		ser.watched = false
 		ser.mu.Unlock()
+		if woke {
+			c.wakeAll(key)
+		}
 		if !ok {
 			return recordDropped
 		}

@@ -92,6 +92,9 @@ type Collector struct {
 	shards    [shardCount]shard
 	dropped   atomic.Uint64
 	unknown   atomic.Uint64
+	// wakers are told when a dormant revision gets a sample or a new
+	// series (dormant.go); copy on write.
+	wakers atomic.Pointer[[]func(revision.Key)]
 }
 
 var _ Recorder = (*Collector)(nil)
@@ -211,10 +214,17 @@ func (c *Collector) series(key revision.Key, create bool) *series {
 		return nil
 	}
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	created := false
 	if ser = sh.m[key]; ser == nil {
 		ser = &series{ring: newRing(c.window + c.expiry + 2), sources: map[string]*source{}, activeUntil: math.MinInt64}
 		sh.m[key] = ser
+		created = true
+	}
+	sh.mu.Unlock()
+	if created {
+		// A dormant revision watches its series; one without a series
+		// (never had data, or expired) is woken by its creation.
+		c.wakeAll(key)
 	}
 	return ser
 }

@@ -28,6 +28,12 @@ type decisionState struct {
 	pokeQueued atomic.Bool // a poke waits in the loop's queue
 	applying   atomic.Bool // a SetScale runs; ticks skip the revision
 	repoke     atomic.Bool // poked while applying
+	// dormant is set by the decision loop when the revision left its due
+	// heap (dormant.go); the input that clears it (CompareAndSwap) queues
+	// the revision back. inputs counts the inputs that woke, or tried to
+	// wake, it.
+	dormant atomic.Bool
+	inputs  atomic.Uint64
 
 	// Owned by the decision loop, or by the scale application while applying.
 	due          time.Time // next tick

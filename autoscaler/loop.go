@@ -19,8 +19,10 @@ type loopShard struct {
 	mu     sync.Mutex
 	added  []*decisionState
 	poked  []*decisionState
-	batchA []*decisionState // spare slices, swapped with added/poked under mu
+	woken  []*decisionState // dormant revisions an input woke (dormant.go)
+	batchA []*decisionState // spare slices, swapped with added/poked/woken under mu
 	batchP []*decisionState
+	batchW []*decisionState
 
 	decisions atomic.Uint64
 
@@ -59,6 +61,15 @@ func (sh *loopShard) poke(st *decisionState) {
 	sh.wake()
 }
 
+// rejoin queues a revision an input woke from dormancy: it is decided at
+// once, then every tick.
+func (sh *loopShard) rejoin(st *decisionState) {
+	sh.mu.Lock()
+	sh.woken = append(sh.woken, st)
+	sh.mu.Unlock()
+	sh.wake()
+}
+
 func (sh *loopShard) wake() {
 	select {
 	case sh.kick <- struct{}{}:
@@ -81,7 +92,11 @@ func (sh *loopShard) run(ctx context.Context) {
 				heap.Pop(&sh.due)
 				continue
 			}
-			sh.m.step(ctx, st, false)
+			inputs0 := st.inputs.Load()
+			if sh.m.step(ctx, st, false) && sh.sleep(st, inputs0, now) {
+				heap.Pop(&sh.due) // dormant until an input wakes it
+				continue
+			}
 			st.due = nextDue(st.due, now, period)
 			heap.Fix(&sh.due, 0)
 			if ctx.Err() != nil {
@@ -103,12 +118,21 @@ func (sh *loopShard) run(ctx context.Context) {
 	}
 }
 
-// drain decides newly added and poked revisions at once.
+// drain decides newly added and poked revisions at once, and puts woken
+// ones back in the heap, due now.
 func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 	sh.mu.Lock()
-	added, poked := sh.added, sh.poked
-	sh.added, sh.poked = sh.batchA[:0], sh.batchP[:0]
+	added, poked, woken := sh.added, sh.poked, sh.woken
+	sh.added, sh.poked, sh.woken = sh.batchA[:0], sh.batchP[:0], sh.batchW[:0]
 	sh.mu.Unlock()
+	for i, st := range woken {
+		woken[i] = nil
+		if st.halted() {
+			continue
+		}
+		st.due = sh.m.opts.Clock.Now()
+		heap.Push(&sh.due, st)
+	}
 	for i, st := range added {
 		added[i] = nil
 		if st.halted() {
@@ -125,9 +149,15 @@ func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 		if st.halted() {
 			continue
 		}
+		start := sh.m.opts.Clock.Now()
 		sh.m.step(ctx, st, true)
+		if st.dormant.CompareAndSwap(true, false) {
+			// Poked while dormant: back to a tick after this decision.
+			st.due = start.Add(period)
+			heap.Push(&sh.due, st)
+		}
 	}
-	sh.batchA, sh.batchP = added[:0], poked[:0]
+	sh.batchA, sh.batchP, sh.batchW = added[:0], poked[:0], woken[:0]
 }
 
 // nextDue returns the first tick after now on due's schedule (missed ticks

@@ -28,9 +28,20 @@ import (
 // An op is one fake-clock step of the tick interval and ends when every
 // revision was decided. Targets: ≤ 20 ms CPU per tick at 10k revisions,
 // ≤ 200 ms at 100k (cpu-ms/tick: all threads, GC included).
+//
+// idle100k/keep-ticking and idle100k/dormant run the same idle fleet
+// (benchTickLoopIdle) with every revision decided every tick and with
+// idle revisions dormant: compare their cpu-ms/tick within one run.
 func BenchmarkTickLoop(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) { benchTickLoop(b, n) })
+	}
+	for _, keep := range []bool{true, false} {
+		arm := "dormant"
+		if keep {
+			arm = "keep-ticking"
+		}
+		b.Run("idle100k/"+arm, func(b *testing.B) { benchTickLoopIdle(b, 100_000, keep) })
 	}
 }
 

@@ -35,6 +35,9 @@ const (
 	// MetricRevisionsWithoutData counts revisions whose last decision had
 	// no data (the scale was only kept within bounds).
 	MetricRevisionsWithoutData = "thaw_autoscaler_revisions_without_data"
+	// MetricRevisionsDormant counts revisions out of the decision loops:
+	// at zero with nothing to decide until an input wakes them.
+	MetricRevisionsDormant = "thaw_autoscaler_revisions_dormant"
 	// MetricPods sums pods over revisions, by kind: desired, recommended,
 	// ready.
 	MetricPods = "thaw_autoscaler_pods"
@@ -71,7 +74,7 @@ type metricsCollector struct {
 	perRevision bool
 
 	revisions, panicking, noData, pods, conc, rps, changesAll, failures, decisions *prometheus.Desc
-	activationTimeouts                                                             *prometheus.Desc
+	activationTimeouts, dormant                                                    *prometheus.Desc
 	// per revision, in revGauges order
 	gauges           []*prometheus.Desc
 	changes, errsRev *prometheus.Desc
@@ -107,6 +110,7 @@ func newMetricsCollector(m *Multiscaler, perRevision bool) *metricsCollector {
 		changesAll: d(MetricAppliedScaleChanges, "Scale changes applied to scale targets, all revisions."),
 		failures:   d(MetricScaleTargetFailures, "Failed scale target calls, all revisions, by operation (get, set).", "op"),
 		decisions:  d(MetricDecisions, "Decisions taken (ticks and pokes), all revisions."),
+		dormant:    d(MetricRevisionsDormant, "Revisions at zero with nothing to decide, out of the decision loops until a sample, a registry change or a poke wakes them."),
 		activationTimeouts: d(MetricActivationTimeouts,
 			"Wake-ups from zero without a ready pod within the revision's activation timeout, all revisions (their requests were answered 503 ActivationTimeout)."),
 	}
@@ -135,7 +139,7 @@ func registerMetrics(reg prometheus.Registerer, c *metricsCollector) {
 // Describe implements prometheus.Collector.
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.revisions, c.panicking, c.noData, c.pods, c.conc, c.rps,
-		c.changesAll, c.failures, c.decisions, c.activationTimeouts} {
+		c.changesAll, c.failures, c.decisions, c.activationTimeouts, c.dormant} {
 		ch <- d
 	}
 	if c.perRevision {
@@ -179,6 +183,7 @@ func (a *aggregate) add(d *Decision) {
 func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	var agg aggregate
 	var decisions uint64
+	var dormant float64
 	m := c.m
 	m.mu.RLock()
 	for _, sh := range m.shards {
@@ -189,6 +194,9 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		d, ok, target := st.status, st.hasStatus, st.target
 		changes, getErrs, setErrs := st.changes, st.getErrors, st.setErrors
 		st.mu.Unlock()
+		if st.dormant.Load() {
+			dormant++
+		}
 		if !ok {
 			agg.undecided++
 		} else {
@@ -223,6 +231,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.revisions, agg.undecided, "undecided")
 	gauge(c.panicking, agg.panicking)
 	gauge(c.noData, agg.noData)
+	gauge(c.dormant, dormant)
 	gauge(c.pods, agg.desired, "desired")
 	gauge(c.pods, agg.recommended, "recommended")
 	gauge(c.pods, agg.ready, "ready")

@@ -74,6 +74,10 @@ type MultiscalerOptions struct {
 	// Shards is the number of decision loops (default GOMAXPROCS, at most
 	// 8). Each revision belongs to one loop.
 	Shards int
+
+	// keepTicking decides every revision every tick, dormant or not (the
+	// cost before dormancy; benchmarks compare the two in one run).
+	keepTicking bool
 }
 
 // DecisionRecorder records a published decision in the registry (desired
@@ -87,6 +91,8 @@ type DecisionRecorder interface {
 // clock-driven loops (Shards, sized by GOMAXPROCS): each revision is decided
 // every TickInterval from when it was first seen, or at once when poked
 // while at zero; no goroutine, timer or channel exists per revision. A
+// revision at zero with nothing to decide is dormant instead: out of the
+// loops until a sample, a registry change or a poke wakes it (doc.go). A
 // decision reads the scale target, runs the KPA rules and the Gate, applies
 // the result through ScaleTarget.SetScale when it differs from the current
 // replicas (in a goroutine of its own, so a slow API server delays only that
@@ -156,6 +162,7 @@ func NewMultiscaler(opts MultiscalerOptions) *Multiscaler {
 		states:    map[revision.Key]*decisionState{},
 	}
 	registerMetrics(opts.Registerer, newMetricsCollector(m, opts.RevisionMetrics))
+	opts.Collector.addWaker(m.wakeKey) // samples wake dormant revisions
 	return m
 }
 
@@ -224,6 +231,7 @@ func (m *Multiscaler) Poke(key revision.Key) {
 	if st == nil || !st.atZero.Load() {
 		return
 	}
+	st.inputs.Add(1) // a dormant revision is queued back after its poked decision
 	st.loop.poke(st)
 }
 
@@ -263,7 +271,7 @@ func (m *Multiscaler) Decisions() []Decision {
 // changed specs are swapped in, deleted ones are halted and forgotten. Only
 // the keys changed since prev (the snapshot synced last) are visited.
 func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
-	var gone, added []*decisionState
+	var gone, added, woken []*decisionState
 	now := m.opts.Clock.Now()
 	m.mu.Lock()
 	for k := range snap.Changes(prev) {
@@ -278,6 +286,7 @@ func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 				st.rev.Store(rev)
 			}
 			st.proxyStale.Store(true)
+			woken = append(woken, st)
 		default:
 			st = m.newState(rev, now)
 			m.states[k] = st
@@ -287,6 +296,9 @@ func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 	m.mu.Unlock()
 	for _, st := range added {
 		st.loop.add(st)
+	}
+	for _, st := range woken {
+		st.wake() // its registry entry changed: decide it again
 	}
 	for _, st := range gone {
 		st.halt()

@@ -25,6 +25,9 @@ type series struct {
 	// dropped is set when the collector forgets the series (Forget,
 	// Expire): a decision loop that cached the pointer looks it up again.
 	dropped atomic.Bool
+	// watched is set while the revision is dormant (dormant.go): the next
+	// sample recorded clears it and wakes the revision. Guarded by mu.
+	watched bool
 }
 
 type bucket struct {

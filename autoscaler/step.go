@@ -11,7 +11,9 @@ import (
 
 // step takes one decision for st and applies it. It runs on st's decision loop
 // and does not allocate unless the scale changes or something is logged.
-func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) {
+// It reports whether the decision settled: only an input can change the
+// next one (see settled; the loop may then let st go dormant).
+func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) bool {
 	st.loop.decisions.Add(1)
 	if st.applying.Load() {
 		// The previous decision's SetScale still runs; the next tick
@@ -22,7 +24,7 @@ func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) {
 				st.loop.poke(st)
 			}
 		}
-		return
+		return false
 	}
 	now := m.opts.Clock.Now()
 	spec := &st.rev.Load().Spec
@@ -38,7 +40,7 @@ func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) {
 		st.countError(true)
 		m.totals.getErrors.Add(1)
 		m.reportError(st, "reading the scale target failed", err)
-		return
+		return false
 	}
 	if !st.known {
 		st.known, st.firstCurrent = true, current
@@ -66,9 +68,10 @@ func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) {
 		st.applying.Store(true)
 		m.applies.Add(1)
 		go m.apply(ctx, st, d, res, current)
-		return
+		return false
 	}
 	m.finish(st, &d, &res, spec, nil)
+	return m.settled(st, spec, poked, current, ready, &d, &res)
 }
 
 // proxyConfirmedSince asks c about st's proxy mode, or answers what c
