@@ -116,6 +116,7 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	if c.cfg.ReportURL != "" { // the echo goes out with reports
 		q.Set(state.SeqParam, "1")
 	}
+	q.Set(state.EarlyParam, "1") // unconfirmed backends through DstCluster (early.go)
 	c.applied.Store(0)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -222,7 +223,7 @@ func (c *conn) report(ctx context.Context) {
 		clear(c.pokes)
 		c.pokeMu.Unlock()
 		if counts {
-			table.Counts(func(key string, held, inFlight int64) {
+			table.CountsEarly(func(key string, held, inFlight, early int64) {
 				busy := held+inFlight > 0
 				if !busy && !active[key] {
 					return
@@ -232,7 +233,7 @@ func (c *conn) report(ctx context.Context) {
 				} else {
 					delete(active, key)
 				}
-				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight})
+				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight, Early: min(early, inFlight)})
 			})
 			rep.Wake = table.WakeCounts()
 			rep.HeldLimit = table.TakeHeldLimited()
