@@ -200,7 +200,8 @@ func (c *conn) kickReport() {
 }
 
 // report posts counts every ReportIntervalMs and pokes at once. A revision
-// idle since its last report is sent once with zeros, then skipped.
+// idle since its last report is sent once with zeros, then skipped,
+// unless it must be reported while idle (state.Table.ReportCounts).
 func (c *conn) report(ctx context.Context) {
 	tick := time.NewTicker(time.Duration(c.cfg.ReportIntervalMs) * time.Millisecond)
 	defer tick.Stop()
@@ -223,18 +224,7 @@ func (c *conn) report(ctx context.Context) {
 		clear(c.pokes)
 		c.pokeMu.Unlock()
 		if counts {
-			table.CountsEarly(func(key string, held, inFlight, early int64) {
-				busy := held+inFlight > 0
-				if !busy && !active[key] {
-					return
-				}
-				if busy {
-					active[key] = true
-				} else {
-					delete(active, key)
-				}
-				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight, Early: min(early, inFlight)})
-			})
+			rep.Revisions = table.ReportCounts(active, rep.Revisions)
 			rep.Wake = table.WakeCounts()
 			rep.HeldLimit = table.TakeHeldLimited()
 		}

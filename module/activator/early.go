@@ -28,5 +28,6 @@ func pin(ep uintptr, f *filter, b *state.Backend) {
 		routeToCluster(ep, state.DstCluster)
 		return
 	}
+	f.rev.PinnedOnCluster() // Envoy's stats carry the revision from now on
 	setOverrideHost(ep, b.Addr)
 }

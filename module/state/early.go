@@ -41,7 +41,39 @@ func (r *Revision) Confirmed() int { return int(r.confirmed.Load()) }
 
 // StartEarly counts a request that holds a slot and goes through
 // DstCluster; EndEarly when it ends (before Release).
-func (r *Revision) StartEarly() { r.early.Add(1) }
+func (r *Revision) StartEarly() {
+	r.early.Add(1)
+	if !r.earlyQuiet.Load() {
+		r.earlyQuiet.Store(true)
+	}
+}
+
+// PinnedOnCluster notes a request pinned on the revision's own cluster
+// (set_upstream_override_host): Envoy's stats now carry the revision, so
+// ReportIdle no longer needs to. One atomic load on the hot path.
+func (r *Revision) PinnedOnCluster() {
+	if r.earlyQuiet.Load() {
+		r.earlyQuiet.Store(false)
+	}
+}
+
+// ReportIdle reports whether the module must keep reporting the
+// revision's counts, zeros included, every report interval while it is
+// idle: it took requests through DstCluster since it last had no backend,
+// none was pinned on its cluster since, and it still has backends.
+//
+// Why: Envoy's stats sink sends only the stats that were written, and a
+// request through DstCluster writes none of the revision's cluster. A
+// revision woken and served only through DstCluster is then in no
+// Envoy's stats, and once the module stops reporting it the autoscaler
+// has no data for it: it never scales on missing data, so the revision
+// would stay up forever (the ext_proc hold path's zero reports, extproc
+// ReportHoldPath, exist for the same reason). It stops when an update
+// leaves the revision without backends, or at the first request pinned
+// on its cluster, whose stats Envoy sends from then on.
+func (r *Revision) ReportIdle() bool {
+	return r.earlyQuiet.Load() && len(*r.backends.Load()) > 0
+}
 
 // EndEarly ends a request counted by StartEarly.
 func (r *Revision) EndEarly() { r.early.Add(-1) }
@@ -49,10 +81,11 @@ func (r *Revision) EndEarly() { r.early.Add(-1) }
 // EarlyInFlight returns the requests in flight through DstCluster.
 func (r *Revision) EarlyInFlight() int64 { return r.early.Load() }
 
-// CountsEarly is Counts with each revision's EarlyInFlight.
-func (t *Table) CountsEarly(fn func(key string, held, inFlight, early int64)) {
+// CountsEarly is Counts with each revision's EarlyInFlight and
+// ReportIdle.
+func (t *Table) CountsEarly(fn func(key string, held, inFlight, early int64, reportIdle bool)) {
 	t.each(func(k string, r *Revision) {
-		fn(k, r.held.Load(), r.inFlight.Load(), r.early.Load())
+		fn(k, r.held.Load(), r.inFlight.Load(), r.early.Load(), r.ReportIdle())
 	})
 }
 

@@ -44,6 +44,10 @@ type Revision struct {
 	confirmed atomic.Int32
 	// early counts the requests in flight through DstCluster (early.go).
 	early atomic.Int64
+	// earlyQuiet: requests went through DstCluster since the revision
+	// last had no backend, and none was pinned on its cluster since
+	// (ReportIdle, early.go).
+	earlyQuiet atomic.Bool
 
 	mu    sync.Mutex // queue and backend list changes
 	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
@@ -268,6 +272,9 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 	}
 	r.confirmed.Store(confirmed)
 	r.backends.Store(&bs)
+	if len(bs) == 0 {
+		r.earlyQuiet.Store(false) // at zero: no zeros to report (early.go)
+	}
 	// A dropped backend is marked removed first (no slot is taken on it
 	// from then on, even by a request that loaded the old list), then
 	// forgotten only if nothing is in flight on it: its address may come
