@@ -12,8 +12,8 @@ package state
 func (t *Table) ReportCounts(active map[string]bool, out []RevisionCounts) []RevisionCounts {
 	t.CountsEarly(func(key string, held, inFlight, early int64, reportIdle bool) {
 		keep := held+inFlight > 0 || reportIdle
-		if !keep && !active[key] {
-			return
+		if !keep && (len(active) == 0 || !active[key]) {
+			return // no map lookup per idle revision while nothing is active
 		}
 		if keep {
 			active[key] = true
