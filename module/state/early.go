@@ -48,6 +48,12 @@ func (r *Revision) StartEarly() {
 	}
 }
 
+// EndEarly ends a request counted by StartEarly.
+func (r *Revision) EndEarly() { r.early.Add(-1) }
+
+// EarlyInFlight returns the requests in flight through DstCluster.
+func (r *Revision) EarlyInFlight() int64 { return r.early.Load() }
+
 // PinnedOnCluster notes a request pinned on the revision's own cluster
 // (set_upstream_override_host): Envoy's stats now carry the revision, so
 // ReportIdle no longer needs to. One atomic load on the hot path.
@@ -74,12 +80,6 @@ func (r *Revision) PinnedOnCluster() {
 func (r *Revision) ReportIdle() bool {
 	return r.earlyQuiet.Load() && len(*r.backends.Load()) > 0
 }
-
-// EndEarly ends a request counted by StartEarly.
-func (r *Revision) EndEarly() { r.early.Add(-1) }
-
-// EarlyInFlight returns the requests in flight through DstCluster.
-func (r *Revision) EarlyInFlight() int64 { return r.early.Load() }
 
 // CountsEarly is Counts with each revision's EarlyInFlight and
 // ReportIdle.
