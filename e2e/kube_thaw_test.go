@@ -68,12 +68,13 @@ func startThawRunAt(t *testing.T, kubeconfig, grpcIP, identity string, grpcPort,
 //   - module: two Envoys loading the activator module
 //     (--activator=module), each started with its own --service-node as the
 //     fleet's manifests do, reaching thaw's module port through its
-//     loopback bridge (envoy.ModuleBridge, mutual TLS). The cold start
-//     checks that each Envoy's module gets the new backend only after that
-//     Envoy ACKed it: Envoy B's xDS traffic is held back (pauseProxy) while
-//     the revision wakes; Envoy A serves its share of a burst, B's share
-//     stays held (never a 503 "no healthy upstream" from a pin to a host B
-//     does not know yet) and is served once B's xDS flows again.
+//     loopback bridge (envoy.ModuleBridge, mutual TLS), container
+//     concurrency 6. The cold start holds Envoy B's xDS traffic back
+//     (pauseProxy) while the revision wakes: the whole burst is served,
+//     B's share through thaw_activator_dst before B ACKed the pod (never
+//     a 503 "no healthy upstream" from a pin to a host B does not know
+//     yet), and no pod ever has more than 6 in flight (each Envoy's module
+//     keeps to its share, coldStartBeforeACK).
 //
 // Both Envoys get the same listeners from thaw, so they share the data-plane
 // port and the bridge port on this one machine (Envoy binds listeners with
@@ -168,12 +169,19 @@ func testKubeThawRun(t *testing.T, mode string) {
 
 	const ns = "apps"
 	createNamespace(t, c, ns)
-	dep := revisionDeployment(ns, "hello", 0, map[string]string{
+	ann := map[string]string{
 		revision.ThawPrefix + revision.KeyWindow:                 "6s",
 		revision.ThawPrefix + revision.KeyScaleToZeroGracePeriod: "1s",
 		revision.ThawPrefix + revision.KeyTarget:                 "5",
 		revision.ThawPrefix + revision.KeyTargetBurstCapacity:    "0",
-	})
+	}
+	// On the module path, a limit the two Envoys share (3 each per pod),
+	// checked at the cold start.
+	const moduleCC = 6
+	if module {
+		ann[revision.ThawPrefix+revision.KeyContainerConcurrency] = strconv.Itoa(moduleCC)
+	}
+	dep := revisionDeployment(ns, "hello", 0, ann)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +222,7 @@ func testKubeThawRun(t *testing.T, mode string) {
 			t.Fatalf("envoy-a: %s not reported: %v\n%s", healthy, err, grepLines(out, "thaw_module::"))
 		}
 		mark("both modules connected")
-		coldStartPerEnvoyACK(t, th, proxy, proxyB, slowXDS, host, ns+"/hello-")
+		coldStartBeforeACK(t, th, env.Runner, proxy, proxyB, slowXDS, host, ns+"/hello-", ns+"/hello-", moduleCC)
 	}
 
 	mark("cold start done")

@@ -45,6 +45,10 @@ type stream struct {
 	envoys, index int
 	withheld      map[revision.Key]int
 	built         int
+	// early lists the backends not confirmed yet, marked
+	// state.BackendUpdate.Unconfirmed, instead of leaving them out
+	// (Server.Early and the module's state.EarlyParam).
+	early bool
 }
 
 // next returns the next message for snap (one JSON line): the full
@@ -90,7 +94,7 @@ func (st *stream) allow(r *revision.Revision) map[string]bool {
 // what the stream sends for it: all of it when full, else what differs
 // from the last message (incremental.go).
 func (st *stream) rebuild(snap *revision.Snapshot, envoys, index int, full bool) *state.Update {
-	u, withheld := updateWith(snap, envoys, index, st.allow)
+	u, withheld := updateWith(snap, envoys, index, st.allow, st.early)
 	u.MaxHeld = st.maxHeld
 	st.built += len(u.Revisions)
 	st.remember(u)
@@ -102,11 +106,7 @@ func (st *stream) rebuild(snap *revision.Snapshot, envoys, index int, full bool)
 func (st *stream) remember(u *state.Update) {
 	sent := make(map[string]map[string]bool, len(u.Revisions))
 	for _, r := range u.Revisions {
-		m := make(map[string]bool, len(r.Backends))
-		for _, b := range r.Backends {
-			m[b.Addr] = true
-		}
-		sent[r.Key] = m
+		sent[r.Key] = addrSet(r.Backends)
 	}
 	st.sent = sent
 }

@@ -56,7 +56,7 @@ func (st *stream) patch(snap *revision.Snapshot) *state.Update {
 			return
 		}
 		st.built++
-		ru, held := revisionUpdate(r, st.envoys, st.index, st.allow(r))
+		ru, held := revisionUpdate(r, st.envoys, st.index, st.allow(r), st.early)
 		if held > 0 {
 			if st.withheld == nil {
 				st.withheld = map[revision.Key]int{}
@@ -89,11 +89,14 @@ func (st *stream) patch(snap *revision.Snapshot) *state.Update {
 	return d
 }
 
-// addrSet returns the addresses of bs.
+// addrSet returns the addresses of bs this node confirmed (a stream's
+// sent set: an unconfirmed one is not "confirmed before").
 func addrSet(bs []state.BackendUpdate) map[string]bool {
 	m := make(map[string]bool, len(bs))
 	for _, b := range bs {
-		m[b.Addr] = true
+		if !b.Unconfirmed {
+			m[b.Addr] = true
+		}
 	}
 	return m
 }

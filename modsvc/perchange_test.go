@@ -45,10 +45,12 @@ func TestPatchMatchesRebuild(t *testing.T) {
 		name    string
 		confirm bool
 		seed    uint64
+		early   bool
 	}{
-		{"no confirmer", false, 1},
-		{"confirmer", true, 2},
-		{"confirmer, other seed", true, 3},
+		{"no confirmer", false, 1, false},
+		{"confirmer", true, 2, false},
+		{"confirmer, other seed", true, 3, false},
+		{"confirmer, early", true, 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(tc.seed, 7))
@@ -59,7 +61,7 @@ func TestPatchMatchesRebuild(t *testing.T) {
 				reg.Upsert(keys[i], specFor(keys[i], 2))
 			}
 			var conf *toggleConfirmer
-			patched, rebuilt := &stream{node: "n"}, &stream{node: "n"}
+			patched, rebuilt := &stream{node: "n", early: tc.early}, &stream{node: "n", early: tc.early}
 			if tc.confirm {
 				conf = &toggleConfirmer{acked: map[revision.Key]uint64{}, ch: make(chan struct{})}
 				patched.confirmer, rebuilt.confirmer = conf, conf
@@ -123,7 +125,7 @@ func TestPatchMatchesRebuild(t *testing.T) {
 				}
 			}
 			ref := state.NewTable(0, 10)
-			u, _ := updateWith(reg.Snapshot(), n, 0, rebuilt.allow)
+			u, _ := updateWith(reg.Snapshot(), n, 0, rebuilt.allow, rebuilt.early)
 			if err := ref.Apply(u); err != nil {
 				t.Fatal(err)
 			}

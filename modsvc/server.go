@@ -28,7 +28,9 @@ const (
 type Server struct {
 	// Registry is followed for state (required).
 	Registry *revision.Registry
-	// Recorder takes held counts as samples; Poker takes pokes (optional).
+	// Recorder takes held counts, plus the requests in flight through
+	// thaw_activator_dst (state.RevisionCounts.Early, counted in no
+	// revision cluster by Envoy), as samples; Poker takes pokes (optional).
 	Recorder autoscaler.Recorder
 	Poker    autoscaler.Poker
 	// Envoys returns how many Envoys share every backend and this one's
@@ -38,6 +40,13 @@ type Server struct {
 	// Confirmer, when set, holds each backend back from a node's module
 	// until that node ACKed endpoints listing it (nil: sent at once).
 	Confirmer Confirmer
+	// Early sends a module that asks (state.EarlyParam) the ready
+	// backends its Envoy has not ACKed yet, marked
+	// state.BackendUpdate.Unconfirmed, instead of withholding them: the
+	// module routes their requests through thaw's ORIGINAL_DST cluster.
+	// Set only where every revision route's cluster is written by the
+	// module (translate.ClusterRoutes).
+	Early bool
 	// WakeCounter counts the requests the module's wake policies
 	// answered without holding them (nil: not counted).
 	WakeCounter WakeCounter
@@ -118,7 +127,8 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	// Headers now: the first update may be deferred (FirstUpdateWait).
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
-	st := &stream{node: node, confirmer: s.Confirmer, maxHeld: s.maxHeld()}
+	st := &stream{node: node, confirmer: s.Confirmer, maxHeld: s.maxHeld(),
+		early: s.Early && r.URL.Query().Get(state.EarlyParam) == "1"}
 	// A module that asks has its updates numbered (applied.go).
 	var numbered *seqStream
 	if r.URL.Query().Get(state.SeqParam) == "1" {
@@ -239,7 +249,7 @@ func (s *Server) apply(rep *state.Report) error {
 			return fmt.Errorf("modsvc: %w", err)
 		}
 		if s.Recorder != nil {
-			s.Recorder.Record(autoscaler.Sample{Revision: key, Source: "module/" + rep.Node, Time: t, Concurrency: float64(c.Held)})
+			s.Recorder.Record(autoscaler.Sample{Revision: key, Source: "module/" + rep.Node, Time: t, Concurrency: float64(c.Held + c.Early)})
 		}
 	}
 	for _, k := range rep.Pokes {

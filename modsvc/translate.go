@@ -36,25 +36,26 @@ func Slots(cc, envoys, index, backend int) int32 {
 // Envoy number index of envoys. Pure: revisions sorted by key, backends in
 // the registry's order.
 func Update(snap *revision.Snapshot, envoys, index int) *state.Update {
-	u, _ := updateWith(snap, envoys, index, nil)
+	u, _ := updateWith(snap, envoys, index, nil, false)
 	return u
 }
 
 // updateWith is Update with each revision's backends restricted to those
 // allowed(revision) lists (a nil set: all of them; allowed nil: all of
-// every revision). withheld counts the ready backends left out, by
-// revision key (nil when none). A backend's slots do not depend on which
+// every revision); with early, the others are listed too, marked
+// state.BackendUpdate.Unconfirmed. withheld counts the ready backends
+// not allowed, by revision key (nil when none). A backend's slots do not depend on which
 // others are left out (its position in the ready list decides the
 // remainder), so the shares of one backend never sum above its container
 // concurrency.
-func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revision.Revision) map[string]bool) (u *state.Update, withheld map[revision.Key]int) {
+func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revision.Revision) map[string]bool, early bool) (u *state.Update, withheld map[revision.Key]int) {
 	u = &state.Update{Full: true}
 	for _, r := range snap.Sorted() {
 		var allow map[string]bool
 		if allowed != nil {
 			allow = allowed(r)
 		}
-		ru, held := revisionUpdate(r, envoys, index, allow)
+		ru, held := revisionUpdate(r, envoys, index, allow, early)
 		if held > 0 {
 			if withheld == nil {
 				withheld = map[revision.Key]int{}
@@ -67,9 +68,10 @@ func updateWith(snap *revision.Snapshot, envoys, index int, allowed func(*revisi
 }
 
 // revisionUpdate is one revision's state for Envoy number index of
-// envoys, its backends restricted to allow (nil: all ready ones);
-// withheld counts the ready backends left out.
-func revisionUpdate(r *revision.Revision, envoys, index int, allow map[string]bool) (ru state.RevisionUpdate, withheld int) {
+// envoys, its backends restricted to allow (nil: all ready ones), or with
+// early the others listed as state.BackendUpdate.Unconfirmed; withheld
+// counts the ready backends not allowed.
+func revisionUpdate(r *revision.Revision, envoys, index int, allow map[string]bool, early bool) (ru state.RevisionUpdate, withheld int) {
 	ru = state.RevisionUpdate{
 		Key:           r.Key.String(),
 		QueueDepth:    r.Spec.QueueDepth,
@@ -91,13 +93,17 @@ func revisionUpdate(r *revision.Revision, envoys, index int, allow map[string]bo
 	}
 	for i, b := range ready {
 		addr := net.JoinHostPort(b.Address, strconv.Itoa(int(backendPort(b, r))))
-		if allow != nil && !allow[addr] {
+		unconfirmed := allow != nil && !allow[addr]
+		if unconfirmed {
 			withheld++
-			continue
+			if !early {
+				continue
+			}
 		}
 		ru.Backends = append(ru.Backends, state.BackendUpdate{
-			Addr:  addr,
-			Slots: Slots(r.Spec.ContainerConcurrency, envoys, index, i),
+			Addr:        addr,
+			Slots:       Slots(r.Spec.ContainerConcurrency, envoys, index, i),
+			Unconfirmed: unconfirmed,
 		})
 	}
 	return ru, withheld

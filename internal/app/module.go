@@ -16,6 +16,7 @@ import (
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/modsvc"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/translate"
 )
 
 // mountModule serves the activator module's state stream and reports
@@ -31,7 +32,11 @@ import (
 // leading (the module reconnects through Envoy to the new leader).
 func (a *App) mountModule(poker autoscaler.Poker) error {
 	svc := &modsvc.Server{Registry: a.opts.Registry, Recorder: a.collector, Poker: poker, Confirmer: a.xds,
-		WakeCounter: a.ext, HeldLimitCounter: a.ext, MaxHeld: a.act.MaxHeld, Logger: a.log.Named("modsvc")}
+		WakeCounter: a.ext, HeldLimitCounter: a.ext, MaxHeld: a.act.MaxHeld, Logger: a.log.Named("modsvc"),
+		// Unconfirmed backends through the ORIGINAL_DST cluster need
+		// every revision route's cluster written by the module (idle
+		// hold path, off with Envoy Gateway: app.go).
+		Early: translate.ClusterRoutes(&a.opts.XDS) && !a.opts.EGExtension}
 	a.modsvc = svc
 	// Removal first also waits for the modules to apply a removal.
 	a.xds.SetModuleStates(svc)

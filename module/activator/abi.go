@@ -36,6 +36,7 @@ enum {
   THAW_CB_SET_HEADER,
   THAW_CB_HOST_COUNT,
   THAW_CB_CLEAR_ROUTE,
+  THAW_CB_SET_METADATA,
   THAW_CB_COUNT
 };
 static const char* const thaw_cb_names[THAW_CB_COUNT] = {
@@ -51,6 +52,7 @@ static const char* const thaw_cb_names[THAW_CB_COUNT] = {
   "envoy_dynamic_module_callback_http_set_header",
   "envoy_dynamic_module_callback_http_get_cluster_host_count",
   "envoy_dynamic_module_callback_http_clear_route_cache",
+  "envoy_dynamic_module_callback_http_set_dynamic_metadata_string",
 };
 static void* thaw_cb[THAW_CB_COUNT];
 
@@ -136,6 +138,13 @@ static bool thaw_route_to_cluster(uintptr_t f, const char* k, size_t nk, const c
   ((void (*)(uintptr_t))thaw_cb[THAW_CB_CLEAR_ROUTE])(f);
   return ok;
 }
+// thaw_set_metadata sets the request's dynamic metadata ns/k to the string
+// v; Envoy copies all three.
+static void thaw_set_metadata(uintptr_t f, const char* ns, size_t nns, const char* k, size_t nk,
+                              const char* v, size_t nv) {
+  ((void (*)(uintptr_t, thaw_buf, thaw_buf, thaw_buf))thaw_cb[THAW_CB_SET_METADATA])(
+      f, (thaw_buf){ns, nns}, (thaw_buf){k, nk}, (thaw_buf){v, nv});
+}
 static void thaw_send_headers(uintptr_t f, const thaw_header* h, size_t nh) {
   ((void (*)(uintptr_t, const thaw_header*, size_t, bool))thaw_cb[THAW_CB_SEND_HEADERS])(f, h, nh, true);
 }
@@ -191,6 +200,17 @@ func logf(format string, args ...any) {
 // cluster, strictly (no fallback to another host). Envoy copies addr.
 func setOverrideHost(f uintptr, addr string) bool {
 	return bool(C.thaw_override_host(C.uintptr_t(f), (*C.char)(unsafe.Pointer(unsafe.StringData(addr))), C.size_t(len(addr)), true))
+}
+
+// setDestination sets the request's dynamic metadata that
+// state.DstCluster reads its destination from to addr ("ip:port").
+// Envoy copies every string.
+func setDestination(f uintptr, addr string) {
+	ns, k := state.DstMetadataNamespace, state.DstMetadataKey
+	C.thaw_set_metadata(C.uintptr_t(f),
+		(*C.char)(unsafe.Pointer(unsafe.StringData(ns))), C.size_t(len(ns)),
+		(*C.char)(unsafe.Pointer(unsafe.StringData(k))), C.size_t(len(k)),
+		(*C.char)(unsafe.Pointer(unsafe.StringData(addr))), C.size_t(len(addr)))
 }
 
 // behindRemoval reports whether Envoy's routed cluster (the revision's

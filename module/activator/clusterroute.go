@@ -42,7 +42,9 @@ func routeUnfiltered(ep uintptr) {
 }
 
 // envoyBehind reports whether this Envoy's view of the revision's
-// cluster is behind the module's state, which lists backends (> 0): its
+// cluster is behind the module's state, which lists backends (> 0) that
+// this Envoy ACKed (state.Revision.Confirmed; an unconfirmed one goes
+// through state.DstCluster, early.go): its
 // cluster lists fewer hosts (behindRemoval), or, on a cluster route,
 // Envoy holds no such cluster at all (removed at zero before the state
 // update that removes the backends arrived, or added on the main thread

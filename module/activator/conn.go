@@ -116,6 +116,7 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	if c.cfg.ReportURL != "" { // the echo goes out with reports
 		q.Set(state.SeqParam, "1")
 	}
+	q.Set(state.EarlyParam, "1") // unconfirmed backends through DstCluster (early.go)
 	c.applied.Store(0)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -199,7 +200,8 @@ func (c *conn) kickReport() {
 }
 
 // report posts counts every ReportIntervalMs and pokes at once. A revision
-// idle since its last report is sent once with zeros, then skipped.
+// idle since its last report is sent once with zeros, then skipped,
+// unless it must be reported while idle (state.Table.ReportCounts).
 func (c *conn) report(ctx context.Context) {
 	tick := time.NewTicker(time.Duration(c.cfg.ReportIntervalMs) * time.Millisecond)
 	defer tick.Stop()
@@ -222,18 +224,7 @@ func (c *conn) report(ctx context.Context) {
 		clear(c.pokes)
 		c.pokeMu.Unlock()
 		if counts {
-			table.Counts(func(key string, held, inFlight int64) {
-				busy := held+inFlight > 0
-				if !busy && !active[key] {
-					return
-				}
-				if busy {
-					active[key] = true
-				} else {
-					delete(active, key)
-				}
-				rep.Revisions = append(rep.Revisions, state.RevisionCounts{Key: key, Held: held, InFlight: inFlight})
-			})
+			rep.Revisions = table.ReportCounts(active, rep.Revisions)
 			rep.Wake = table.WakeCounts()
 			rep.HeldLimit = table.TakeHeldLimited()
 		}

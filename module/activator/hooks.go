@@ -177,7 +177,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	// 503 "no healthy upstream"; hold and re-pick at the next state update
 	// instead (docs/activator.md, *Removal ordering*).
 	behind := false
-	if n := len(r.Backends()); n > 0 {
+	if n := r.Confirmed(); n > 0 {
 		behind = envoyBehind(ep, f, n)
 		// On a cluster route, not behind means Envoy resolved the route
 		// to the revision's cluster just now: a resume needs no second
@@ -187,7 +187,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 	if !behind {
 		if b := r.Acquire(); b != nil {
 			f.backend = b
-			setOverrideHost(ep, b.Addr)
+			pin(ep, f, b)
 			return statusContinue
 		}
 	}
@@ -221,7 +221,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(ep, mod uintptr, a1 boo
 		h.refs.Store(1)
 		h.drop()
 		f.backend = b
-		setOverrideHost(ep, b.Addr)
+		pin(ep, f, b)
 		return statusContinue
 	}
 	f.waiter, f.hold, f.heldAt = w, h, time.Now()
@@ -256,7 +256,7 @@ func envoy_dynamic_module_on_http_filter_scheduled(ep, mod uintptr, a1 uint64) {
 		if f.rev.ColdStartHeader() {
 			f.coldStart, f.coldStartMs = true, time.Since(f.heldAt).Milliseconds()
 		}
-		setOverrideHost(ep, f.backend.Addr)
+		pin(ep, f, f.backend)
 		continueDecoding(ep)
 	case state.TimedOut:
 		f.waiter = nil
@@ -297,6 +297,10 @@ func endFilter(f *filter) {
 	}
 	if b := f.backend; b != nil {
 		f.backend = nil
+		if f.early {
+			f.early = false
+			f.rev.EndEarly()
+		}
 		f.rev.Release(b)
 	}
 	if h := f.hold; h != nil {

@@ -14,7 +14,14 @@ func rehold(ep uintptr, f *filter) bool {
 	if f.reheld || h == nil {
 		return false
 	}
-	if n := len(f.rev.Backends()); n == 0 || !envoyBehind(ep, f, n) {
+	if n := f.rev.Confirmed(); n == 0 || !envoyBehind(ep, f, n) {
+		return false
+	}
+	if f.cluster != "" && f.backend.JustConfirmed() {
+		// Granted while early, confirmed since, and this worker's view
+		// lags the ACK: no update is coming, so go through DstCluster
+		// (early.go) instead of waiting state.UpdateWait for one.
+		f.viaDst = true
 		return false
 	}
 	f.reheld = true

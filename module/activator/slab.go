@@ -24,6 +24,8 @@ type filter struct {
 	// per held request).
 	routed  bool
 	backend *state.Backend // slot this stream holds, freed once
+	early   bool           // backend is reached through state.DstCluster (early.go)
+	viaDst  bool           // rehold: the worker lags a just-confirmed backend's ACK
 	waiter  *state.Waiter
 	hold    *holdRef
 	failed  bool

@@ -21,6 +21,12 @@ type Backend struct {
 	// backend that an update dropped after the request loaded the old
 	// backend list: the drop and the take are ordered on this word.
 	word atomic.Uint64
+	// early is set while this Envoy has not ACKed the backend
+	// (BackendUpdate.Unconfirmed, early.go).
+	early atomic.Bool
+	// fresh is set by the update that confirmed an early backend, until
+	// the next update that lists it (JustConfirmed).
+	fresh atomic.Bool
 }
 
 const (

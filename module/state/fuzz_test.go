@@ -17,6 +17,7 @@ func FuzzDecodeUpdate(f *testing.F) {
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wake":{"rules":[{"name":"probe","userAgent":"kube-probe/.*"}],"waitingPage":{"refresh":"1s"},"coldStartHeader":true}}]}`))
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"wake":{"rules":[{"name":"x","path":"(("}]}}]}`))
 	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"backends":[{"addr":"[::1]:80","slots":-1}]}]}`))
+	f.Add([]byte(`{"revisions":[{"key":"ns/a","queueDepth":1,"holdTimeoutMs":1,"backends":[{"addr":"127.0.0.1:80","slots":2,"unconfirmed":true},{"addr":"127.0.0.1:81","slots":2}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		u, err := DecodeUpdate(b)
 		if err != nil {
@@ -61,6 +62,8 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(`{"node":"n","heldLimit":5}`))
 	f.Add([]byte(`{"node":"n","applied":7205759403792793600}`))
 	f.Add([]byte(`{"applied":3}`))
+	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":0,"inFlight":2,"early":1}]}`))
+	f.Add([]byte(`{"node":"n","revisions":[{"key":"ns/a","held":0,"inFlight":1,"early":2}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeReport(b)
 		if err != nil {
@@ -70,8 +73,8 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("accepted applied %d without a node", r.Applied)
 		}
 		for _, c := range r.Revisions {
-			if c.Held < 0 || c.InFlight < 0 {
-				t.Fatalf("accepted negative counts %+v", c)
+			if c.Held < 0 || c.InFlight < 0 || c.Early < 0 || c.Early > c.InFlight {
+				t.Fatalf("accepted counts %+v", c)
 			}
 		}
 		for _, c := range r.Wake {

@@ -99,6 +99,11 @@ type BackendUpdate struct {
 	// 0 means unlimited (container concurrency 0), -1 means no share here
 	// (the backend's capacity went to other Envoys).
 	Slots int32 `json:"slots"`
+	// Unconfirmed marks a ready backend this Envoy has not ACKed yet
+	// (its revision's cluster does not list it): the module sends its
+	// requests through DstCluster, not pinned on the revision's cluster.
+	// Sent only on a stream that asked for it (EarlyParam).
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // HoldTimeout returns the hold timeout as a duration.
@@ -324,6 +329,12 @@ type RevisionCounts struct {
 	Key      string `json:"key"`
 	Held     int64  `json:"held"`
 	InFlight int64  `json:"inFlight"`
+	// Early is how many of InFlight go through DstCluster to a backend
+	// this Envoy has not ACKed: Envoy's stats count them in no revision
+	// cluster, so thaw adds them to the autoscaler's samples. Present only
+	// while such requests run, which only a thaw that sent unconfirmed
+	// backends (EarlyParam) causes.
+	Early int64 `json:"early,omitempty"`
 }
 
 // MaxReportBytes is the largest report thaw decodes.
@@ -361,8 +372,11 @@ func DecodeReport(b []byte) (*Report, error) {
 		if err := validKey(c.Key); err != nil {
 			return nil, fmt.Errorf("%w: report revisions[%d]: %w", ErrInvalid, i, err)
 		}
-		if c.Held < 0 || c.InFlight < 0 {
+		if c.Held < 0 || c.InFlight < 0 || c.Early < 0 {
 			return nil, fmt.Errorf("%w: report: revision %q: negative count", ErrInvalid, c.Key)
+		}
+		if c.Early > c.InFlight {
+			return nil, fmt.Errorf("%w: report: revision %q: early %d above inFlight %d", ErrInvalid, c.Key, c.Early, c.InFlight)
 		}
 	}
 	for i, k := range r.Pokes {

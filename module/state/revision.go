@@ -40,6 +40,14 @@ type Revision struct {
 	wake     atomic.Pointer[wakeState]
 	updates  atomic.Uint64               // state updates installed (set), for HoldForUpdate
 	failure  atomic.Pointer[WakeFailure] // nil: none
+	// confirmed counts the backends this Envoy ACKed (not Early).
+	confirmed atomic.Int32
+	// early counts the requests in flight through DstCluster (early.go).
+	early atomic.Int64
+	// earlyQuiet: requests went through DstCluster since the revision
+	// last had no backend, and none was pinned on its cluster since
+	// (ReportIdle, early.go).
+	earlyQuiet atomic.Bool
 
 	mu    sync.Mutex // queue and backend list changes
 	queue []*Waiter  // FIFO from head; entries no longer waiting are skipped
@@ -244,6 +252,7 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 	}
 	bs := make([]*Backend, 0, len(ru.Backends))
 	kept := make(map[string]bool, len(ru.Backends))
+	var confirmed int32
 	for _, bu := range ru.Backends {
 		if bu.Slots < 0 || kept[bu.Addr] {
 			continue // no share here: dropped below like a missing one
@@ -253,10 +262,19 @@ func (r *Revision) set(ru *RevisionUpdate) error {
 			b = &Backend{Addr: bu.Addr}
 		}
 		b.setSlots(bu.Slots) // a removed one comes back with its count
+		b.fresh.Store(!bu.Unconfirmed && b.early.Load())
+		b.early.Store(bu.Unconfirmed)
+		if !bu.Unconfirmed {
+			confirmed++
+		}
 		bs = append(bs, b)
 		kept[bu.Addr] = true
 	}
+	r.confirmed.Store(confirmed)
 	r.backends.Store(&bs)
+	if len(bs) == 0 {
+		r.earlyQuiet.Store(false) // at zero: no zeros to report (early.go)
+	}
 	// A dropped backend is marked removed first (no slot is taken on it
 	// from then on, even by a request that loaded the old list), then
 	// forgotten only if nothing is in flight on it: its address may come

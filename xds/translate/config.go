@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/thaw-dev/thaw/module/state"
 )
 
 // Fixed resource names shared with the bootstrap (envoy/bootstrap.yaml) and
@@ -22,7 +24,7 @@ const (
 	WakeListenerName = "thaw_activator_wake"
 	// ActivatorDstClusterName is the ORIGINAL_DST cluster the activator
 	// listener routes to, with the destination taken from dynamic metadata.
-	ActivatorDstClusterName = "thaw_activator_dst"
+	ActivatorDstClusterName = state.DstCluster
 	// ExtProcClusterName is the bootstrap's static cluster for the ext_proc
 	// (activator) gRPC service.
 	ExtProcClusterName = "thaw_extproc"
@@ -31,10 +33,10 @@ const (
 	RevisionHeader = "x-thaw-revision"
 	// MetadataNamespace is the dynamic-metadata namespace ext_proc writes;
 	// its key MetadataDestinationKey holds "<ip>:<port>".
-	MetadataNamespace = "thaw.activator"
+	MetadataNamespace = state.DstMetadataNamespace
 	// MetadataDestinationKey is the key under MetadataNamespace that the
 	// ORIGINAL_DST cluster reads the upstream address from.
-	MetadataDestinationKey = "destination"
+	MetadataDestinationKey = state.DstMetadataKey
 )
 
 // Defaults for Config (see DefaultConfig).
