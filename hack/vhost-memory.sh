@@ -85,7 +85,7 @@ for i in range(n):
     if "perroute" not in cuts:
         r["typed_per_filter_config"] = {"thaw_activator": {"@type": dm + "DynamicModuleFilterPerRoute",
             "dynamic_module_config": src, "per_route_config_name": "thaw_activator",
-            "filter_config": {"@type": sv, "value": json.dumps({"revision": key, "cluster": cl})}}}
+            "filter_config": {"@type": sv, "value": json.dumps({"revision": key, "cluster": cl}, separators=(",", ":"))}}}
     vhs.append({"name": "thaw_http/" + cl, "domains": ["r%d.example.com" % i], "routes": [r]})
 rc = {"name": "thaw_http", "virtual_hosts": vhs + [{"name": "thaw_not_found", "domains": ["*"],
     "routes": [{"match": {"prefix": "/"}, "direct_response": {"status": 404}}]}]}

@@ -2,8 +2,6 @@
 
 package main
 
-import "runtime/cgo"
-
 // Cluster routes (thaw's idle clusters, docs/scaling.md "Idle revisions
 // on the module"): a revision route whose per-route configuration names
 // its cluster (state.RouteConfig.Cluster) is `cluster_header:
@@ -25,7 +23,7 @@ import "runtime/cgo"
 // per-route configuration.
 func routeOf(ep uintptr) *routeCfg {
 	if rc := routeConfig(ep); rc != 0 {
-		return cgo.Handle(rc).Value().(*routeCfg)
+		return routeCfgOf(rc)
 	}
 	return nil
 }

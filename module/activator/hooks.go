@@ -110,24 +110,19 @@ func envoy_dynamic_module_on_http_filter_per_route_config_new(a1, config C.thaw_
 			h = 0
 		}
 	}()
-	rc, err := state.DecodeRouteConfig(copyBuf(config))
+	h, err := newRouteCfg(table, copyBuf(config))
 	if err != nil {
 		logf("%v", err)
 		return 0
 	}
-	r := table.Revision(rc.Revision)
-	if r == nil {
-		logf("route config for %s refused: the module tracks at most %d revisions", rc.Revision, state.MaxRevisions)
-		return 0
-	}
-	return uintptr(cgo.NewHandle(&routeCfg{rev: r, cluster: rc.Cluster}))
+	return h
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_destroy
 func envoy_dynamic_module_on_http_filter_per_route_config_destroy(h uintptr) {
 	defer recoverLog("route config destroy")
 	if h != 0 {
-		cgo.Handle(h).Delete()
+		freeRouteCfg(h)
 	}
 }
 

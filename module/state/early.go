@@ -43,6 +43,7 @@ func (r *Revision) Confirmed() int { return int(r.confirmed.Load()) }
 // DstCluster; EndEarly when it ends (before Release).
 func (r *Revision) StartEarly() {
 	r.early.Add(1)
+	r.markActive() // already listed by its slot; ReportIdle keeps it listed
 	if !r.earlyQuiet.Load() {
 		r.earlyQuiet.Store(true)
 	}

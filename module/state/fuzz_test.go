@@ -41,6 +41,9 @@ func FuzzDecodeUpdate(f *testing.F) {
 func FuzzDecodeConfig(f *testing.F) {
 	f.Add([]byte(`{"revision":"ns/a"}`))
 	f.Add([]byte(`{"revision":"ns/a","cluster":"rev_ns_a"}`))
+	f.Add([]byte(`{"revision":"ns/a","cluster":""}`))
+	f.Add([]byte(`{"revision":"ns/a\u0041"}`))
+	f.Add([]byte(`{"revision":"ns/a"} `))
 	f.Add([]byte(`{"stateURL":"http://127.0.0.1:1/x","node":"n","holdTimeoutMs":5}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if c, err := DecodeRouteConfig(b); err == nil && validKey(c.Revision) != nil {
@@ -48,6 +51,11 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 		if c, err := DecodeRouteConfig(b); err == nil && validClusterName(c.Cluster) != nil {
 			t.Fatalf("accepted invalid cluster %q", c.Cluster)
+		}
+		if fast, ok := decodeRouteConfigFast(b); ok {
+			if slow, err := decodeRouteConfigJSON(b); err != nil || slow != fast {
+				t.Fatalf("fast path decoded %+v, the strict decoder %+v, %v", fast, slow, err)
+			}
 		}
 		if c, err := DecodeFilterConfig(b); err == nil && (c.HoldTimeoutMs <= 0 || c.QueueDepth <= 0) {
 			t.Fatalf("accepted config without limits: %+v", c)

@@ -203,16 +203,29 @@ const maxClusterName = 320
 
 // DecodeRouteConfig parses and validates a per-route configuration.
 func DecodeRouteConfig(b []byte) (RouteConfig, error) {
-	var c RouteConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
+	c, ok := decodeRouteConfigFast(b) // routeconfig_fast.go
+	if !ok {
+		var err error
+		if c, err = decodeRouteConfigJSON(b); err != nil {
+			return RouteConfig{}, err
+		}
 	}
 	if err := validKey(c.Revision); err != nil {
 		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
 	}
 	if err := validClusterName(c.Cluster); err != nil {
+		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
+	}
+	return c, nil
+}
+
+// decodeRouteConfigJSON is DecodeRouteConfig's strict decoder, without
+// validation.
+func decodeRouteConfigJSON(b []byte) (RouteConfig, error) {
+	var c RouteConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
 		return RouteConfig{}, fmt.Errorf("%w: route config: %w", ErrInvalid, err)
 	}
 	return c, nil

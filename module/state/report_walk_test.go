@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -20,6 +21,34 @@ func BenchmarkReportWalk100k(b *testing.B) {
 		if len(t.WakeCounts()) != 0 {
 			b.Fatal("idle table reported wake answers")
 		}
+	}
+}
+
+// BenchmarkReportWalkActive100k: the reporter's walk as the module runs
+// it (ReportCounts, WakeCounts) on the same 100,000 revisions, 10 of them
+// with a request in flight: it visits those 10, not the table.
+func BenchmarkReportWalkActive100k(b *testing.B) {
+	t := NewTable(time.Second, 10)
+	fillTable(b, t, 100_000)
+	for i := range 10 {
+		k := fmt.Sprintf("default/r%d", i*9973)
+		if err := t.Apply(update(k, 10, time.Minute, BackendUpdate{Addr: "127.0.0.1:1", Slots: 0})); err != nil {
+			b.Fatal(err)
+		}
+		if t.Lookup(k).Acquire() == nil {
+			b.Fatal("no slot")
+		}
+	}
+	active := map[string]bool{}
+	var n int
+	for b.Loop() {
+		n = len(t.ReportCounts(active, nil))
+		if len(t.WakeCounts()) != 0 {
+			b.Fatal("reported wake answers")
+		}
+	}
+	if n != 10 {
+		b.Fatalf("walk reported %d revisions, want the 10 active", n)
 	}
 }
 

@@ -10,7 +10,9 @@ package state
 // updated in place. Early is capped at InFlight (DecodeReport refuses
 // more).
 func (t *Table) ReportCounts(active map[string]bool, out []RevisionCounts) []RevisionCounts {
-	t.CountsEarly(func(key string, held, inFlight, early int64, reportIdle bool) {
+	// Only the listed revisions (reportlist.go), not the whole table.
+	t.walkListed(true, func(r *Revision) {
+		key, held, inFlight, early, reportIdle := r.Key, r.held.Load(), r.inFlight.Load(), r.early.Load(), r.ReportIdle()
 		keep := held+inFlight > 0 || reportIdle
 		if !keep && (len(active) == 0 || !active[key]) {
 			return // no map lookup per idle revision while nothing is active

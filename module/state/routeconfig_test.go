@@ -32,3 +32,42 @@ func TestDecodeRouteConfigCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRouteConfigFastPath: thaw's own shapes take the fast path;
+// anything else (escapes, other fields or order, non-ASCII, trailing
+// bytes) is left to the strict decoder, and both paths agree.
+func TestDecodeRouteConfigFastPath(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		fast bool
+	}{
+		{`{"revision":"ns/a"}`, true},
+		{`{"revision":"ns/a","cluster":"rev_ns_a"}`, true},
+		{`{"revision":"ns/a","cluster":""}`, true},
+		{`{"cluster":"rev_ns_a","revision":"ns/a"}`, false},
+		{`{"revision":"ns/\u0061"}`, false},
+		{`{"revision":"ns/a"} `, false},
+		{`{"revision":"ns/a","other":1}`, false},
+		{`{"revision":"ns/é"}`, false},
+		{`{"revision":"ns/a`, false},
+		{`{"revision":"ns/a","cluster":"rev_ns_a"`, false},
+	} {
+		fast, ok := decodeRouteConfigFast([]byte(tt.in))
+		if ok != tt.fast {
+			t.Errorf("%s: fast path %v, want %v", tt.in, ok, tt.fast)
+		}
+		if ok {
+			if slow, err := decodeRouteConfigJSON([]byte(tt.in)); err != nil || slow != fast {
+				t.Errorf("%s: fast %+v, strict %+v, %v", tt.in, fast, slow, err)
+			}
+		}
+	}
+	thaws := []byte(`{"revision":"ns/a","cluster":"rev_ns_a"}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := DecodeRouteConfig(thaws); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("DecodeRouteConfig of thaw's shape: %.0f allocations, want at most 2 (its strings)", n)
+	}
+}

@@ -9,19 +9,26 @@ import (
 
 // Table is the set of revisions one Envoy serves: one per process, shared
 // by every Envoy worker thread and the goroutine that follows thaw's state
-// stream. Lookups are lock-free (sync.Map); only adding a revision takes
-// the writer lock, and costs O(1): Envoy adds one per route at start
-// (the per-route configuration hook), so a copy of the whole map per
-// addition made a start with N revisions O(N²) (docs/scaling.md, *Idle
-// revisions on the module*).
+// stream. The request path never looks a revision up by key (a route's
+// configuration holds its *Revision); only Envoy's per-route hook and the
+// state stream do, under mu, in a plain map: adding a revision costs O(1)
+// (a copy of the whole map per addition made a start with N revisions
+// O(N²)), and a sync.Map's hash trie cost the per-route hook ~3 µs per
+// route at 100,000 in cache misses plus ~400 B per revision (docs/scaling.md,
+// *Idle revisions on the module*).
 type Table struct {
-	mu   sync.Mutex // writers of revs and n
-	revs sync.Map   // key -> *Revision; entries are never deleted
-	n    int        // len(revs), under mu
+	mu   sync.Mutex           // guards revs, n, all, defaults
+	revs map[string]*Revision // entries are never deleted
+	n    int                  // len(revs)
 	// all lists revs in insertion order, appended under mu; entries below
 	// a length read under mu never change (see each).
 	all      []*Revision
 	defaults RevisionUpdate
+	// defaultLimits is defaults as the limits of a revision added before
+	// its first update, shared by all of them (limits are never written
+	// once stored); under mu.
+	defaultLimits *limits
+	report        reportList // reportlist.go
 
 	onPoke        atomic.Pointer[func(key string)]
 	onHoldTimeout atomic.Pointer[func(HoldTimeout)] // holdtimeout.go
@@ -72,7 +79,9 @@ func (t *Table) poke(key string) {
 // NewTable returns an empty table; revisions thaw has not described yet
 // hold requests for holdTimeout, at most queueDepth at once.
 func NewTable(holdTimeout time.Duration, queueDepth int) *Table {
-	return &Table{defaults: RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}}
+	t := &Table{}
+	t.SetDefaults(holdTimeout, queueDepth)
+	return t
 }
 
 // SetDefaults changes the limits of revisions thaw has not described
@@ -80,15 +89,15 @@ func NewTable(holdTimeout time.Duration, queueDepth int) *Table {
 func (t *Table) SetDefaults(holdTimeout time.Duration, queueDepth int) {
 	t.mu.Lock()
 	t.defaults = RevisionUpdate{QueueDepth: queueDepth, HoldTimeoutMs: holdTimeout.Milliseconds()}
+	t.defaultLimits = &limits{queueDepth: queueDepth, holdTimeout: t.defaults.HoldTimeout()}
 	t.mu.Unlock()
 }
 
 // Lookup returns the revision with key, or nil.
 func (t *Table) Lookup(key string) *Revision {
-	if r, ok := t.revs.Load(key); ok {
-		return r.(*Revision)
-	}
-	return nil
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.revs[key]
 }
 
 // each calls fn for every revision added before the call (one added
@@ -112,20 +121,25 @@ func (t *Table) each(fn func(key string, r *Revision)) {
 // configuration, never from a client, and are bounded by MaxRevisions:
 // past it, nil.
 func (t *Table) Revision(key string) *Revision {
-	if r := t.Lookup(key); r != nil {
-		return r
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r := t.Lookup(key); r != nil {
+	return t.revisionLocked(key)
+}
+
+// revisionLocked is Revision with t.mu held.
+func (t *Table) revisionLocked(key string) *Revision {
+	if r := t.revs[key]; r != nil {
 		return r
 	}
 	if t.n >= MaxRevisions {
 		return nil
 	}
 	r := newRevision(t, key)
-	r.limits.Store(&limits{queueDepth: t.defaults.QueueDepth, holdTimeout: t.defaults.HoldTimeout()})
-	t.revs.Store(key, r)
+	r.limits.Store(t.defaultLimits)
+	if t.revs == nil {
+		t.revs = map[string]*Revision{}
+	}
+	t.revs[key] = r
 	t.all = append(t.all, r)
 	t.n++
 	return r
@@ -143,10 +157,11 @@ func (t *Table) Apply(u *Update) error {
 	}
 	var errs []error
 	listed := make(map[string]bool, len(u.Revisions))
+	revs := t.revisionsOf(u) // table_batch.go
 	for i := range u.Revisions {
 		ru := &u.Revisions[i]
 		listed[ru.Key] = true
-		if r := t.Revision(ru.Key); r != nil {
+		if r := revs[i]; r != nil {
 			if err := r.set(ru); err != nil {
 				errs = append(errs, err)
 			}

@@ -90,10 +90,12 @@ func (r *Revision) WakeAnswer(req func() wake.Request) (wake.Action, *wake.Rule)
 		for i := range ws.pol.Rules {
 			if &ws.pol.Rules[i] == rule {
 				ws.answered[i].Add(1)
+				r.markActive()
 			}
 		}
 	case wake.WaitingPage:
 		ws.answered[len(ws.pol.Rules)].Add(1)
+		r.markActive()
 		r.t.poke(r.Key)
 	}
 	return action, rule
@@ -117,27 +119,12 @@ type WakeCount struct {
 }
 
 // WakeCounts returns the wake answers of every revision since the last
-// call (non-zero deltas only). One caller at a time (the reporter).
+// call (non-zero deltas only). It visits only the revisions listed for
+// the reporter (a wake answer lists its revision, reportlist.go), and is
+// called after ReportCounts, which keeps a revision listed while it has
+// answers to report.
 func (t *Table) WakeCounts() []WakeCount {
 	var out []WakeCount
-	t.each(func(k string, r *Revision) {
-		ws := r.wake.Load()
-		if ws == nil || ws.pol == nil {
-			return
-		}
-		for i := range ws.answered {
-			n := ws.answered[i].Load()
-			if d := n - ws.reported[i]; d > 0 {
-				ws.reported[i] = n
-				c := WakeCount{Key: k, Count: d}
-				if i < len(ws.pol.Rules) {
-					c.Rule = ws.pol.Rules[i].Name
-				} else {
-					c.Page = true
-				}
-				out = append(out, c)
-			}
-		}
-	})
+	t.walkListed(false, func(r *Revision) { out = r.appendWakeCounts(out) })
 	return out
 }
