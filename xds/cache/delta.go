@@ -67,8 +67,13 @@ type Delta struct {
 	// back).
 	subs map[chan cachev3.DeltaResponse]*subState
 	idle map[chan cachev3.DeltaResponse]idleSince
-	// now is the clock of idle (time.Now; tests set another).
+	// now is the clock of idle and of on-demand fetches (time.Now; tests
+	// set another).
 	now func() time.Time
+	// demand, when set, serves wildcard streams on demand (ondemand.go);
+	// demandMax bounds each stream's fetched resources.
+	demand    Demand
+	demandMax int
 }
 
 type idleSince struct {
@@ -161,11 +166,17 @@ func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, 
 		c.res[name] = &Entry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
 		c.record(name)
 		changed[name] = true
+		if c.demand != nil {
+			c.demand.Set(name, encoded[name])
+		}
 	}
 	for _, name := range del {
 		delete(c.res, name)
 		c.record(name)
 		changed[name] = true
+		if c.demand != nil {
+			c.demand.Delete(name)
+		}
 	}
 	var fired []firedWatch
 	for id, w := range c.watches {
@@ -221,7 +232,11 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	wildcard := w.sub.IsWildcard()
 	subscribed := w.sub.SubscribedResources()
 	known := w.state.known
+	onDemand := c.demand != nil && wildcard
 	wants := func(name string) bool {
+		if onDemand {
+			return c.demandWants(w.state, name)
+		}
 		if wildcard {
 			return true
 		}
@@ -231,6 +246,9 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	var upd []*Entry
 	var removed []string
 	check := func(name string) {
+		if w.forced[name] != nil {
+			return // sent below whatever the stream holds
+		}
 		e, exists := c.res[name]
 		have, isKnown := known[name]
 		switch {
@@ -238,6 +256,8 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 			upd = append(upd, e)
 		case !exists && isKnown:
 			removed = append(removed, name)
+		case onDemand && exists && isKnown && !wants(name):
+			removed = append(removed, name) // evicted (ondemand.go)
 		}
 	}
 	if candidates == nil {
@@ -260,15 +280,19 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 			check(name)
 		}
 	}
+	for name := range w.forced {
+		upd = append(upd, c.res[name])
+	}
 	// The first wildcard request must be answered even when empty: Envoy
 	// waits for it to finish initialising.
 	firstWildcard := wildcard && w.req.GetResponseNonce() == ""
-	if len(upd) == 0 && len(removed) == 0 && !firstWildcard {
+	if len(upd) == 0 && len(removed) == 0 && len(w.unresolved) == 0 && !firstWildcard {
 		w.state.seq = c.seq
 		return nil
 	}
 	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed,
-		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{}}
+		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{},
+		aliases: w.forced, unresolved: w.unresolved}
 }
 
 // CreateDeltaWatch answers at once when the client lacks something, else
@@ -306,10 +330,23 @@ func (c *Delta) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch ch
 	var candidates map[string]bool
 	subChanged := len(req.GetResourceNamesSubscribe()) > 0 || len(req.GetResourceNamesUnsubscribe()) > 0 ||
 		req.GetResponseNonce() == ""
+	if c.demand != nil && sub.IsWildcard() {
+		// On demand (ondemand.go): a subscription to names fetches them;
+		// the rest of the stream's state is compared as after an ACK.
+		w.forced, w.unresolved = c.requested(req, st)
+		subChanged = len(req.GetResourceNamesUnsubscribe()) > 0 || req.GetResponseNonce() == ""
+	}
 	if !subChanged && st.seq > 0 {
 		candidates, _ = c.changedSince(st.seq) // nil (full comparison) when too old
 	}
-	if resp := c.respond(w, candidates); resp != nil {
+	if evicted := st.takeEvicted(); len(evicted) > 0 && candidates != nil {
+		for _, n := range evicted {
+			candidates[n] = true
+		}
+	}
+	resp := c.respond(w, candidates)
+	w.forced, w.unresolved = nil, nil // answered now, or never
+	if resp != nil {
 		return w, resp, nil
 	}
 	c.watchID++
