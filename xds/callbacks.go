@@ -72,6 +72,9 @@ func (c *callbacks) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscover
 	r := &ack.Response{TypeURL: resp.GetTypeUrl(), Removed: resp.GetRemovedResources(), SentAt: c.s.clock.Now(),
 		Names: make([]string, 0, len(resp.GetResources())), Versions: make([]string, 0, len(resp.GetResources()))}
 	for _, res := range resp.GetResources() {
+		if res.GetResource() == nil {
+			continue // an on-demand alias that names nothing: nothing held
+		}
 		r.Names = append(r.Names, res.GetName())
 		r.Versions = append(r.Versions, res.GetVersion())
 	}

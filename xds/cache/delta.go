@@ -178,14 +178,10 @@ func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, 
 			c.demand.Delete(name)
 		}
 	}
-	var fired []firedWatch
-	for id, w := range c.watches {
-		if resp := c.respond(w, changed); resp != nil {
-			delete(c.watches, id)
-			fired = append(fired, firedWatch{w: w, resp: resp})
-		}
+	if c.demand != nil {
+		c.reresolve() // pending pushes are answered by respond
 	}
-	return fired, nil
+	return c.fire(changed), nil
 }
 
 // record appends a change to the ring buffer, dropping the oldest entry
@@ -233,6 +229,11 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	subscribed := w.sub.SubscribedResources()
 	known := w.state.known
 	onDemand := c.demand != nil && wildcard
+	var forced map[string][]string
+	var unresolved []string
+	if onDemand {
+		forced, unresolved = w.state.pending()
+	}
 	wants := func(name string) bool {
 		if onDemand {
 			return c.demandWants(w.state, name)
@@ -246,7 +247,7 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	var upd []*Entry
 	var removed []string
 	check := func(name string) {
-		if w.forced[name] != nil {
+		if forced[name] != nil {
 			return // sent below whatever the stream holds
 		}
 		e, exists := c.res[name]
@@ -257,7 +258,7 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 		case !exists && isKnown:
 			removed = append(removed, name)
 		case onDemand && exists && isKnown && !wants(name):
-			removed = append(removed, name) // evicted (ondemand.go)
+			removed = append(removed, name) // no longer resident (ondemand.go)
 		}
 	}
 	if candidates == nil {
@@ -280,19 +281,23 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 			check(name)
 		}
 	}
-	for name := range w.forced {
-		upd = append(upd, c.res[name])
+	for name := range forced {
+		if e := c.res[name]; e != nil {
+			upd = append(upd, e)
+		} else {
+			delete(forced, name) // deleted since: in removed if held
+		}
 	}
 	// The first wildcard request must be answered even when empty: Envoy
 	// waits for it to finish initialising.
 	firstWildcard := wildcard && w.req.GetResponseNonce() == ""
-	if len(upd) == 0 && len(removed) == 0 && len(w.unresolved) == 0 && !firstWildcard {
+	if len(upd) == 0 && len(removed) == 0 && len(unresolved) == 0 && !firstWildcard {
 		w.state.seq = c.seq
 		return nil
 	}
 	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed,
 		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{},
-		aliases: w.forced, unresolved: w.unresolved}
+		aliases: forced, unresolved: unresolved}
 }
 
 // CreateDeltaWatch answers at once when the client lacks something, else
@@ -333,20 +338,13 @@ func (c *Delta) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch ch
 	if c.demand != nil && sub.IsWildcard() {
 		// On demand (ondemand.go): a subscription to names fetches them;
 		// the rest of the stream's state is compared as after an ACK.
-		w.forced, w.unresolved = c.requested(req, st)
+		c.requested(req, st)
 		subChanged = len(req.GetResourceNamesUnsubscribe()) > 0 || req.GetResponseNonce() == ""
 	}
 	if !subChanged && st.seq > 0 {
 		candidates, _ = c.changedSince(st.seq) // nil (full comparison) when too old
 	}
-	if evicted := st.takeEvicted(); len(evicted) > 0 && candidates != nil {
-		for _, n := range evicted {
-			candidates[n] = true
-		}
-	}
-	resp := c.respond(w, candidates)
-	w.forced, w.unresolved = nil, nil // answered now, or never
-	if resp != nil {
+	if resp := c.respond(w, candidates); resp != nil {
 		return w, resp, nil
 	}
 	c.watchID++

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -91,7 +90,7 @@ func TestDemandWildcardGetsResidentOnly(t *testing.T) {
 	}
 	// A new resident host reaches the stream; a non-resident one does not.
 	d.resident["thaw_http/c"] = true
-	c.Recheck([]string{"thaw_http/c"}, time.Time{})
+	c.Recheck([]string{"thaw_http/c"})
 	if r := s.take(); !slices.Equal(names(r), []string{"thaw_http/c"}) {
 		t.Fatalf("after Recheck: %v, want thaw_http/c", names(r))
 	}
@@ -139,44 +138,72 @@ func TestDemandFetchAliasAndUnknown(t *testing.T) {
 	}
 }
 
-func TestDemandBoundAndEviction(t *testing.T) {
+func TestDemandResidencyEviction(t *testing.T) {
 	c := NewDelta(resourcev3.VirtualHostType, 64)
-	d := &fakeDemand{hosts: map[string]string{"a.example.com": "thaw_http/a", "b.example.com": "thaw_http/b",
-		"c.example.com": "thaw_http/c"}, resident: map[string]bool{}}
-	now := time.Unix(1000, 0)
-	c.now = func() time.Time { return now }
+	d := &fakeDemand{hosts: map[string]string{"a.example.com": "thaw_http/a"},
+		resident: map[string]bool{"thaw_http/a": true, "thaw_http/b": true}}
 	c.SetDemand(d, 2)
-	setVHosts(t, c, "thaw_http/a", "thaw_http/b", "thaw_http/c")
-	s, _ := newVHStream(t, c)
+	setVHosts(t, c, "thaw_http/a", "thaw_http/b")
+	s, first := newVHStream(t, c)
+	if !slices.Equal(names(first), []string{"thaw_http/a", "thaw_http/b"}) {
+		t.Fatalf("first = %v", names(first))
+	}
 	s.ackVH()
+	// The stream asks for a (a request reached it before... or after
+	// anything): it keeps a for the life of the stream.
 	s.fetch("thaw_http/a.example.com")
 	s.ackVH()
-	now = now.Add(time.Minute)
-	s.fetch("thaw_http/b.example.com")
-	s.ackVH()
-	// The bound (2): fetching c pushes out a, the least recently fetched.
-	r := s.fetch("thaw_http/c.example.com")
-	if !slices.Equal(names(r), []string{"thaw_http/c"}) || !slices.Equal(r.GetRemovedResources(), []string{"thaw_http/a"}) {
-		t.Fatalf("third fetch = %v removed %v, want c added and a removed", names(r), r.GetRemovedResources())
+	// Both leave residency: b (never asked for) is removed, a is kept.
+	d.resident = map[string]bool{}
+	c.Recheck([]string{"thaw_http/a", "thaw_http/b"})
+	r := s.take()
+	if r == nil || !slices.Equal(r.GetRemovedResources(), []string{"thaw_http/b"}) || len(r.GetResources()) != 0 {
+		t.Fatalf("after residency ended: %v removed %v, want b removed only", names(r), r.GetRemovedResources())
 	}
 	s.ackVH()
-	// Eviction by age: b was fetched before the cutoff, c after; a
-	// resident host is kept whatever its age.
-	d.resident["thaw_http/b"] = true
-	c.Recheck(nil, now.Add(time.Second))
-	if r := s.take(); !slices.Equal(r.GetRemovedResources(), []string{"thaw_http/c"}) || len(r.GetResources()) != 0 {
-		t.Fatalf("after eviction: %v removed %v, want c removed only", names(r), r.GetRemovedResources())
-	}
-	s.ackVH()
-	delete(d.resident, "thaw_http/b")
-	c.Recheck([]string{"thaw_http/b"}, now.Add(time.Second))
-	if r := s.take(); !slices.Equal(r.GetRemovedResources(), []string{"thaw_http/b"}) {
-		t.Fatalf("b no longer resident: removed %v, want b", r.GetRemovedResources())
-	}
-	s.ackVH()
-	// Fetched again after its eviction: sent again.
+	// b asked for later: sent again.
+	d.hosts["b.example.com"] = "thaw_http/b"
 	if r := s.fetch("thaw_http/b.example.com"); !slices.Equal(names(r), []string{"thaw_http/b"}) {
-		t.Fatalf("refetch = %v, want b", names(r))
+		t.Fatalf("b fetched after its eviction: %v", names(r))
+	}
+}
+
+func TestDemandAliasFollowsChanges(t *testing.T) {
+	c := NewDelta(resourcev3.VirtualHostType, 64)
+	d := &fakeDemand{hosts: map[string]string{}, resident: map[string]bool{}}
+	c.SetDemand(d, 2)
+	setVHosts(t, c, "thaw_http/a")
+	s, _ := newVHStream(t, c)
+	s.ackVH()
+	// Asked before any revision claims the host: not found.
+	r := s.fetch("thaw_http/new.example.com")
+	if len(r.GetResources()) != 1 || r.GetResources()[0].GetResource() != nil {
+		t.Fatalf("unknown alias: %v", r.GetResources())
+	}
+	s.ackVH()
+	// A revision with that host appears: the stream, which still has the
+	// alias subscribed (Envoy answers repeats itself), is sent it.
+	d.hosts["new.example.com"] = "thaw_http/new"
+	setVHosts(t, c, "thaw_http/new")
+	r = s.take()
+	if r == nil || !slices.Equal(names(r), []string{"thaw_http/new"}) ||
+		!slices.Equal(r.GetResources()[0].GetAliases(), []string{"thaw_http/new.example.com"}) {
+		t.Fatalf("after the host was added: %v", r)
+	}
+	s.ackVH()
+	// The bound (2 aliases): older aliases are forgotten, not the
+	// resources they fetched.
+	d.hosts["x.example.com"], d.hosts["y.example.com"] = "thaw_http/a", "thaw_http/a"
+	s.fetch("thaw_http/x.example.com")
+	s.ackVH()
+	s.fetch("thaw_http/y.example.com")
+	s.ackVH()
+	if got := c.DemandCounts(); !slices.Equal(got, []int{2}) {
+		t.Fatalf("fetched = %v, want [2] (new and a)", got)
+	}
+	setVHosts(t, c, "thaw_http/b") // unrelated: nothing to answer again
+	if r := s.take(); r != nil {
+		t.Fatalf("unrelated host added: sent %v", names(r))
 	}
 }
 

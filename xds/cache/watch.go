@@ -84,6 +84,7 @@ func (s *subState) sent(r *deltaResponse) {
 		delete(s.known, name)
 	}
 	s.seq, s.prev, s.handed = r.seq, s.handed, r.returned
+	s.answered(r)
 }
 
 // forgetIdle forgets the streams idle for idleUpdates updates and idleFor.
@@ -112,12 +113,6 @@ type deltaWatch struct {
 	sub   cachev3.Subscription
 	ch    chan cachev3.DeltaResponse
 	state *subState
-	// forced and unresolved are what the request creating the watch
-	// fetched on demand (Delta.requested): resource → the names that
-	// asked for it, and aliases naming nothing. Set only while the watch's
-	// first response is built.
-	forced     map[string][]string
-	unresolved []string
 
 	// sendMu orders send and cancel: go-control-plane closes ch after
 	// cancelling, so no send may start once cancel has returned.

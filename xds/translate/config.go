@@ -157,6 +157,22 @@ type Config struct {
 	// from thaw (Envoy Gateway: an idle revision's assignment is what
 	// holds its requests there).
 	IdleHoldPath bool
+	// OnDemandHosts makes Envoy hold only the virtual hosts in use (issue
+	// 28, ondemand.go): route configuration thaw_http has no inline "*"
+	// catch-all, listener thaw_http runs envoy.filters.http.on_demand
+	// first, and the server sends a VHDS subscriber only the resident
+	// hosts (awake revisions', and for OnDemandEvictAfter after they went
+	// back to zero); any other host is fetched when a request names it.
+	// Needs VHDS (not InlineRoutes) over delta ADS. Off by default.
+	OnDemandHosts bool
+	// OnDemandEvictAfter is how long a virtual host stays in an Envoy
+	// after its revisions went back to zero, or after the Envoy last
+	// fetched it (0: DefaultOnDemandEvictAfter). Only with OnDemandHosts.
+	OnDemandEvictAfter time.Duration
+	// OnDemandPerEnvoy bounds the hosts one Envoy stream fetched that thaw
+	// keeps sending it; beyond it the least recently fetched is removed
+	// (0: DefaultOnDemandPerEnvoy). Only with OnDemandHosts.
+	OnDemandPerEnvoy int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -211,6 +227,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.validateOnDemand()...)
 	return errors.Join(errs...)
 }
 

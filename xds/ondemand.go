@@ -1,0 +1,131 @@
+package xds
+
+import (
+	"context"
+	"time"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"go.uber.org/zap"
+
+	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/ondemand"
+	"github.com/thaw-dev/thaw/xds/translate"
+)
+
+// demandState is the server's part of virtual hosts on demand
+// (translate.Config.OnDemandHosts; xds/ondemand, xds/cache ondemand.go):
+// which revisions are awake, so that their hosts are resident. Only the
+// goroutine calling observeDemand touches awake and prev.
+type demandState struct {
+	policy *ondemand.Policy
+	awake  map[revision.Key]bool
+	prev   *revision.Snapshot
+}
+
+// newDemand sets the VHDS cache on demand when the config asks for it.
+func (s *Server) newDemand() {
+	if !s.cfg.OnDemandHosts {
+		return
+	}
+	p := ondemand.NewPolicy(translate.HTTPListenerName, s.cfg.EvictAfter())
+	s.demand = &demandState{policy: p, awake: map[revision.Key]bool{}}
+	s.deltas[resourcev3.VirtualHostType].SetDemand(p, s.cfg.PerEnvoy())
+}
+
+// awake reports whether a revision's hosts stay in every Envoy: it has a
+// backend or wants one.
+func awake(r *revision.Revision) bool {
+	return r != nil && (len(r.Backends) > 0 || r.DesiredScale > 0)
+}
+
+// observeDemand makes the hosts of snap's awake revisions resident (sent
+// to every Envoy) and starts the eviction clock of those no longer awake.
+// It works in proportion to the revisions changed since the last call
+// plus those awake. Called by the Run goroutine after each apply.
+func (s *Server) observeDemand(snap *revision.Snapshot) {
+	d := s.demand
+	if d == nil || snap == nil || snap == d.prev {
+		return
+	}
+	if d.prev == nil {
+		for k, r := range snap.Revisions.All() {
+			if awake(r) {
+				d.awake[k] = true
+			}
+		}
+	} else {
+		for k := range snap.Changes(d.prev) {
+			if awake(snap.Get(k)) {
+				d.awake[k] = true
+			} else {
+				delete(d.awake, k)
+			}
+		}
+	}
+	d.prev = snap
+	hosts := map[string]bool{}
+	idx := d.policy.Index()
+	for k := range d.awake {
+		r := snap.Get(k)
+		if r == nil {
+			continue
+		}
+		for _, h := range r.Spec.Hosts {
+			if n, ok := idx.Resolve(h); ok {
+				hosts[n] = true
+			}
+		}
+		if th := r.Spec.TagHost(); th != "" {
+			if n, ok := idx.Resolve(th); ok {
+				hosts[n] = true
+			}
+		}
+	}
+	if added := d.policy.SetAwake(hosts, s.clock.Now()); len(added) > 0 {
+		s.deltas[resourcev3.VirtualHostType].Recheck(added)
+	}
+}
+
+// runDemandSweep evicts, every EvictAfter/4 (1 s to 1 min), the hosts
+// whose revisions have been at zero for EvictAfter: the Envoys that hold
+// them without having asked for them are sent their removal, and fetch
+// them on their next request. A host an Envoy asked for stays there for
+// the life of its xDS stream (cache.demandState says why).
+func (s *Server) runDemandSweep(ctx context.Context) {
+	d := s.demand
+	if d == nil {
+		return
+	}
+	every := min(max(d.policy.EvictAfter()/4, time.Second), time.Minute)
+	for {
+		t := s.clock.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		now := s.clock.Now()
+		gone := d.policy.Expire(now)
+		s.deltas[resourcev3.VirtualHostType].Recheck(gone)
+		if len(gone) > 0 {
+			s.log.Debug("on-demand hosts no longer resident", zap.Int("hosts", len(gone)),
+				zap.Int("resident", d.policy.ResidentCount()))
+		}
+	}
+}
+
+// demandResident reports whether a virtual host is sent to every Envoy
+// (always true without on-demand hosts).
+func (s *Server) demandResident(name string) bool {
+	return s.demand == nil || s.demand.policy.Resident(name)
+}
+
+// confirmedOnDemand reports whether a revision confirmed by a virtual
+// host no Envoy holds counts as confirmed: with hosts on demand, an Envoy
+// without the host has nothing to confirm (it fetches the current version
+// on its next request), as long as some Envoy is connected.
+func (s *Server) confirmedOnDemand(typeURL, name string) bool {
+	return s.demand != nil && typeURL == resourcev3.VirtualHostType &&
+		s.tracker.Count() > 0 && !s.tracker.HeldAnywhere(typeURL, name)
+}
