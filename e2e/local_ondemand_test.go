@@ -83,6 +83,12 @@ func TestLocalOnDemandHosts(t *testing.T) {
 	if has("nobody.test") {
 		t.Fatal("Envoy holds the unknown host")
 	}
+	m := metricsText(t, th)
+	for _, series := range []string{`thaw_xds_on_demand_answers_total{result="found"}`, `thaw_xds_on_demand_answers_total{result="unknown"}`} {
+		if !strings.Contains(m, series+" ") || strings.Contains(m, series+" 0\n") {
+			t.Errorf("metric %s missing or 0", series)
+		}
+	}
 
 	// v2 woken by its share of the split: its tag host becomes resident,
 	// and leaves Envoy once v2 is back at zero.

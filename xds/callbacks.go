@@ -79,6 +79,7 @@ func (c *callbacks) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscover
 		r.Versions = append(r.Versions, res.GetVersion())
 	}
 	c.s.responded(ack.StreamKey{Delta: true, ID: id}, resp.GetNonce(), r, proto.Size(resp))
+	c.s.countAnswers(resp)
 }
 
 func (c *callbacks) OnFetchRequest(context.Context, *discoveryv3.DiscoveryRequest) error {

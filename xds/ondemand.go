@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/thaw-dev/thaw/revision"
@@ -20,16 +22,49 @@ type demandState struct {
 	policy *ondemand.Policy
 	awake  map[revision.Key]bool
 	prev   *revision.Snapshot
+
+	// answers counts the on-demand answers sent, by result (found,
+	// unknown); resident is the number of resident hosts.
+	answers  *prometheus.CounterVec
+	resident prometheus.Gauge
 }
 
-// newDemand sets the VHDS cache on demand when the config asks for it.
-func (s *Server) newDemand() {
+// newDemand sets the VHDS cache on demand when the config asks for it,
+// registering its metrics on reg (nil: none).
+func (s *Server) newDemand(reg prometheus.Registerer) {
 	if !s.cfg.OnDemandHosts {
 		return
 	}
 	p := ondemand.NewPolicy(translate.HTTPListenerName, s.cfg.EvictAfter())
-	s.demand = &demandState{policy: p, awake: map[revision.Key]bool{}}
+	s.demand = &demandState{policy: p, awake: map[revision.Key]bool{},
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "on_demand_answers_total",
+			Help: "Virtual hosts Envoys asked for on demand (--on-demand-hosts) and were answered, by result: found, unknown (404).",
+		}, []string{"result"}),
+		resident: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "on_demand_resident_hosts",
+			Help: "Virtual hosts sent to every Envoy with --on-demand-hosts: awake revisions' and those within --on-demand-evict-after.",
+		})}
+	if reg != nil {
+		reg.MustRegister(s.demand.answers, s.demand.resident)
+	}
 	s.deltas[resourcev3.VirtualHostType].SetDemand(p, s.cfg.PerEnvoy())
+}
+
+// countAnswers counts the on-demand answers in a VHDS response: resources
+// sent for aliases, and aliases answered as unknown (no body).
+func (s *Server) countAnswers(resp *discoveryv3.DeltaDiscoveryResponse) {
+	if s.demand == nil || resp.GetTypeUrl() != resourcev3.VirtualHostType {
+		return
+	}
+	for _, r := range resp.GetResources() {
+		switch {
+		case r.GetResource() == nil:
+			s.demand.answers.WithLabelValues("unknown").Inc()
+		case len(r.GetAliases()) > 0:
+			s.demand.answers.WithLabelValues("found").Inc()
+		}
+	}
 }
 
 // awake reports whether a revision's hosts stay in every Envoy: it has a
@@ -81,7 +116,9 @@ func (s *Server) observeDemand(snap *revision.Snapshot) {
 			}
 		}
 	}
-	if added := d.policy.SetAwake(hosts, s.clock.Now()); len(added) > 0 {
+	added := d.policy.SetAwake(hosts, s.clock.Now())
+	d.resident.Set(float64(d.policy.ResidentCount()))
+	if len(added) > 0 {
 		s.deltas[resourcev3.VirtualHostType].Recheck(added)
 	}
 }
@@ -107,6 +144,7 @@ func (s *Server) runDemandSweep(ctx context.Context) {
 		}
 		now := s.clock.Now()
 		gone := d.policy.Expire(now)
+		d.resident.Set(float64(d.policy.ResidentCount()))
 		s.deltas[resourcev3.VirtualHostType].Recheck(gone)
 		if len(gone) > 0 {
 			s.log.Debug("on-demand hosts no longer resident", zap.Int("hosts", len(gone)),

@@ -199,7 +199,7 @@ func NewServer(opts ServerOptions) *Server {
 			s.versions[typ] = map[string]string{}
 		}
 	}
-	s.newDemand()
+	s.newDemand(opts.Registerer)
 	s.gate = cache.NewGate(mux)
 	// The context only ends the go-control-plane streams when Run returns.
 	ctx, cancel := context.WithCancel(context.Background())
