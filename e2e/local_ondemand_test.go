@@ -114,3 +114,22 @@ func TestLocalOnDemandHosts(t *testing.T) {
 	}
 	want("cold.test", "hello from cold", "request to cold back at zero")
 }
+
+// TestLocalOnDemandHostsAllIdle: with --on-demand-hosts and every revision
+// at zero, thaw's first VHDS answer holds no virtual host. Envoy 1.40
+// ignores an empty first answer and keeps listener thaw_http warming (15 s
+// initial fetch timeout), so thaw answers a body-less anchor instead: once
+// thaw says ready, the listener takes the first request at once, fetches
+// the host and wakes the revision.
+func TestLocalOnDemandHostsAllIdle(t *testing.T) {
+	th := harness.StartThaw(t, harness.ThawOptions{
+		Args:   append(moduleArgs(t), "--on-demand-hosts"),
+		Config: localConfig(t, revisionYAML{Name: "cold", Host: "cold.test", Autoscaling: fast(map[string]string{"initial-scale": "0"})}),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code, body, _, err := get(ctx, client(20*time.Second), th, "cold.test", "/")
+	if err != nil || code != 200 || !strings.Contains(body, "hello from cold") {
+		t.Fatalf("first request right after ready: code=%d err=%v body=%q, want cold's answer", code, err, body)
+	}
+}

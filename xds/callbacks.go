@@ -226,7 +226,7 @@ func (s *Server) checkFirstAck(k ack.StreamKey) {
 	default:
 	}
 	s.mu.RLock()
-	ok := s.first != nil && s.tracker.Covers(k, s.first)
+	ok := s.first != nil && s.tracker.Covers(k, s.first) && s.demandFollowed(k)
 	s.mu.RUnlock()
 	if !ok {
 		return

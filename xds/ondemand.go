@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/xds/ack"
 	"github.com/thaw-dev/thaw/xds/ondemand"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
@@ -166,4 +167,13 @@ func (s *Server) demandResident(name string) bool {
 func (s *Server) confirmedOnDemand(typeURL, name string) bool {
 	return s.demand != nil && typeURL == resourcev3.VirtualHostType &&
 		s.tracker.Count() > 0 && !s.tracker.HeldAnywhere(typeURL, name)
+}
+
+// demandFollowed reports whether stream k has ACKed a first VHDS response
+// (always true without on-demand hosts). With hosts on demand the first
+// snapshot may hold no virtual host for an Envoy, but listener thaw_http
+// is warm only once Envoy's VHDS subscription got its first answer: thaw
+// is not ready before (WaitFirstAck).
+func (s *Server) demandFollowed(k ack.StreamKey) bool {
+	return s.demand == nil || s.tracker.AckedType(k, resourcev3.VirtualHostType)
 }

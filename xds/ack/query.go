@@ -158,6 +158,15 @@ func (t *Tracker) Covers(k StreamKey, want map[string]map[string]string) bool {
 	return true
 }
 
+// AckedType reports whether stream k has ACKed any response of typeURL
+// (an empty one too).
+func (t *Tracker) AckedType(k StreamKey, typeURL string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.streams[k]
+	return s != nil && s.acked[typeURL] != nil
+}
+
 // Keys returns the keys of the connected streams.
 func (t *Tracker) Keys() []StreamKey {
 	t.mu.RLock()

@@ -291,6 +291,9 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	// The first wildcard request must be answered even when empty: Envoy
 	// waits for it to finish initialising.
 	firstWildcard := wildcard && w.req.GetResponseNonce() == ""
+	if onDemand && firstWildcard && len(upd) == 0 && len(unresolved) == 0 {
+		unresolved = []string{c.demand.Anchor()} // see Demand.Anchor
+	}
 	if len(upd) == 0 && len(removed) == 0 && len(unresolved) == 0 && !firstWildcard {
 		w.state.seq = c.seq
 		return nil

@@ -21,6 +21,12 @@ type Demand interface {
 	// Set and Delete follow the cache's resources (encoded as sent).
 	Set(name string, encoded []byte)
 	Delete(name string)
+	// Anchor is a name in the resources' namespace that names nothing:
+	// a stream's first wildcard response, when it would carry nothing, is
+	// sent it as an unknown alias. Envoy 1.40 ignores an empty first VHDS
+	// response (its listener stays warming until initial_fetch_timeout,
+	// 15 s); a body-less resource is an answer.
+	Anchor() string
 }
 
 // DefaultAliasesPerStream bounds the aliases one stream asked for that

@@ -29,6 +29,7 @@ func (d *fakeDemand) Resolve(alias string) (string, bool) {
 }
 func (d *fakeDemand) Set(string, []byte) {}
 func (d *fakeDemand) Delete(string)      {}
+func (d *fakeDemand) Anchor() string     { return "thaw_http/anchor.invalid" }
 
 // vhStream is a wildcard VHDS stream as Envoy opens it.
 type vhStream struct{ edsStream }
@@ -101,7 +102,11 @@ func TestDemandFetchAliasAndUnknown(t *testing.T) {
 	d := &fakeDemand{hosts: map[string]string{"a.example.com": "thaw_http/a"}, resident: map[string]bool{}}
 	c.SetDemand(d, 2)
 	setVHosts(t, c, "thaw_http/a", "thaw_http/b")
-	s, _ := newVHStream(t, c)
+	s, first := newVHStream(t, c)
+	// Nothing resident: the first answer carries the anchor, body-less.
+	if rs := first.GetResources(); len(rs) != 1 || rs[0].GetName() != "thaw_http/anchor.invalid" || rs[0].GetResource() != nil {
+		t.Fatalf("first response with nothing resident = %v, want the body-less anchor", rs)
+	}
 	s.ackVH()
 	r := s.fetch("thaw_http/a.example.com", "thaw_http/nope.example.com")
 	if r == nil {

@@ -103,5 +103,14 @@ func (p *Policy) Expire(now time.Time) (gone []string) {
 	return gone
 }
 
+// AnchorHost is the Host of Policy.Anchor: under the reserved top-level
+// domain .invalid (RFC 2606).
+const AnchorHost = "thaw-on-demand.invalid"
+
+// Anchor returns "<prefix>/thaw-on-demand.invalid" (cache.Demand): sent
+// as an unknown alias in a first VHDS response that would otherwise be
+// empty.
+func (p *Policy) Anchor() string { return p.prefix + AnchorHost }
+
 // EvictAfter returns how long a host stays after it was last used.
 func (p *Policy) EvictAfter() time.Duration { return p.evictAfter }
