@@ -24,13 +24,14 @@ type onDemandFlags struct {
 // add registers the flags on fl.
 func (f *onDemandFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.on, "on-demand-hosts", false, "send each Envoy only the virtual hosts in use (awake revisions', and those "+
-		"it fetched recently); Envoy fetches any other host over VHDS when a request names it (envoy.filters.http.on_demand), "+
+		"it asked for); Envoy fetches any other host over VHDS when a request names it (envoy.filters.http.on_demand), "+
 		"so 100,000 idle revisions cost Envoy about what the hosts in use cost. A host not yet in an Envoy cannot be fetched "+
 		"while thaw is unreachable: such requests wait for thaw (docs/scaling.md, \"Virtual hosts on demand\")")
 	fl.DurationVar(&f.evictAfter, "on-demand-evict-after", translate.DefaultOnDemandEvictAfter,
-		"with --on-demand-hosts: how long a host stays in an Envoy after its revisions went back to zero, or after that Envoy last fetched it")
+		"with --on-demand-hosts: how long a host stays in the Envoys that did not ask for it after its revisions went back to zero")
 	fl.IntVar(&f.perEnvoy, "on-demand-hosts-per-envoy", translate.DefaultOnDemandPerEnvoy,
-		"with --on-demand-hosts: most hosts one Envoy keeps from its own fetches (least recently fetched removed first)")
+		"with --on-demand-hosts: most Hosts one Envoy asked for that thaw remembers, to answer again when what they name changes "+
+			"(least recently asked forgotten first; the hosts they fetched stay in that Envoy)")
 }
 
 // apply sets cfg from the flags; eg (the Envoy Gateway extension: EG owns

@@ -14,7 +14,8 @@
 //     EvictAfter after the last one went back to zero; Expired returns
 //     those whose time ran out, so the server can tell the cache.
 //
-// The per-stream part (which hosts each Envoy fetched, bounded, and when)
-// lives in the cache (xds/cache, ondemand.go); the wiring in package xds
-// (ondemand.go). Times come from the caller (now arguments).
+// The per-stream part (the hosts each Envoy asked for, kept for the life
+// of its stream, and a bounded record of its aliases) lives in the cache
+// (xds/cache, ondemand.go); the wiring in package xds (ondemand.go).
+// Times come from the caller (now arguments).
 package ondemand

@@ -14,9 +14,8 @@ const (
 	// DefaultOnDemandEvictAfter: a host idle this long leaves the Envoys
 	// that hold it; its next request pays one VHDS round trip.
 	DefaultOnDemandEvictAfter = 5 * time.Minute
-	// DefaultOnDemandPerEnvoy: at ~12 KiB of Envoy memory per thaw
-	// virtual host (docs/scaling.md), 10,000 fetched hosts cost an Envoy
-	// about 120 MiB.
+	// DefaultOnDemandPerEnvoy: Hosts remembered per Envoy stream (a few
+	// dozen bytes each in thaw).
 	DefaultOnDemandPerEnvoy = 10000
 	// OnDemandFilterName is the HTTP filter that pauses a request whose
 	// host thaw_http lacks while Envoy fetches it over VHDS.
