@@ -106,7 +106,7 @@ FUZZ_TARGETS := module/state:FuzzDecodeUpdate module/state:FuzzSlotsAcrossUpdate
 	autoscaler/statsink:FuzzIngest autoscaler/statsink:FuzzWireMatchesProtowire \
 	autoscaler/statsink:FuzzMsgReader autoscaler/statsink:FuzzEnvoyMetric autoscaler/statsink:FuzzEnvoyFamily \
 	autoscaler:FuzzCollector extproc:FuzzRequestHeaders egext:FuzzParseSplit egext:FuzzHookRequests wake:FuzzPolicy revision:FuzzResolveSplits \
-	internal/app:FuzzStatusQuery
+	internal/app:FuzzStatusQuery xds/ondemand:FuzzResolve
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "./$${t%%:*}"; \

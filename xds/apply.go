@@ -239,6 +239,9 @@ func (s *Server) trackFirst(first bool, changes []*change) {
 			v := s.versions[typ]
 			if dc := s.deltas[typ]; dc != nil {
 				v = dc.Versions()
+				if typ == resourcev3.VirtualHostType {
+					maps.DeleteFunc(v, func(name, _ string) bool { return !s.demandResident(name) })
+				}
 			} else {
 				v = maps.Clone(v)
 			}

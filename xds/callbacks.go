@@ -72,10 +72,14 @@ func (c *callbacks) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscover
 	r := &ack.Response{TypeURL: resp.GetTypeUrl(), Removed: resp.GetRemovedResources(), SentAt: c.s.clock.Now(),
 		Names: make([]string, 0, len(resp.GetResources())), Versions: make([]string, 0, len(resp.GetResources()))}
 	for _, res := range resp.GetResources() {
+		if res.GetResource() == nil {
+			continue // an on-demand alias that names nothing: nothing held
+		}
 		r.Names = append(r.Names, res.GetName())
 		r.Versions = append(r.Versions, res.GetVersion())
 	}
 	c.s.responded(ack.StreamKey{Delta: true, ID: id}, resp.GetNonce(), r, proto.Size(resp))
+	c.s.countAnswers(resp)
 }
 
 func (c *callbacks) OnFetchRequest(context.Context, *discoveryv3.DiscoveryRequest) error {
@@ -222,7 +226,7 @@ func (s *Server) checkFirstAck(k ack.StreamKey) {
 	default:
 	}
 	s.mu.RLock()
-	ok := s.first != nil && s.tracker.Covers(k, s.first)
+	ok := s.first != nil && s.tracker.Covers(k, s.first) && s.demandFollowed(k)
 	s.mu.RUnlock()
 	if !ok {
 		return

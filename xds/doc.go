@@ -15,7 +15,10 @@
 //     against translate.Translate);
 //   - xds/cache: the delta cache (O(changed) delta watches, inner
 //     LinearCache for state of the world) and the startup Gate;
-//   - xds/ack: per-stream ACK/NACK tracking and stalled-stream detection.
+//   - xds/ack: per-stream ACK/NACK tracking and stalled-stream detection;
+//   - xds/ondemand: virtual hosts on demand (OnDemandHosts): the Host
+//     index with Envoy's domain rules and which hosts are resident
+//     (wired in ondemand.go).
 //
 // This package wires them (server.go, callbacks.go) and holds what needs
 // all of them. One goroutine (Run) follows the registry. It never answers

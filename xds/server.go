@@ -117,6 +117,10 @@ type Server struct {
 	limMetrics *limitMetrics
 	excluded   excludedLog
 	onExcluded func(node, reason string)
+
+	// demand, with translate.Config.OnDemandHosts, serves virtual hosts
+	// on demand (ondemand.go); nil otherwise.
+	demand *demandState
 }
 
 // appliedRevision is what the caches hold for one revision.
@@ -195,6 +199,7 @@ func NewServer(opts ServerOptions) *Server {
 			s.versions[typ] = map[string]string{}
 		}
 	}
+	s.newDemand(opts.Registerer)
 	s.gate = cache.NewGate(mux)
 	// The context only ends the go-control-plane streams when Run returns.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -237,6 +242,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 	stallCtx, stopStallCheck := context.WithCancel(ctx)
 	defer stopStallCheck()
 	go s.runStallCheck(stallCtx)
+	go s.runDemandSweep(stallCtx)
 	var last uint64
 	opened := false
 	for {
@@ -269,6 +275,7 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 			}
 			if applied {
 				last = snap.Version
+				s.observeDemand(snap)
 			}
 			if !opened {
 				opened = true
@@ -311,7 +318,7 @@ func (s *Server) ConfirmedEverywhere(key revision.Key, generation uint64) bool {
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.AckedEverywhere(ar.typeURL, ar.cla, ar.claVersion)
+	return s.tracker.AckedEverywhere(ar.typeURL, ar.cla, ar.claVersion) || s.confirmedOnDemand(ar.typeURL, ar.cla)
 }
 
 // WaitConfirmed blocks until ConfirmedEverywhere(key, generation) holds and

@@ -59,6 +59,7 @@ func (s *Server) applyRoutes(ctx context.Context, st *staged) error {
 
 // finishApply deletes what nothing references any more and ends the apply.
 func (s *Server) finishApply(ctx context.Context, st *staged) error {
+	s.observeDemand(st.snap) // before trackFirst: the first snapshot's resident hosts
 	s.startSleepFlips(s.sleepRemovals(st), st.start)
 	for _, c := range []*change{st.lds, st.rds, st.cds, st.eds} {
 		if err := s.remove(c); err != nil {
@@ -153,6 +154,10 @@ func (s *Server) stageReady() bool {
 			want = s.deltas[w.typeURL].VersionsOf(slices.Collect(maps.Keys(w.want)))
 		}
 		acked := s.tracker.AllAcked(w.typeURL, want)
+		if s.demand != nil && w.typeURL == resourcev3.VirtualHostType {
+			// On demand, a stream is waited for only for the hosts it holds.
+			acked = s.tracker.AckedByHolders(w.typeURL, want)
+		}
 		if w.parent != "" {
 			acked = s.tracker.AllAckedWithParent(w.typeURL, want, w.parent)
 		}

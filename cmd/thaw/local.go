@@ -38,6 +38,7 @@ type localFlags struct {
 	revMetrics     bool
 	holdBudget     time.Duration
 	idleHoldPath   idleHoldPathFlag
+	onDemand       onDemandFlags
 	msgTimeout     time.Duration
 	drainTimeout   time.Duration
 	envoyWorkers   int
@@ -91,6 +92,7 @@ unavailable module an error.`,
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	f.idleHoldPath.add(fl)
+	f.onDemand.add(fl)
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
@@ -150,6 +152,9 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	}
 	xcfg.Module = act.Module
 	xcfg.IdleHoldPath = f.idleHoldPath.resolve(logger, cmd.Flags(), xcfg.Module != nil, f.eg.enabled)
+	if err := f.onDemand.apply(logger, &xcfg, f.eg.enabled); err != nil {
+		return err
+	}
 	if xcfg.Module != nil && f.eg.enabled {
 		// EG's Envoys (on this host) load the module and reach thaw's
 		// admin address directly; each names itself (--service-node), so

@@ -45,6 +45,7 @@ type runFlags struct {
 	holdBudget       time.Duration
 	msgTimeout       time.Duration
 	inlineRoutes     bool
+	onDemand         onDemandFlags
 	idleHoldPath     idleHoldPathFlag
 	drainTimeout     time.Duration
 	statusInterval   time.Duration
@@ -96,6 +97,7 @@ See docs/kubernetes.md.`,
 	fl.BoolVar(&f.revMetrics, "revision-metrics", false, "export one series per revision and autoscaler or activator gauge (docs/metrics.md); off: sums over all revisions only")
 	fl.DurationVar(&f.holdBudget, "hold-budget", translate.DefaultHoldBudget, "longest a request may be held (>= every revision's hold-timeout)")
 	f.idleHoldPath.add(fl)
+	f.onDemand.add(fl)
 	fl.DurationVar(&f.msgTimeout, "ext-proc-message-timeout", translate.DefaultExtProcMessageTimeout,
 		"how long Envoy waits for the activator's first answer to a request before failing it (held requests are extended to the hold budget)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for held requests")
@@ -158,6 +160,9 @@ func runKube(ctx context.Context, logger *zap.Logger, f *runFlags, fl *pflag.Fla
 		return err
 	}
 	xcfg.IdleHoldPath = f.idleHoldPath.resolve(logger, fl, xcfg.Module != nil, f.eg.enabled)
+	if err := f.onDemand.apply(logger, &xcfg, f.eg.enabled); err != nil {
+		return err
+	}
 	var moduleAddress string
 	var modTLS *tls.Config
 	if xcfg.Module != nil {

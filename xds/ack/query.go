@@ -68,6 +68,23 @@ func (t *Tracker) AllAcked(typeURL string, want map[string]string) bool {
 	return true
 }
 
+// AckedByHolders reports whether every stream holding a name of want
+// (sent it, or reported holding it) has ACKed it at its version with
+// nothing newer in flight: for resources served on demand, which a stream
+// that never fetched them is not sent.
+func (t *Tracker) AckedByHolders(typeURL string, want map[string]string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for n, v := range want {
+		for _, s := range t.holders[typeURL][n] {
+			if !s.excluded && !s.ackedCurrent(typeURL, n, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // AllAckedWithParent is AllAcked for a type whose resources each belong
 // to a parent resource of the same name in parentType (a
 // ClusterLoadAssignment and its cluster): a stream that holds the parent
@@ -139,6 +156,15 @@ func (t *Tracker) Covers(k StreamKey, want map[string]map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// AckedType reports whether stream k has ACKed any response of typeURL
+// (an empty one too).
+func (t *Tracker) AckedType(k StreamKey, typeURL string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.streams[k]
+	return s != nil && s.acked[typeURL] != nil
 }
 
 // Keys returns the keys of the connected streams.

@@ -67,8 +67,13 @@ type Delta struct {
 	// back).
 	subs map[chan cachev3.DeltaResponse]*subState
 	idle map[chan cachev3.DeltaResponse]idleSince
-	// now is the clock of idle (time.Now; tests set another).
+	// now is the clock of idle and of on-demand fetches (time.Now; tests
+	// set another).
 	now func() time.Time
+	// demand, when set, serves wildcard streams on demand (ondemand.go);
+	// demandMax bounds each stream's fetched resources.
+	demand    Demand
+	demandMax int
 }
 
 type idleSince struct {
@@ -161,20 +166,22 @@ func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, 
 		c.res[name] = &Entry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
 		c.record(name)
 		changed[name] = true
+		if c.demand != nil {
+			c.demand.Set(name, encoded[name])
+		}
 	}
 	for _, name := range del {
 		delete(c.res, name)
 		c.record(name)
 		changed[name] = true
-	}
-	var fired []firedWatch
-	for id, w := range c.watches {
-		if resp := c.respond(w, changed); resp != nil {
-			delete(c.watches, id)
-			fired = append(fired, firedWatch{w: w, resp: resp})
+		if c.demand != nil {
+			c.demand.Delete(name)
 		}
 	}
-	return fired, nil
+	if c.demand != nil {
+		c.reresolve() // pending pushes are answered by respond
+	}
+	return c.fire(changed), nil
 }
 
 // record appends a change to the ring buffer, dropping the oldest entry
@@ -221,7 +228,16 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	wildcard := w.sub.IsWildcard()
 	subscribed := w.sub.SubscribedResources()
 	known := w.state.known
+	onDemand := c.demand != nil && wildcard
+	var forced map[string][]string
+	var unresolved []string
+	if onDemand {
+		forced, unresolved = w.state.pending()
+	}
 	wants := func(name string) bool {
+		if onDemand {
+			return c.demandWants(w.state, name)
+		}
 		if wildcard {
 			return true
 		}
@@ -231,6 +247,9 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 	var upd []*Entry
 	var removed []string
 	check := func(name string) {
+		if forced[name] != nil {
+			return // sent below whatever the stream holds
+		}
 		e, exists := c.res[name]
 		have, isKnown := known[name]
 		switch {
@@ -238,6 +257,8 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 			upd = append(upd, e)
 		case !exists && isKnown:
 			removed = append(removed, name)
+		case onDemand && exists && isKnown && !wants(name):
+			removed = append(removed, name) // no longer resident (ondemand.go)
 		}
 	}
 	if candidates == nil {
@@ -260,15 +281,26 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 			check(name)
 		}
 	}
+	for name := range forced {
+		if e := c.res[name]; e != nil {
+			upd = append(upd, e)
+		} else {
+			delete(forced, name) // deleted since: in removed if held
+		}
+	}
 	// The first wildcard request must be answered even when empty: Envoy
 	// waits for it to finish initialising.
 	firstWildcard := wildcard && w.req.GetResponseNonce() == ""
-	if len(upd) == 0 && len(removed) == 0 && !firstWildcard {
+	if onDemand && firstWildcard && len(upd) == 0 && len(unresolved) == 0 {
+		unresolved = []string{c.demand.Anchor()} // see Demand.Anchor
+	}
+	if len(upd) == 0 && len(removed) == 0 && len(unresolved) == 0 && !firstWildcard {
 		w.state.seq = c.seq
 		return nil
 	}
 	return &deltaResponse{typeURL: c.typeURL, req: w.req, resources: upd, removed: removed,
-		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{}}
+		seq: c.seq, version: strconv.FormatUint(c.seq, 10), returned: map[string]string{},
+		aliases: forced, unresolved: unresolved}
 }
 
 // CreateDeltaWatch answers at once when the client lacks something, else
@@ -306,6 +338,12 @@ func (c *Delta) watch(req *cachev3.DeltaRequest, sub cachev3.Subscription, ch ch
 	var candidates map[string]bool
 	subChanged := len(req.GetResourceNamesSubscribe()) > 0 || len(req.GetResourceNamesUnsubscribe()) > 0 ||
 		req.GetResponseNonce() == ""
+	if c.demand != nil && sub.IsWildcard() {
+		// On demand (ondemand.go): a subscription to names fetches them;
+		// the rest of the stream's state is compared as after an ACK.
+		c.requested(req, st)
+		subChanged = len(req.GetResourceNamesUnsubscribe()) > 0 || req.GetResponseNonce() == ""
+	}
 	if !subChanged && st.seq > 0 {
 		candidates, _ = c.changedSince(st.seq) // nil (full comparison) when too old
 	}

@@ -7,6 +7,11 @@
 //     record of the versions sent (subState). State-of-the-world watches
 //     go to an inner go-control-plane LinearCache created at the first
 //     such watch.
+//   - With SetDemand (ondemand.go; translate.Config.OnDemandHosts), a
+//     Delta serves virtual hosts on demand: a wildcard stream gets the
+//     resident ones and those it asked for; a subscribed alias
+//     ("thaw_http/<Host>") is resolved and answered with aliases, or as
+//     unknown; per stream, the aliases remembered are bounded (LRU).
 //   - Gate holds every watch unanswered until Open (the platform's first
 //     sync), so no Envoy is ever served an empty or partial snapshot.
 //

@@ -32,6 +32,9 @@ type subState struct {
 	known  map[string]string
 	handed map[string]string
 	prev   map[string]string
+	// demand is the stream's on-demand state (ondemand.go); nil until it
+	// fetched something.
+	demand *demandState
 }
 
 // stream returns ch's state, creating it at the stream's first request.
@@ -81,6 +84,7 @@ func (s *subState) sent(r *deltaResponse) {
 		delete(s.known, name)
 	}
 	s.seq, s.prev, s.handed = r.seq, s.handed, r.returned
+	s.answered(r)
 }
 
 // forgetIdle forgets the streams idle for idleUpdates updates and idleFor.
@@ -164,6 +168,12 @@ type deltaResponse struct {
 	// returned is handed to go-control-plane as the subscription's
 	// returned resources: empty (see subState).
 	returned map[string]string
+	// aliases are the names each resource was asked for by on demand
+	// (sent in its aliases); unresolved the aliases naming nothing, each
+	// sent as a resource of that name without a body, as Envoy's VHDS
+	// expects.
+	aliases    map[string][]string
+	unresolved []string
 
 	once  sync.Once
 	built *discoveryv3.DeltaDiscoveryResponse
@@ -173,10 +183,13 @@ var _ cachev3.DeltaResponse = (*deltaResponse)(nil)
 
 func (r *deltaResponse) GetDeltaDiscoveryResponse() (*discoveryv3.DeltaDiscoveryResponse, error) {
 	r.once.Do(func() {
-		res := make([]*discoveryv3.Resource, len(r.resources))
+		res := make([]*discoveryv3.Resource, len(r.resources), len(r.resources)+len(r.unresolved))
 		for i, e := range r.resources {
-			res[i] = &discoveryv3.Resource{Name: e.name, Version: e.version,
+			res[i] = &discoveryv3.Resource{Name: e.name, Version: e.version, Aliases: r.aliases[e.name],
 				Resource: &anypb.Any{TypeUrl: r.typeURL, Value: e.bytes}}
+		}
+		for _, alias := range r.unresolved {
+			res = append(res, &discoveryv3.Resource{Name: alias, Aliases: []string{alias}})
 		}
 		r.built = &discoveryv3.DeltaDiscoveryResponse{Resources: res, RemovedResources: r.removed,
 			TypeUrl: r.typeURL, SystemVersionInfo: r.version}

@@ -157,6 +157,27 @@ type Config struct {
 	// from thaw (Envoy Gateway: an idle revision's assignment is what
 	// holds its requests there).
 	IdleHoldPath bool
+	// OnDemandHosts makes Envoy hold only the virtual hosts in use (issue
+	// 28, ondemand.go): route configuration thaw_http has no inline "*"
+	// catch-all, listener thaw_http runs envoy.filters.http.on_demand
+	// first, and the server sends a VHDS subscriber only the resident
+	// hosts (awake revisions', and for OnDemandEvictAfter after they went
+	// back to zero) and those it asked for; any other host is fetched
+	// when a request names it.
+	// Needs VHDS (not InlineRoutes) over delta ADS. Off by default.
+	OnDemandHosts bool
+	// OnDemandEvictAfter is how long a virtual host stays in the Envoys
+	// that hold it without having asked for it after its revisions went
+	// back to zero (0: DefaultOnDemandEvictAfter; an Envoy keeps a host it
+	// asked for, docs/scaling.md). Only with OnDemandHosts.
+	OnDemandEvictAfter time.Duration
+	// OnDemandPerEnvoy bounds the Hosts one Envoy stream asked for that
+	// thaw remembers, to answer them again when what they name changes (a
+	// revision added for a Host that got 404, a host joining a split); the
+	// least recently asked is forgotten first, and the virtual hosts they
+	// fetched stay in that Envoy (0: DefaultOnDemandPerEnvoy). Only with
+	// OnDemandHosts.
+	OnDemandPerEnvoy int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -211,6 +232,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.validateOnDemand()...)
 	return errors.Join(errs...)
 }
 

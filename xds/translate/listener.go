@@ -76,6 +76,13 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 		}
 		hcm.HttpFilters = []*hcmv3.HttpFilter{mf, router}
 	}
+	if cfg.OnDemandHosts {
+		od, err := OnDemandFilter()
+		if err != nil {
+			return nil, err
+		}
+		hcm.HttpFilters = append([]*hcmv3.HttpFilter{od}, hcm.HttpFilters...)
+	}
 	setProtocols(hcm)
 	return hcmListener(&listenerv3.Listener{
 		Name: HTTPListenerName,

@@ -171,7 +171,7 @@ func NewShared(cfg *Config) (*Shared, error) {
 	if sh.ActivatorDst, err = ActivatorDstCluster(cfg); err != nil {
 		return nil, err
 	}
-	if sh.VHDSRoute, err = VHDSRouteConfiguration(); err != nil {
+	if sh.VHDSRoute, err = vhdsRouteConfiguration(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.IdleHoldPath && cfg.Module == nil {

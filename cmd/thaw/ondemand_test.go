@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/thaw-dev/thaw/xds/translate"
+)
+
+func TestOnDemandFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		eg      bool
+		wantOn  bool
+		wantErr bool
+	}{
+		{args: nil},
+		{args: []string{"--on-demand-hosts"}, wantOn: true},
+		{args: []string{"--on-demand-hosts", "--on-demand-evict-after=30s", "--on-demand-hosts-per-envoy=5"}, wantOn: true},
+		{args: []string{"--on-demand-hosts"}, eg: true, wantErr: true},
+		{args: nil, eg: true},
+	} {
+		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var f onDemandFlags
+		f.add(fl)
+		if err := fl.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg := translate.DefaultConfig()
+		err := f.apply(zap.NewNop(), &cfg, tc.eg)
+		if (err != nil) != tc.wantErr || cfg.OnDemandHosts != tc.wantOn {
+			t.Errorf("%v eg=%v: on=%v err=%v; want on=%v err=%v", tc.args, tc.eg, cfg.OnDemandHosts, err, tc.wantOn, tc.wantErr)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+		if len(tc.args) == 3 && (cfg.EvictAfter() != 30*time.Second || cfg.PerEnvoy() != 5) {
+			t.Errorf("%v: evict %v per Envoy %d", tc.args, cfg.EvictAfter(), cfg.PerEnvoy())
+		}
+	}
+}
