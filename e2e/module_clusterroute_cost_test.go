@@ -5,11 +5,7 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,39 +32,14 @@ import (
 // CPU per request (user + system from /proc) of each side is logged as
 // ratios from the same run (docs/scaling.md).
 func TestModuleClusterRouteEnvoyCPU(t *testing.T) {
-	moduleSO = filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
-	if _, err := os.Stat(moduleSO); err != nil {
-		t.Fatalf("%s missing: run `make build` (%v)", moduleSO, err)
-	}
-	serve := func(code int) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get(state.ClusterHeader) != "" {
-				// thaw's routes remove the header (translate's
-				// request_headers_to_remove): a backend never sees it.
-				w.WriteHeader(http.StatusInternalServerError)
-				io.WriteString(w, "got "+state.ClusterHeader)
-				return
-			}
-			w.WriteHeader(code)
-			io.WriteString(w, "ok")
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return ln.Addr().String()
-	}
-	backend, decoy := serve(200), serve(418)
+	needModuleSO(t)
+	backend, decoy := serveRejectingClusterHeader(t, 200, nil), serveRejectingClusterHeader(t, 418, nil)
 	feed := startStateFeed(t)
 	feed.send(t, state.Update{Full: true, Revisions: []state.RevisionUpdate{
 		{Key: "ns/u", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 0}}},
 		{Key: "ns/h", QueueDepth: 1000, HoldTimeoutMs: 10000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 0}}},
 	}})
-	headerRoute := strings.Replace(strings.Replace(moduleRoute("/h", "rev_ns_m", "ns/h"),
-		"route: {cluster: rev_ns_m,", "request_headers_to_remove: ["+state.ClusterHeader+"]\nroute: {cluster_header: "+state.ClusterHeader+",", 1),
-		`'{"revision":"ns/h"}'`, `'{"revision":"ns/h","cluster":"rev_ns_m"}'`, 1)
+	headerRoute := headerClusterRoute("/h", "rev_ns_m", "ns/h")
 	plainPort, modPort := harness.PickPort(t), harness.PickPort(t)
 	plain := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(plainPort,
 		[]string{`match: {prefix: "/"}` + "\nroute: {cluster: rev_ns_m, timeout: 30s}"}, nil, staticCluster("rev_ns_m", backend))})

@@ -5,11 +5,7 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,44 +25,21 @@ import (
 // the backend never has more than 4 in flight. Bounded: 32 clients × 15
 // requests.
 func TestModuleClusterRouteHeldResume(t *testing.T) {
-	moduleSO = filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
-	if _, err := os.Stat(moduleSO); err != nil {
-		t.Fatalf("%s missing: run `make build` (%v)", moduleSO, err)
-	}
+	needModuleSO(t)
 	var inFlight, peak atomic.Int32
-	serve := func(code int) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	busy := func() {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
 		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if code == http.StatusOK {
-				n := inFlight.Add(1)
-				defer inFlight.Add(-1)
-				for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
-				}
-				time.Sleep(2 * time.Millisecond) // keep the slots busy so requests are held
-			}
-			if r.Header.Get(state.ClusterHeader) != "" {
-				w.WriteHeader(http.StatusInternalServerError)
-				io.WriteString(w, "got "+state.ClusterHeader)
-				return
-			}
-			w.WriteHeader(code)
-			io.WriteString(w, "ok")
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return ln.Addr().String()
+		time.Sleep(2 * time.Millisecond) // keep the slots busy so requests are held
 	}
-	backend, decoy := serve(http.StatusOK), serve(http.StatusTeapot)
+	backend, decoy := serveRejectingClusterHeader(t, http.StatusOK, busy), serveRejectingClusterHeader(t, http.StatusTeapot, nil)
 	feed := startStateFeed(t)
 	feed.send(t, state.Update{Full: true, Revisions: []state.RevisionUpdate{
 		{Key: "ns/h", QueueDepth: 1000, HoldTimeoutMs: 20000, Backends: []state.BackendUpdate{{Addr: backend, Slots: 4}}},
 	}})
-	route := strings.Replace(strings.Replace(moduleRoute("/", "rev_ns_m", "ns/h"),
-		"route: {cluster: rev_ns_m,", "request_headers_to_remove: ["+state.ClusterHeader+"]\nroute: {cluster_header: "+state.ClusterHeader+",", 1),
-		`'{"revision":"ns/h"}'`, `'{"revision":"ns/h","cluster":"rev_ns_m"}'`, 1)
+	route := headerClusterRoute("/", "rev_ns_m", "ns/h")
 	port := harness.PickPort(t)
 	harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: moduleBootstrap(port, []string{route},
 		[]string{moduleFilter(moduleSO, fmt.Sprintf(`{"stateURL":"%s/state","node":"hold"}`, feed.url))},

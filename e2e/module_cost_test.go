@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,10 +39,7 @@ import (
 // ./module/activator` in a checkout of it), so a change to the module is
 // measured against its baseline in the same run.
 func TestModulePathEnvoyCPU(t *testing.T) {
-	moduleSO = filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
-	if _, err := os.Stat(moduleSO); err != nil {
-		t.Fatalf("%s missing: run `make build` (%v)", moduleSO, err)
-	}
+	needModuleSO(t)
 	// One backend serving both Envoys; in-flight tracked per Envoy side
 	// by path prefix.
 	var inFlight, maxMod atomic.Int32

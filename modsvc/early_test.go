@@ -1,14 +1,12 @@
 package modsvc
 
 import (
-	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/thaw-dev/thaw/module/state"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -48,17 +46,10 @@ func TestEarlyBackends(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(nil, state.MaxMessageBytes)
+			read := updateReader(t, resp.Body)
 			next := func() []backend {
 				t.Helper()
-				if !sc.Scan() {
-					t.Fatalf("stream ended: %v", sc.Err())
-				}
-				u, err := state.DecodeUpdate(sc.Bytes())
-				if err != nil {
-					t.Fatalf("invalid update: %v", err)
-				}
+				u := read()
 				var out []backend
 				for _, r := range u.Revisions {
 					if r.Key == "ns/a" {

@@ -1,14 +1,11 @@
 package modsvc
 
 import (
-	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/thaw-dev/thaw/module/state"
 )
 
 type heldLimitCounter struct{ n atomic.Int64 }
@@ -29,15 +26,7 @@ func TestHeldBoundSentAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, state.MaxMessageBytes)
-	if !sc.Scan() {
-		t.Fatalf("stream ended: %v", sc.Err())
-	}
-	u, err := state.DecodeUpdate(sc.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := updateReader(t, resp.Body)()
 	if !u.Full || u.MaxHeld != 784 {
 		t.Fatalf("update full %v maxHeld %d, want a full update with maxHeld 784", u.Full, u.MaxHeld)
 	}

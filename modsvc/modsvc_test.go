@@ -1,7 +1,6 @@
 package modsvc
 
 import (
-	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/thaw-dev/thaw/autoscaler"
-	"github.com/thaw-dev/thaw/module/state"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -89,19 +87,7 @@ func TestServerStreamsAndTakesReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, state.MaxMessageBytes)
-	next := func() *state.Update {
-		t.Helper()
-		if !sc.Scan() {
-			t.Fatalf("stream ended: %v", sc.Err())
-		}
-		u, err := state.DecodeUpdate(sc.Bytes())
-		if err != nil {
-			t.Fatalf("server sent an invalid update: %v", err)
-		}
-		return u
-	}
+	next := updateReader(t, resp.Body)
 	if u := next(); len(u.Revisions) != 1 || len(u.Revisions[0].Backends) != 0 {
 		t.Fatalf("first update %+v: want ns/a without backends", u)
 	}

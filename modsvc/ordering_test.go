@@ -1,7 +1,6 @@
 package modsvc
 
 import (
-	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -92,19 +91,11 @@ func TestBackendsWaitForACK(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, state.MaxMessageBytes)
+	read := updateReader(t, resp.Body)
 	var a []string // ns/a's backends as the module holds them
 	next := func() []string {
 		t.Helper()
-		if !sc.Scan() {
-			t.Fatalf("stream ended: %v", sc.Err())
-		}
-		u, err := state.DecodeUpdate(sc.Bytes())
-		if err != nil {
-			t.Fatalf("invalid update: %v", err)
-		}
-		a = applyAddrs(a, u)
+		a = applyAddrs(a, read())
 		return a
 	}
 	if got := next(); len(got) != 0 {
