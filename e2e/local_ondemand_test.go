@@ -16,7 +16,8 @@ import (
 // hosts on demand"). Envoy starts with the hosts of awake revisions only:
 // warm (initial scale 1) and shop.test's split host (v1, min-scale 1);
 // not cold's nor v2's tag host (both at zero). Then:
-//   - an unknown host gets 404, not a hang, twice;
+//   - an unknown host gets 404, not a hang, twice, and both show in
+//     thaw_envoy_http_refusals_total{counter="no_route"};
 //   - a request for cold, whose host Envoy lacks (sent in other letter
 //     case and with a port), is paused by envoy.filters.http.on_demand,
 //     fetched over VHDS (thaw resolves the Host with Envoy's rules), held
@@ -87,6 +88,14 @@ func TestLocalOnDemandHosts(t *testing.T) {
 	for _, series := range []string{`thaw_xds_on_demand_answers_total{result="found"}`, `thaw_xds_on_demand_answers_total{result="unknown"}`} {
 		if !strings.Contains(m, series+" ") || strings.Contains(m, series+" 0\n") {
 			t.Errorf("metric %s missing or 0", series)
+		}
+	}
+	// Without the catch-all the unknown host's 404 is Envoy's router
+	// finding no route (http.thaw_http.no_route), not a direct response:
+	// both tries are counted, and nothing else was unroutable.
+	for _, line := range []string{`thaw_envoy_http_refusals_total{counter="no_route"} 2`, `thaw_envoy_http_refusals_total{counter="rq_direct_response"} 0`} {
+		if !strings.Contains(m, line+"\n") {
+			t.Errorf("thaw /metrics lacks %q; refusal lines:\n%s", line, grepLines(m, "thaw_envoy_http_refusals_total"))
 		}
 	}
 

@@ -13,7 +13,9 @@ import (
 // RefusalCounters are the counters of listener thaw_http that explain a
 // request Envoy answered itself (a 4xx/5xx without the backend, an upgrade
 // refused, a timeout). The stats matcher (stats-sink.yaml) keeps each of
-// them; names are without the "http.thaw_http." prefix.
+// them; names are without the "http.thaw_http." prefix. An unknown host
+// is rq_direct_response (the * catch-all) by default and no_route (the
+// router found no virtual host) with --on-demand-hosts.
 var RefusalCounters = []string{
 	"downstream_rq_4xx",
 	"downstream_rq_5xx",
