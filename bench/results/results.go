@@ -353,6 +353,11 @@ type Scale struct {
 	StackInuseMiB float64 `json:"stackInuseMiB"`
 	Goroutines    float64 `json:"goroutines"`
 	SettleSeconds float64 `json:"settleSeconds"`
+	// HeapLiveMiB is the Go heap in use right after a forced collection
+	// (/debug/pprof/heap?gc=1; 0 where thaw serves no profiles): what
+	// thaw keeps, where HeapInuseMiB, sampled mid-cycle, also holds
+	// garbage up to the collector's goal (about twice the live heap).
+	HeapLiveMiB float64 `json:"heapLiveMiB,omitempty"`
 }
 
 // Abuse is thaw's memory under hostile clients of its gRPC port (issue 13):

@@ -45,6 +45,9 @@ type env struct {
 	// wakes and lets go back to zero (-scale100k-wakes; default 5, -quick
 	// 2): more give a p99 of the wake and the return worth reading.
 	largeWakes int
+	// largeHeapProfile, when set, is where scenario scale100k writes
+	// thaw's heap profile, taken after a forced collection.
+	largeHeapProfile string
 	// thawArgs are appended to every `thaw local` (-thaw-args), e.g.
 	// --idle-hold-path to measure the idle hold path.
 	thawArgs []string
@@ -121,6 +124,7 @@ func main() {
 	ccs := flag.String("burst-ccs", "0,50", "burst10k: container concurrencies to run at, comma-separated")
 	flag.IntVar(&e.largeN, "scale100k-revisions", 0, "scale100k: idle revisions (0: 100,000, -quick 20,000)")
 	flag.IntVar(&e.largeWakes, "scale100k-wakes", 0, "scale100k: revisions woken one after the other and left to go back to zero (0: 5, -quick 2)")
+	flag.StringVar(&e.largeHeapProfile, "scale100k-heap-profile", "", "scale100k: write thaw's heap profile (after a forced GC) to this file")
 	thawArgs := flag.String("thaw-args", "", "extra flags for every `thaw local`, space-separated (e.g. --idle-hold-path)")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")

@@ -120,8 +120,11 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 	if err := largeMemory(th, pid, epid, &res.Scale); err != nil {
 		return err
 	}
-	e.logf("scale100k: thaw RSS %.0f MiB (peak %.0f, heap %.0f), Envoy RSS %.0f MiB",
-		res.ThawRSSMiB, res.ThawPeakRSSMiB, res.HeapInuseMiB, res.EnvoyRSSMiB)
+	if err := liveHeap(th, e.largeHeapProfile, &res.Scale); err != nil {
+		return err
+	}
+	e.logf("scale100k: thaw RSS %.0f MiB (peak %.0f, heap %.0f, live heap after GC %.0f), Envoy RSS %.0f MiB",
+		res.ThawRSSMiB, res.ThawPeakRSSMiB, res.HeapInuseMiB, res.HeapLiveMiB, res.EnvoyRSSMiB)
 
 	if err := measureTicks(e, th, pid, epid, res); err != nil {
 		return err

@@ -163,19 +163,21 @@ func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, 
 	}
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {
+		old := c.res[name]
 		c.res[name] = &Entry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
 		c.record(name)
 		changed[name] = true
 		if c.demand != nil {
-			c.demand.Set(name, encoded[name])
+			c.demand.Set(name, old.encoding(), encoded[name])
 		}
 	}
 	for _, name := range del {
+		old := c.res[name]
 		delete(c.res, name)
 		c.record(name)
 		changed[name] = true
-		if c.demand != nil {
-			c.demand.Delete(name)
+		if c.demand != nil && old != nil {
+			c.demand.Delete(name, old.encoding())
 		}
 	}
 	if c.demand != nil {
@@ -364,3 +366,16 @@ func (c *Delta) Fetch(context.Context, *cachev3.Request) (cachev3.Response, erro
 // Version returns the entry's version: cachev3.HashResource of its
 // deterministic encoding, as go-control-plane's delta versions.
 func (e *Entry) Version() string { return e.version }
+
+// encoding returns e's encoding, never nil for an entry (an empty
+// resource encodes to no bytes), nil for no entry: what Demand.Set and
+// Delete are told a name had.
+func (e *Entry) encoding() []byte {
+	if e == nil {
+		return nil
+	}
+	if e.bytes == nil {
+		return []byte{}
+	}
+	return e.bytes
+}

@@ -18,9 +18,11 @@ type Demand interface {
 	Resident(name string) bool
 	// Resolve returns the resource an alias names, or ok false.
 	Resolve(alias string) (name string, ok bool)
-	// Set and Delete follow the cache's resources (encoded as sent).
-	Set(name string, encoded []byte)
-	Delete(name string)
+	// Set and Delete follow the cache's resources (encoded as sent);
+	// old is the encoding name had (nil for Set of a new name), so that
+	// the Demand need keep no copy of what it derives from it.
+	Set(name string, old, encoded []byte)
+	Delete(name string, old []byte)
 	// Anchor is a name in the resources' namespace that names nothing:
 	// a stream's first wildcard response, when it would carry nothing, is
 	// sent it as an unknown alias. Envoy 1.40 ignores an empty first VHDS
@@ -47,7 +49,7 @@ func (c *Delta) SetDemand(d Demand, aliasesPerStream int) {
 	defer c.mu.Unlock()
 	c.demand, c.demandMax = d, aliasesPerStream
 	for name, e := range c.res {
-		d.Set(name, e.bytes)
+		d.Set(name, nil, e.bytes)
 	}
 }
 

@@ -27,9 +27,9 @@ func (d *fakeDemand) Resolve(alias string) (string, bool) {
 	n, ok := d.hosts[strings.TrimPrefix(alias, "thaw_http/")]
 	return n, ok
 }
-func (d *fakeDemand) Set(string, []byte) {}
-func (d *fakeDemand) Delete(string)      {}
-func (d *fakeDemand) Anchor() string     { return "thaw_http/anchor.invalid" }
+func (d *fakeDemand) Set(string, []byte, []byte) {}
+func (d *fakeDemand) Delete(string, []byte)      {}
+func (d *fakeDemand) Anchor() string             { return "thaw_http/anchor.invalid" }
 
 // vhStream is a wildcard VHDS stream as Envoy opens it.
 type vhStream struct{ edsStream }

@@ -19,8 +19,8 @@ func FuzzResolve(f *testing.F) {
 			return // not a valid proto string: no virtual host has it
 		}
 		x := NewIndex()
-		x.Set("thaw_http/raw", raw)
-		x.Set("thaw_http/vh", encodeVH(t, "vh", domain))
+		x.Set("thaw_http/raw", nil, raw)
+		x.Set("thaw_http/vh", nil, encodeVH(t, "vh", domain))
 		before := x.Len()
 		x.Resolve(host)
 		if x.Len() != before {

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-func encodeVH(t *testing.T, name string, domains ...string) []byte {
+func encodeVH(t testing.TB, name string, domains ...string) []byte {
 	t.Helper()
 	b, err := proto.Marshal(&routev3.VirtualHost{Name: name, Domains: domains,
 		Routes: []*routev3.Route{{Name: "r"}}})
@@ -20,11 +20,12 @@ func encodeVH(t *testing.T, name string, domains ...string) []byte {
 
 func TestIndexResolve(t *testing.T) {
 	x := NewIndex()
-	x.Set("thaw_http/exact", encodeVH(t, "exact", "api.example.com", "API2.Example.com"))
-	x.Set("thaw_http/wild", encodeVH(t, "wild", "*.example.com"))
-	x.Set("thaw_http/deeper", encodeVH(t, "deeper", "*.eu.example.com"))
-	x.Set("thaw_http/dash", encodeVH(t, "dash", "*-svc.example.org"))
-	x.Set("thaw_http/prefix", encodeVH(t, "prefix", "www.*"))
+	exact, wild := encodeVH(t, "exact", "api.example.com", "API2.Example.com"), encodeVH(t, "wild", "*.example.com")
+	x.Set("thaw_http/exact", nil, exact)
+	x.Set("thaw_http/wild", nil, wild)
+	x.Set("thaw_http/deeper", nil, encodeVH(t, "deeper", "*.eu.example.com"))
+	x.Set("thaw_http/dash", nil, encodeVH(t, "dash", "*-svc.example.org"))
+	x.Set("thaw_http/prefix", nil, encodeVH(t, "prefix", "www.*"))
 	for _, tc := range []struct {
 		host, want string
 	}{
@@ -52,18 +53,18 @@ func TestIndexResolve(t *testing.T) {
 		}
 	}
 	// Delete and replace forget the old domains.
-	x.Set("thaw_http/exact", encodeVH(t, "exact", "new.example.net"))
+	x.Set("thaw_http/exact", exact, encodeVH(t, "exact", "new.example.net"))
 	if got, _ := x.Resolve("api.example.com"); got != "thaw_http/wild" {
 		t.Errorf("after replace: api.example.com → %q, want the wildcard", got)
 	}
 	if got, _ := x.Resolve("new.example.net"); got != "thaw_http/exact" {
 		t.Errorf("after replace: new.example.net → %q", got)
 	}
-	x.Delete("thaw_http/wild")
+	x.Delete("thaw_http/wild", wild)
 	if got, ok := x.Resolve("other.example.com"); ok {
 		t.Errorf("after delete: other.example.com → %q", got)
 	}
-	x.Set("thaw_http/any", encodeVH(t, "any", "*"))
+	x.Set("thaw_http/any", nil, encodeVH(t, "any", "*"))
 	if got, _ := x.Resolve("unknown.test"); got != "thaw_http/any" {
 		t.Errorf(`"*" catch-all: %q`, got)
 	}
@@ -74,12 +75,13 @@ func TestIndexResolve(t *testing.T) {
 
 func TestIndexKeepsFirstOwner(t *testing.T) {
 	x := NewIndex()
-	x.Set("thaw_http/a", encodeVH(t, "a", "h.example.com"))
-	x.Set("thaw_http/b", encodeVH(t, "b", "h.example.com"))
+	b := encodeVH(t, "b", "h.example.com")
+	x.Set("thaw_http/a", nil, encodeVH(t, "a", "h.example.com"))
+	x.Set("thaw_http/b", nil, b)
 	if got, _ := x.Resolve("h.example.com"); got != "thaw_http/a" {
 		t.Fatalf("duplicate domain → %q, want the first owner", got)
 	}
-	x.Delete("thaw_http/b") // must not take a's domain with it
+	x.Delete("thaw_http/b", b) // must not take a's domain with it
 	if got, _ := x.Resolve("h.example.com"); got != "thaw_http/a" {
 		t.Fatalf("after deleting the second claimant → %q", got)
 	}
@@ -93,7 +95,7 @@ func TestDomainsMalformed(t *testing.T) {
 
 func TestPolicyResidency(t *testing.T) {
 	p := NewPolicy("thaw_http", time.Minute)
-	p.Set("thaw_http/a", encodeVH(t, "a", "a.example.com"))
+	p.Set("thaw_http/a", nil, encodeVH(t, "a", "a.example.com"))
 	if n, ok := p.Resolve("thaw_http/A.example.com"); !ok || n != "thaw_http/a" {
 		t.Fatalf("Resolve = %q, %v", n, ok)
 	}

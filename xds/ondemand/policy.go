@@ -32,13 +32,15 @@ func NewPolicy(prefix string, evictAfter time.Duration) *Policy {
 // Index returns the policy's domain index.
 func (p *Policy) Index() *Index { return p.index }
 
-// Set indexes a virtual host (cache.Demand).
-func (p *Policy) Set(name string, encoded []byte) { p.index.Set(name, encoded) }
+// Set indexes a virtual host, replacing its old encoding (nil: new;
+// cache.Demand).
+func (p *Policy) Set(name string, old, encoded []byte) { p.index.Set(name, old, encoded) }
 
-// Delete forgets a virtual host (cache.Demand). It stays resident until
-// SetAwake or Expire drop it: a host moving to another virtual host is
-// deleted and re-added under its new name by the translation.
-func (p *Policy) Delete(name string) { p.index.Delete(name) }
+// Delete forgets a virtual host last indexed with old (cache.Demand). It
+// stays resident until SetAwake or Expire drop it: a host moving to
+// another virtual host is deleted and re-added under its new name by the
+// translation.
+func (p *Policy) Delete(name string, old []byte) { p.index.Delete(name, old) }
 
 // Resolve maps a name Envoy asked for on demand, "<prefix>/<Host>", to the
 // virtual host a request for Host would match (cache.Demand). ok is false
