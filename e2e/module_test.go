@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,10 +175,7 @@ load_assignment:
 // overflow and hold timeout with 503 + Retry-After, pokes at zero, and
 // resumes held requests when state brings a backend.
 func TestModuleActivator(t *testing.T) {
-	moduleSO = filepath.Join(harness.RepoRoot(), "bin", "thaw-activator.so")
-	if _, err := os.Stat(moduleSO); err != nil {
-		t.Fatalf("%s missing: run `make build` (%v)", moduleSO, err)
-	}
+	needModuleSO(t)
 	b1, b2, b3 := startModuleBackend(t), startModuleBackend(t), startModuleBackend(t)
 	feed := startStateFeed(t)
 	port := harness.PickPort(t)

@@ -35,18 +35,7 @@ func (s *Snapshot) Changes(old *Snapshot) iter.Seq[Key] {
 				}
 				return
 			}
-			seen := make(map[Key]struct{}, unionBound(sets, s, old))
-			for _, cs := range sets {
-				for _, k := range cs.keys {
-					if _, dup := seen[k]; dup {
-						continue
-					}
-					seen[k] = struct{}{}
-					if !yield(k) {
-						return
-					}
-				}
-			}
+			yieldUnion(sets, make(map[Key]struct{}, unionBound(sets, s, old)), yield)
 		}
 	}
 	return func(yield func(Key) bool) {
@@ -70,6 +59,23 @@ func (s *Snapshot) Changes(old *Snapshot) iter.Seq[Key] {
 		}
 		for k := range old.Invalid {
 			if _, bad := s.Invalid[k]; s.Revisions.Get(k) == nil && !bad && old.Revisions.Get(k) == nil && !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// yieldUnion yields each key of sets once, in log order, recording the
+// keys yielded in seen (empty on entry; its size hint is the caller's).
+// It stops when yield returns false.
+func yieldUnion(sets []changeSet, seen map[Key]struct{}, yield func(Key) bool) {
+	for _, cs := range sets {
+		for _, k := range cs.keys {
+			if _, dup := seen[k]; dup {
+				continue
+			}
+			seen[k] = struct{}{}
+			if !yield(k) {
 				return
 			}
 		}

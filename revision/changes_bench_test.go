@@ -9,18 +9,7 @@ import (
 // changesUnsized is Changes's catch-up walk as it was before the union
 // map was sized (unionBound): the baseline of BenchmarkChangesCatchUp.
 func changesUnsized(sets []changeSet, yield func(Key) bool) {
-	seen := map[Key]struct{}{}
-	for _, cs := range sets {
-		for _, k := range cs.keys {
-			if _, dup := seen[k]; dup {
-				continue
-			}
-			seen[k] = struct{}{}
-			if !yield(k) {
-				return
-			}
-		}
-	}
+	yieldUnion(sets, map[Key]struct{}{}, yield)
 }
 
 // BenchmarkChangesCatchUp measures a reader catching up on the 100,000
