@@ -9,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	testingclock "k8s.io/utils/clock/testing"
-
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/control"
-	"github.com/thaw-dev/thaw/platform/local"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -48,31 +44,12 @@ func BenchmarkTickLoop(b *testing.B) {
 func benchTickLoop(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := testingclock.NewFakeClock(start)
-	reg := revision.NewRegistry(revision.RegistryOptions{Holdoff: 5 * time.Millisecond})
-	go reg.Run(ctx)
-
-	keys := make([]revision.Key, n)
+	f := newBenchFleet(ctx, b, n, 50)
+	start, clk, reg, plat, keys := f.start, f.clk, f.reg, f.plat, f.keys
 	load := make([]float64, n)
-	cfg := &local.Config{Revisions: make([]local.RevisionConfig, n)}
-	for i := range keys {
-		keys[i] = revision.Key{Namespace: "bench", Name: fmt.Sprintf("rev-%06d", i)}
-		spec := revision.DefaultSpec()
-		spec.Hosts = []string{keys[i].Name + ".example.com"}
-		cfg.Revisions[i] = local.RevisionConfig{Key: keys[i], Spec: spec}
-		reg.Upsert(keys[i], spec)
-		if i%50 == 0 {
+	for i := range load {
+		if f.loaded[i] {
 			load[i] = 150
-		}
-	}
-	reg.SetSynced()
-	plat := local.New(local.Options{Logger: zap.NewNop(), Registry: reg, Config: cfg})
-	for i, k := range keys {
-		if load[i] > 0 { // recorded, applied when the platform runs (never here)
-			if err := plat.SetScale(ctx, k, 3); err != nil {
-				b.Fatal(err)
-			}
 		}
 	}
 	col := autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})

@@ -2,18 +2,13 @@ package autoscaler_test
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	testingclock "k8s.io/utils/clock/testing"
-
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/control"
-	"github.com/thaw-dev/thaw/platform/local"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -26,29 +21,12 @@ import (
 func benchTickLoopIdle(b *testing.B, n int, keepTicking bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := testingclock.NewFakeClock(start)
-	reg := revision.NewRegistry(revision.RegistryOptions{Holdoff: 5 * time.Millisecond})
-	go reg.Run(ctx)
-
-	keys := make([]revision.Key, n)
+	f := newBenchFleet(ctx, b, n, 997)
+	start, clk, reg, plat := f.start, f.clk, f.reg, f.plat
 	var loaded []revision.Key
-	cfg := &local.Config{Revisions: make([]local.RevisionConfig, n)}
-	for i := range keys {
-		keys[i] = revision.Key{Namespace: "bench", Name: fmt.Sprintf("rev-%06d", i)}
-		spec := revision.DefaultSpec()
-		spec.Hosts = []string{keys[i].Name + ".example.com"}
-		cfg.Revisions[i] = local.RevisionConfig{Key: keys[i], Spec: spec}
-		reg.Upsert(keys[i], spec)
-		if i%997 == 0 {
-			loaded = append(loaded, keys[i])
-		}
-	}
-	reg.SetSynced()
-	plat := local.New(local.Options{Logger: zap.NewNop(), Registry: reg, Config: cfg})
-	for _, k := range loaded { // recorded, applied when the platform runs (never here)
-		if err := plat.SetScale(ctx, k, 3); err != nil {
-			b.Fatal(err)
+	for i, k := range f.keys {
+		if f.loaded[i] {
+			loaded = append(loaded, k)
 		}
 	}
 	col := autoscaler.NewCollector(autoscaler.CollectorOptions{Clock: clk})
