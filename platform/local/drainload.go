@@ -166,7 +166,8 @@ func (d *drainLoads) startLocked(ctx context.Context, key revision.Key) {
 		wasFailing := d.failing
 		d.failing = err != nil
 		d.mu.Unlock()
-		close(r.done)
+		// Logged before the waiters see the answer, so a caller that got
+		// it finds the line already written.
 		switch {
 		case err != nil && !wasFailing:
 			d.log.Warn("Envoy's load per backend unknown; draining backends count every connection as busy until it answers",
@@ -174,5 +175,6 @@ func (d *drainLoads) startLocked(ctx context.Context, key revision.Key) {
 		case err == nil && wasFailing:
 			d.log.Info("Envoy's load per backend readable again", zap.Int("revisions", len(keys)))
 		}
+		close(r.done)
 	}()
 }
