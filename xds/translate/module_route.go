@@ -71,15 +71,18 @@ func (p *moduleRouteParts) routeConfig(cfg *Config, key revision.Key, name strin
 	if err != nil {
 		panic(err) // a struct of strings always marshals
 	}
-	// StringValue{value: js} is field 1 (never empty: js is an object).
-	sv := protowire.AppendBytes(protowire.AppendTag(make([]byte, 0, len(js)+4), 1, protowire.BytesType), js)
-	// Any{type_url: 1, value: 2}.
-	inner := make([]byte, 0, len(stringValueTypeURL)+len(sv)+8)
-	inner = protowire.AppendString(protowire.AppendTag(inner, 1, protowire.BytesType), stringValueTypeURL)
-	inner = protowire.AppendBytes(protowire.AppendTag(inner, 2, protowire.BytesType), sv)
-	v := make([]byte, 0, len(p.head)+len(inner)+len(p.tail)+4)
+	// One buffer, written in order: head; field 3, an Any {type_url: 1,
+	// value: 2}, whose value is a StringValue {value: 1} holding js (never
+	// empty: an object); tail.
+	bt := protowire.BytesType
+	sv := protowire.SizeTag(1) + protowire.SizeBytes(len(js))
+	inner := protowire.SizeTag(1) + protowire.SizeBytes(len(stringValueTypeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(sv)
+	v := make([]byte, 0, len(p.head)+protowire.SizeTag(3)+protowire.SizeBytes(inner)+len(p.tail))
 	v = append(v, p.head...)
-	v = protowire.AppendBytes(protowire.AppendTag(v, protoreflect.FieldNumber(3), protowire.BytesType), inner)
+	v = protowire.AppendVarint(protowire.AppendTag(v, protoreflect.FieldNumber(3), bt), uint64(inner))
+	v = protowire.AppendString(protowire.AppendTag(v, 1, bt), stringValueTypeURL)
+	v = protowire.AppendVarint(protowire.AppendTag(v, 2, bt), uint64(sv))
+	v = protowire.AppendBytes(protowire.AppendTag(v, 1, bt), js)
 	v = append(v, p.tail...)
 	return map[string]*anypb.Any{ModuleFilterName: {TypeUrl: perRouteTypeURL, Value: v}}
 }
