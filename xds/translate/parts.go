@@ -27,6 +27,9 @@ type Parts struct {
 	proxyEndpoints []*endpointv3.LocalityLbEndpoints
 	wakeEndpoints  []*endpointv3.LocalityLbEndpoints
 	h2cOptions     map[string]*anypb.Any
+	// moduleRoute: the module's per-route configuration, encoded in parts
+	// (module_route.go); nil without Config.Module.
+	moduleRoute *moduleRouteParts
 }
 
 // NewParts builds the shared sub-messages of cfg.
@@ -47,6 +50,7 @@ func NewParts(cfg *Config) *Parts {
 		breakers:       revisionBreakers(cfg),
 		proxyEndpoints: proxyEndpoints(ActivatorListenerName),
 		wakeEndpoints:  proxyEndpoints(WakeListenerName),
+		moduleRoute:    newModuleRouteParts(cfg.Module),
 	}
 }
 

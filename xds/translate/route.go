@@ -127,7 +127,7 @@ func RevisionVirtualHost(p VirtualHostParams) *routev3.VirtualHost {
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			}},
 			RequestHeadersToRemove: clusterHeaderRemoval(p.Config),
-			TypedPerFilterConfig:   moduleRouteConfig(p.Config, p.Key),
+			TypedPerFilterConfig:   pt.moduleRouteConfig(p.Config, p.Key, name),
 		}},
 	}
 }
