@@ -75,7 +75,7 @@ func TestOnDemandFetchBound(t *testing.T) {
 		{"off", func(c *Config) {}, 0, ""},
 		{"off with module", func(c *Config) { *c = moduleIdleConfig() }, 0, ""},
 		{"defaults", func(c *Config) { c.OnDemandHosts = true }, DefaultOnDemandFetchTimeout, "1"},
-		{"set", func(c *Config) { c.OnDemandHosts, c.OnDemandFetchTimeout = true, 1500 * time.Millisecond }, 1500 * time.Millisecond, "1"},
+		{"set", func(c *Config) { c.OnDemandHosts, c.OnDemandFetchTimeout = true, 1500*time.Millisecond }, 1500 * time.Millisecond, "1"},
 		{"module retry-after", func(c *Config) { *c = onDemandTestConfig(); c.Module.RetryAfterSeconds = 7 }, DefaultOnDemandFetchTimeout, "7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
