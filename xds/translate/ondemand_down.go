@@ -28,11 +28,13 @@ import (
 // selected (ActiveStream::refreshIdleTimeout). So with --on-demand-hosts
 // listener thaw_http gets stream_idle_timeout = the fetch timeout, which
 // only ever applies to a stream that has no route yet: a request whose
-// host is being fetched, or a client still sending its headers. When it
-// fires, Envoy sends its local reply (408, details stream_idle_timeout,
-// no route); the local reply mapper below turns that one into 503 with
-// Retry-After, the answer the activator gives without the flag when thaw
-// is unreachable. A routed request's idle timeout is left as it is.
+// host is being fetched, or a client still sending its headers (which
+// gets Envoy's 408 after the fetch timeout instead of 5 minutes). When it
+// fires on a request whose host is being fetched, Envoy's local reply
+// (408, details stream_idle_timeout, no route) is turned by the mapper
+// below into 503 with Retry-After, the answer the activator gives without
+// the flag when thaw is unreachable. A routed request's idle timeout is
+// left as it is.
 //
 // With thaw up the bound costs nothing: the fetch answers in one VHDS
 // round trip, Envoy recreates the stream (recreateStream), and the new
@@ -46,14 +48,16 @@ const DefaultOnDemandFetchTimeout = 5 * time.Second
 
 // OnDemandUnreachableBody is the body of the 503 a request gets when its
 // host could not be fetched within the fetch timeout.
-const OnDemandUnreachableBody = "virtual host not available: thaw did not answer in time\n"
+// No trailing newline: it is also a gRPC client's grpc-message.
+const OnDemandUnreachableBody = "virtual host not available: thaw did not answer in time"
 
 // onDemandUnreachableExpression is a CEL expression true for the local
-// reply of a stream idle timeout on a stream with no route (Envoy 1.40:
-// response code details "stream_idle_timeout"; xds.route_name is absent
-// while no route is selected). A routed stream's idle timeout has a
-// route name (every thaw route has one) and is not matched.
-const onDemandUnreachableExpression = "response.code_details == 'stream_idle_timeout' && !has(xds.route_name)"
+// reply of a stream idle timeout on a stream whose request headers were
+// received (request.host is absent before) and that has no route (Envoy
+// 1.40: response code details "stream_idle_timeout"; xds.route_name is
+// absent while no route is selected). A routed stream's idle timeout, and
+// a client too slow to send its headers, keep Envoy's 408.
+const onDemandUnreachableExpression = "response.code_details == 'stream_idle_timeout' && has(request.host) && !has(xds.route_name)"
 
 // validateOnDemandFetchTimeout returns the problem of OnDemandFetchTimeout.
 func (c *Config) validateOnDemandFetchTimeout() error {
