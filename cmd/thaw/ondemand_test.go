@@ -19,7 +19,8 @@ func TestOnDemandFlags(t *testing.T) {
 	}{
 		{args: nil},
 		{args: []string{"--on-demand-hosts"}, wantOn: true},
-		{args: []string{"--on-demand-hosts", "--on-demand-evict-after=30s", "--on-demand-hosts-per-envoy=5"}, wantOn: true},
+		{args: []string{"--on-demand-hosts", "--on-demand-evict-after=30s", "--on-demand-hosts-per-envoy=5",
+			"--on-demand-fetch-timeout=2s"}, wantOn: true},
 		{args: []string{"--on-demand-hosts"}, eg: true, wantErr: true},
 		{args: nil, eg: true},
 	} {
@@ -37,8 +38,11 @@ func TestOnDemandFlags(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 		}
-		if len(tc.args) == 3 && (cfg.EvictAfter() != 30*time.Second || cfg.PerEnvoy() != 5) {
-			t.Errorf("%v: evict %v per Envoy %d", tc.args, cfg.EvictAfter(), cfg.PerEnvoy())
+		if len(tc.args) == 4 && (cfg.EvictAfter() != 30*time.Second || cfg.PerEnvoy() != 5 || cfg.FetchTimeout() != 2*time.Second) {
+			t.Errorf("%v: evict %v per Envoy %d fetch %v", tc.args, cfg.EvictAfter(), cfg.PerEnvoy(), cfg.FetchTimeout())
+		}
+		if len(tc.args) == 1 && tc.wantOn && cfg.FetchTimeout() != translate.DefaultOnDemandFetchTimeout {
+			t.Errorf("%v: fetch timeout %v, want the default", tc.args, cfg.FetchTimeout())
 		}
 	}
 }

@@ -178,6 +178,11 @@ type Config struct {
 	// fetched stay in that Envoy (0: DefaultOnDemandPerEnvoy). Only with
 	// OnDemandHosts.
 	OnDemandPerEnvoy int
+	// OnDemandFetchTimeout bounds how long a request for a host an Envoy
+	// does not hold waits for thaw's VHDS answer; past it (thaw
+	// unreachable) Envoy answers 503 with Retry-After (ondemand_down.go;
+	// 0: DefaultOnDemandFetchTimeout). Only with OnDemandHosts.
+	OnDemandFetchTimeout time.Duration
 }
 
 // DefaultConfig returns the documented defaults.

@@ -82,6 +82,9 @@ func HTTPListener(cfg *Config) (*listenerv3.Listener, error) {
 			return nil, err
 		}
 		hcm.HttpFilters = append([]*hcmv3.HttpFilter{od}, hcm.HttpFilters...)
+		if err := boundOnDemandFetch(cfg, hcm); err != nil {
+			return nil, err
+		}
 	}
 	setProtocols(hcm)
 	return hcmListener(&listenerv3.Listener{

@@ -31,6 +31,9 @@ func (c *Config) validateOnDemand() []error {
 	if c.OnDemandPerEnvoy < 0 {
 		errs = append(errs, fmt.Errorf("%w: OnDemandPerEnvoy %d: want >= 0", ErrInvalidConfig, c.OnDemandPerEnvoy))
 	}
+	if err := c.validateOnDemandFetchTimeout(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.OnDemandHosts && c.InlineRoutes {
 		errs = append(errs, fmt.Errorf("%w: OnDemandHosts needs VHDS: not with InlineRoutes", ErrInvalidConfig))
 	}
