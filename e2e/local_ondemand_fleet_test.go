@@ -77,11 +77,14 @@ func TestLocalOnDemandHostsTwoEnvoys(t *testing.T) {
 	}
 
 	// a asks: cold wakes, and is resident in b while awake.
+	const vhBytes = `thaw_xds_pushed_bytes_total{type="virtualhosts"}`
+	wakeBytes := metricValue(t, th, vhBytes)
 	want(toA, "envoy-a", "cold.test", 200, "hello from cold")
 	if vhostOf(t, a, "cold.test") == "" {
 		t.Fatal("envoy-a lacks cold.test after fetching it")
 	}
 	waitUntil(t, "cold.test resident in envoy-b while cold is awake", 10*time.Second, func() bool { return vhostOf(t, b, "cold.test") != "" })
+	t.Logf("virtual host bytes pushed for the wake through envoy-a (a's answer and b's resident copy): %.0f", metricValue(t, th, vhBytes)-wakeBytes)
 	waitStatus(t, th, "local/cold", 30*time.Second, "cold back at zero (confirmed by both Envoys)", func(r map[string]any) bool {
 		return num(r, "ready") == 0 && num(r, "desired") == 0
 	})
@@ -111,11 +114,10 @@ func TestLocalOnDemandHostsTwoEnvoys(t *testing.T) {
 		want(toA, "envoy-a", h, 404, "")
 	}
 	want(toB, "envoy-b", "u1.test", 404, "")
-	bytesBefore := metricValue(t, th, `thaw_xds_pushed_bytes_total{type="virtualhosts"}`)
+	bytesBefore := metricValue(t, th, vhBytes)
 	writeConfig(t, path, localConfig(t, warm, cold, late))
 	waitUntil(t, "u1.test answered again to envoy-b, which remembers it", 15*time.Second, func() bool { return vhostOf(t, b, "u1.test") != "" })
-	t.Logf("virtual host bytes pushed after the reload (b's re-answer): %.0f", metricValue(t, th,
-		`thaw_xds_pushed_bytes_total{type="virtualhosts"}`)-bytesBefore)
+	t.Logf("virtual host bytes pushed after the reload (b's re-answer): %.0f", metricValue(t, th, vhBytes)-bytesBefore)
 	if vhostOf(t, a, "u1.test") != "" {
 		t.Fatal("u1.test sent to envoy-a, whose record of 2 Hosts forgot u1 (it asked u2 and u3 after it)")
 	}
