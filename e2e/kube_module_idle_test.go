@@ -24,7 +24,8 @@ import (
 // config_dump while its virtual host routes through the module's header;
 // a request wakes it through /scale and is served, the cluster appears;
 // once the Revision is back at zero (/scale 0), its cluster is removed
-// from Envoy again.
+// from Envoy again. Its on-demand-hosts arm runs the same Revision with
+// `thaw run --on-demand-hosts` (kubeOnDemandHosts).
 func TestKubeModuleIdleHoldPath(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
 	c := env.Cluster
@@ -44,19 +45,35 @@ func TestKubeModuleIdleHoldPath(t *testing.T) {
 	})
 
 	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
+	key := revision.Key{Namespace: ns, Name: "hello"}
+	// Each arm runs its own thaw run and Envoy (stopped when it ends) on
+	// the same cluster and Revision, back at zero between them.
+	t.Run("default", func(t *testing.T) { kubeIdleHoldPath(t, c, kubeconfig, key) })
+	t.Run("on-demand-hosts", func(t *testing.T) { kubeOnDemandHosts(t, kubeconfig, key) })
+}
+
+// startKubeModuleRun starts `thaw run --activator=module` with more flags
+// and one Envoy (envoy-a) loading the module through its bridge; th
+// reaches Envoy's data plane and thaw's admin.
+func startKubeModuleRun(t *testing.T, kubeconfig string, extra ...string) (run *thawRun, proxy *harness.Envoy, th *harness.Thaw) {
+	t.Helper()
 	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
 	modulePort, bridgePort := harness.FreePort(t), harness.FreePort(t)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, "--activator=module", "--activator-module="+moduleObject(t),
-		fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort))
+	run = startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, append([]string{"--activator=module", "--activator-module=" + moduleObject(t),
+		fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort)}, extra...)...)
 	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-fleet", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort),
 		Module: &envoy.ModuleBridge{Address: fmt.Sprintf("127.0.0.1:%d", modulePort), ListenPort: uint32(bridgePort)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: []string{"--service-node", "envoy-a"}, Name: "envoy-a"})
-	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	proxy = harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: []string{"--service-node", "envoy-a"}, Name: "envoy-a"})
+	return run, proxy, &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+}
 
-	key := revision.Key{Namespace: ns, Name: "hello"}
+// kubeIdleHoldPath is TestKubeModuleIdleHoldPath's default arm.
+func kubeIdleHoldPath(t *testing.T, c *harness.Cluster, kubeconfig string, key revision.Key) {
+	run, proxy, th := startKubeModuleRun(t, kubeconfig)
+	ns := key.Namespace
 	cluster := `"` + revision.ClusterName(key) + `"`
 	dump := func(resource string) string {
 		t.Helper()

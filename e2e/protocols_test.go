@@ -316,11 +316,39 @@ func rawRequest(t *testing.T, th *harness.Thaw, req string) (string, string) {
 }
 
 // TestLocalHTTP10AndHosts: an HTTP/1.0 client (no keep-alive) is served
-// cold and warm; a trailing dot and a port in Host match the revision.
+// cold and warm; a trailing dot and a port in Host match the revision; an
+// unknown host gets Envoy's 404, counted on thaw's /metrics. Once with
+// thaw_http's "*" catch-all (the default: a direct response) and once
+// with --on-demand-hosts (no catch-all: Envoy fetches each host over VHDS,
+// thaw resolves it with Envoy's rules, and the unknown host is Envoy's
+// no_route).
 func TestLocalHTTP10AndHosts(t *testing.T) {
-	th := harness.StartThaw(t, harness.ThawOptions{Config: localConfig(t, revisionYAML{
-		Name: "old", Host: "old.test", StartupDelay: 100 * time.Millisecond, Autoscaling: fast(nil),
-	})})
+	for _, arm := range []struct {
+		name, refusal, notCounted string
+		args, more                []string
+	}{
+		{name: "catch-all", refusal: "rq_direct_response", notCounted: "no_route"},
+		{name: "on-demand-hosts", refusal: "no_route", notCounted: "rq_direct_response", args: []string{"--on-demand-hosts"},
+			more: []string{`thaw_xds_on_demand_answers_total{result="unknown"} 1`}},
+	} {
+		t.Run(arm.name, func(t *testing.T) {
+			th := harness.StartThaw(t, harness.ThawOptions{Args: arm.args, Config: localConfig(t, revisionYAML{
+				Name: "old", Host: "old.test", StartupDelay: 100 * time.Millisecond, Autoscaling: fast(nil),
+			})})
+			httpVersionsAndHosts(t, th, append([]string{
+				`thaw_envoy_http_refusals_total{counter="` + arm.refusal + `"} 1`,
+				`thaw_envoy_http_refusals_total{counter="` + arm.notCounted + `"} 0`,
+				`thaw_envoy_http_refusals_total{counter="downstream_rq_4xx"} 1`,
+			}, arm.more...))
+		})
+	}
+}
+
+// httpVersionsAndHosts is TestLocalHTTP10AndHosts's check of one thaw
+// serving revision "old" at old.test; metricLines are the refusal lines
+// thaw's /metrics must then hold.
+func httpVersionsAndHosts(t *testing.T, th *harness.Thaw, metricLines []string) {
+	t.Helper()
 	for _, label := range []string{"cold", "warm"} {
 		line, all := rawRequest(t, th, "GET / HTTP/1.0\r\nHost: old.test\r\n\r\n")
 		if !strings.Contains(line, " 200 ") || !strings.Contains(all, "hello from old") {
@@ -345,9 +373,9 @@ func TestLocalHTTP10AndHosts(t *testing.T) {
 	if err != nil || code != 200 {
 		t.Fatalf("thaw /metrics: %d %v", code, err)
 	}
-	for _, want := range []string{`thaw_envoy_http_refusals_total{counter="rq_direct_response"} 1`, `thaw_envoy_http_refusals_total{counter="downstream_rq_4xx"} 1`} {
-		if !strings.Contains(metrics, want) {
-			t.Fatalf("thaw /metrics lacks %q; refusal lines:\n%s", want, grepLines(metrics, "thaw_envoy_http_refusals_total"))
+	for _, want := range metricLines {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Fatalf("thaw /metrics lacks %q; refusal and on-demand lines:\n%s\n%s", want, grepLines(metrics, "thaw_envoy_http_refusals_total"), grepLines(metrics, "thaw_xds_on_demand"))
 		}
 	}
 }

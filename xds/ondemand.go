@@ -53,13 +53,17 @@ func (s *Server) newDemand(reg prometheus.Registerer) {
 }
 
 // countAnswers counts the on-demand answers in a VHDS response: resources
-// sent for aliases, and aliases answered as unknown (no body).
+// sent for aliases, and aliases answered as unknown (no body). The anchor
+// of a first answer that would be empty (ondemand.Policy.Anchor) is no
+// Envoy's question and is not counted.
 func (s *Server) countAnswers(resp *discoveryv3.DeltaDiscoveryResponse) {
 	if s.demand == nil || resp.GetTypeUrl() != resourcev3.VirtualHostType {
 		return
 	}
+	anchor := s.demand.policy.Anchor()
 	for _, r := range resp.GetResources() {
 		switch {
+		case r.GetName() == anchor:
 		case r.GetResource() == nil:
 			s.demand.answers.WithLabelValues("unknown").Inc()
 		case len(r.GetAliases()) > 0:

@@ -47,8 +47,14 @@ var (
 )
 
 func acquireConn(cfg state.FilterConfig) *conn {
-	if cfg.Node == "" {
-		cfg.Node = envoyNode()
+	// Envoy's --service-node overrides its bootstrap's node id, so it is
+	// the id this Envoy's xDS stream carries even when the listener names
+	// a node: several Envoys sharing one `thaw local` listener (which names
+	// thaw local's own Envoy) each report as themselves.
+	if n := cmdlineNode(); n != "" {
+		cfg.Node = n
+	} else if cfg.Node == "" {
+		logf("the filter configuration names no node and Envoy was started without --service-node: thaw cannot tell this Envoy apart")
 	}
 	key := cfg.StateURL + "\x00" + cfg.ReportURL + "\x00" + cfg.Node
 	connsMu.Lock()
@@ -162,22 +168,20 @@ func (c *conn) followOnce(ctx context.Context) (delivered bool, err error) {
 	return delivered, io.ErrUnexpectedEOF
 }
 
-// envoyNode is this Envoy's node id from its command line
-// (--service-node), for filter configurations that name no node: the
-// fleet's listener is the same for every Envoy. "" when Envoy has none
-// (thaw then refuses the stream and the module keeps retrying).
-func envoyNode() string {
+// cmdlineNode is this Envoy's node id from its command line
+// (--service-node), read once: it names the Envoy for filter
+// configurations that name no node (the fleet's listener is the same for
+// every Envoy) and wins over one that does. "" when Envoy has none (with
+// no node in the configuration either, thaw refuses the stream and the
+// module keeps retrying).
+var cmdlineNode = sync.OnceValue(func() string {
 	b, err := os.ReadFile("/proc/self/cmdline")
 	if err != nil {
 		logf("reading this Envoy's command line for --service-node: %v", err)
 		return ""
 	}
-	node := state.ServiceNode(b)
-	if node == "" {
-		logf("the filter configuration names no node and Envoy was started without --service-node: thaw cannot tell this Envoy apart")
-	}
-	return node
-}
+	return state.ServiceNode(b)
+})
 
 type httpError struct{ status string }
 
