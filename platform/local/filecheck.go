@@ -13,8 +13,8 @@ import (
 // time). Between such checks a tick costs one stat: at 100,000 revisions
 // the file is ~14 MB, and reading and hashing it every second took ~14 ms
 // of CPU and 14 MB of garbage per second, which made thaw's collector run
-// every ~30 s with 1-2 s of CPU (docs/scaling.md, "Where a return to
-// zero's time goes at 100,000").
+// every ~30 s with 2-3 s of CPU per cycle (docs/scaling.md, "Where a
+// return to zero's time goes at 100,000").
 const ContentCheckEvery = 30 * time.Second
 
 // fileCheck tells Watch whether the configuration file may have changed:
