@@ -2,9 +2,7 @@ package local
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"os"
 	"reflect"
 	"time"
@@ -184,14 +182,16 @@ func (p *Platform) setFileError(err error) {
 // cannot be read or parsed is logged and reported by RevisionError for
 // every revision, and the last good configuration keeps serving; each
 // rejected revision is logged. Renames and in-place writes are both seen:
-// the file's content is compared, not its modification time.
+// the file's content is compared, hashed when a stat says it may have
+// changed and at least every ContentCheckEvery (fileCheck).
 func (p *Platform) Watch(ctx context.Context, path string, interval time.Duration, clk clock.WithTicker,
 	load func() (*Config, error)) {
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}
 	log := p.log.With(zap.String("file", path))
-	last, _ := fileSum(path)
+	files := newFileCheck(path, ContentCheckEvery)
+	last, _, _ := files.check(clk.Now())
 	tick := clk.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -200,7 +200,7 @@ func (p *Platform) Watch(ctx context.Context, path string, interval time.Duratio
 			return
 		case <-tick.C():
 		}
-		sum, err := fileSum(path)
+		sum, _, err := files.check(clk.Now())
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) || last != ([32]byte{}) {
 				log.Error("config file unreadable: last good configuration keeps serving", zap.Error(err))
@@ -234,14 +234,6 @@ func (p *Platform) Watch(ctx context.Context, path string, interval time.Duratio
 		log.Info("config file reloaded", zap.Stringers("added", res.Added), zap.Stringers("changed", res.Changed),
 			zap.Stringers("removed", res.Removed), zap.Stringers("keptLastGood", res.Kept))
 	}
-}
-
-func fileSum(path string) ([32]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return sha256.Sum256(b), nil
 }
 
 func (p *Platform) isClosed() bool {
