@@ -180,8 +180,9 @@ func TestDormantWokenByEachInput(t *testing.T) {
 // timer, a clock-driven bound, data in reach, a failing read or a wake-up
 // in progress keeps being decided on every tick.
 func TestNeverDormantWithSomethingPending(t *testing.T) {
-	office, errs := wake.Compile(&wake.Config{Schedule: []wake.WindowConfig{
-		{Name: "office", Start: "0 8 * * *", Duration: "1h", MinScale: 1},
+	// Open from the bubble's start (midnight) for an hour.
+	night, errs := wake.Compile(&wake.Config{Schedule: []wake.WindowConfig{
+		{Name: "night", Start: "0 0 * * *", Duration: "1h", MinScale: 1},
 	}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -206,7 +207,7 @@ func TestNeverDormantWithSomethingPending(t *testing.T) {
 		{name: "scale-down delay holding a replica", spec: func(s *revision.Spec) { s.ScaleDownDelay = time.Hour },
 			prepare: func(h *harness, c *countingTarget) { c.set(keyA, 1, 1) },
 			during:  func(h *harness) { h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now()}) }},
-		{name: "warm window schedule", spec: func(s *revision.Spec) { s.Wake = office }},
+		{name: "warm window open", spec: func(s *revision.Spec) { s.Wake = night }},
 		{name: "stats in the window (zero samples every second)",
 			during: func(h *harness) {
 				h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now()})
