@@ -3,9 +3,13 @@ package autoscaler
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/wake"
@@ -218,6 +222,109 @@ func TestDormantSeesExternalResizeThroughBackends(t *testing.T) {
 		tick(1)
 		if got := counts.get(keyA) - n1; got != 1 {
 			t.Errorf("decided %d times in the next tick, want 1", got)
+		}
+		h.stop()
+	})
+}
+
+// timerCountingClock is the real clock (fake time in a bubble) counting
+// the timers and tickers made from it.
+type timerCountingClock struct {
+	clock.RealClock
+	mu     sync.Mutex
+	timers int
+}
+
+func (c *timerCountingClock) count() {
+	c.mu.Lock()
+	c.timers++
+	c.mu.Unlock()
+}
+
+func (c *timerCountingClock) made() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timers
+}
+
+func (c *timerCountingClock) NewTimer(d time.Duration) clock.Timer {
+	c.count()
+	return c.RealClock.NewTimer(d)
+}
+
+func (c *timerCountingClock) NewTicker(d time.Duration) clock.Ticker {
+	c.count()
+	return c.RealClock.NewTicker(d)
+}
+
+func (c *timerCountingClock) After(d time.Duration) <-chan time.Time {
+	c.count()
+	return c.RealClock.After(d)
+}
+
+func (c *timerCountingClock) Tick(d time.Duration) <-chan time.Time {
+	c.count()
+	return c.RealClock.Tick(d)
+}
+
+func (c *timerCountingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.count()
+	return c.RealClock.AfterFunc(d, f)
+}
+
+// TestWarmWindowManySleepers: 1,000 revisions with windows opening at
+// five different minutes sleep on two loops with no timer or goroutine of
+// their own (the loops' two timers and Run's expiry ticker are all the
+// clock makes); at each minute exactly that minute's revisions are woken
+// and scaled, in the same second, and the later minutes' ones still
+// sleep.
+func TestWarmWindowManySleepers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &timerCountingClock{}
+		counts := &countingTarget{fakeTarget: newFakeTarget(), n: map[revision.Key]int{}}
+		h := newHarness(t, func(o *MultiscalerOptions) { o.Target, o.Clock, o.Shards = counts, clk, 2 })
+		const n, hours = 1000, 5
+		keys := make([]revision.Key, n)
+		policies := make([]*wake.Policy, hours)
+		for i := range policies {
+			policies[i] = warmPolicy(t, wake.WindowConfig{Start: fmt.Sprintf("%d 0 * * *", i+1), Duration: "30m"})
+		}
+		for i := range keys {
+			keys[i] = revision.Key{Namespace: "ns", Name: fmt.Sprintf("r%04d", i)}
+			counts.set(keys[i], 0, 0)
+			h.reg.Upsert(keys[i], testSpec(func(s *revision.Spec) {
+				s.Hosts, s.Wake = []string{keys[i].Name + ".example.com"}, policies[i%hours]
+			}))
+		}
+		goroutines := runtime.NumGoroutine()
+		h.start()
+		tick(1)
+		if got, _ := metricValue(t, h.promReg, MetricRevisionsDormant, nil); got != n {
+			t.Fatalf("%s = %v, want %d", MetricRevisionsDormant, got, n)
+		}
+		if got := runtime.NumGoroutine() - goroutines; got > 10 {
+			t.Errorf("%d goroutines more while %d revisions sleep, want at most 10 (none per revision)", got, n)
+		}
+		for m := 1; m <= hours; m++ {
+			time.Sleep(time.Until(bubbleStart.Add(time.Duration(m) * time.Minute)))
+			synctest.Wait()
+			for i, k := range keys {
+				want := int32(0)
+				if i%hours == m-1 {
+					want = 1
+				}
+				if i%hours >= m-1 { // earlier minutes' revisions are deleted
+					if got := counts.scale(k); got != want {
+						t.Fatalf("00:%02d: %s (window at 00:%02d) scale %d, want %d", m, k, i%hours+1, got, want)
+					}
+				}
+				if want == 1 {
+					h.reg.Delete(k) // checked: out of the way of the next minutes
+				}
+			}
+		}
+		if got := clk.made(); got > 2+1 {
+			t.Errorf("the clock made %d timers and tickers, want at most 3 (one per loop, Run's expiry ticker)", got)
 		}
 		h.stop()
 	})
