@@ -82,7 +82,13 @@ func TestWarmWindowSleepsUntilItsAlarm(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h, counts := dormantHarness(t, testSpec(func(s *revision.Spec) { s.Wake = warmPolicy(t, c.window) }))
+				// No Recorder: a published decision does not change the
+				// registry, so nothing but the alarm wakes the revision.
+				counts := &countingTarget{fakeTarget: newFakeTarget(), n: map[revision.Key]int{}}
+				h := newHarness(t, func(o *MultiscalerOptions) { o.Target, o.Recorder = counts, nil })
+				counts.set(keyA, 0, 0)
+				h.reg.Upsert(keyA, testSpec(func(s *revision.Spec) { s.Wake = warmPolicy(t, c.window) }))
+				h.start()
 				tick(1)
 				if !h.ms.Dormant(keyA) {
 					t.Fatal("not dormant at zero with its windows closed")
