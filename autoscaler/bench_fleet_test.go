@@ -26,8 +26,9 @@ type benchFleet struct {
 	loaded []bool // keys[i] has replicas (and, in the benchmarks, load)
 }
 
-// newBenchFleet builds a benchFleet whose registry runs until ctx ends.
-func newBenchFleet(ctx context.Context, b *testing.B, n, loadEvery int) *benchFleet {
+// newBenchFleet builds a benchFleet whose registry runs until ctx ends;
+// tune, when given, edits every revision's spec.
+func newBenchFleet(ctx context.Context, b *testing.B, n, loadEvery int, tune ...func(*revision.Spec)) *benchFleet {
 	b.Helper()
 	f := &benchFleet{start: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
 		keys: make([]revision.Key, n), loaded: make([]bool, n)}
@@ -39,6 +40,9 @@ func newBenchFleet(ctx context.Context, b *testing.B, n, loadEvery int) *benchFl
 		k := revision.Key{Namespace: "bench", Name: fmt.Sprintf("rev-%06d", i)}
 		spec := revision.DefaultSpec()
 		spec.Hosts = []string{k.Name + ".example.com"}
+		for _, fn := range tune {
+			fn(&spec)
+		}
 		f.keys[i], f.loaded[i] = k, i%loadEvery == 0
 		cfg.Revisions[i] = local.RevisionConfig{Key: k, Spec: spec}
 		f.reg.Upsert(k, spec)

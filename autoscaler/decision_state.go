@@ -29,14 +29,19 @@ type decisionState struct {
 	applying   atomic.Bool // a SetScale runs; ticks skip the revision
 	repoke     atomic.Bool // poked while applying
 	// dormant is set by the decision loop when the revision left its due
-	// heap (dormant.go); the input that clears it (CompareAndSwap) queues
+	// heap, or waits in it for its alarm (dormant.go); the input that clears it (CompareAndSwap) queues
 	// the revision back. inputs counts the inputs that woke, or tried to
 	// wake, it.
 	dormant atomic.Bool
 	inputs  atomic.Uint64
 
 	// Owned by the decision loop, or by the scale application while applying.
-	due          time.Time // next tick
+	due     time.Time // next tick, or alarm while dormant
+	heapPos int       // 1 + its index in its loop's due heap; 0 when out of it
+	// alarm is when the wake policy's windows next change, set by a tick
+	// that settled (zero: none will): a dormant revision stays in its
+	// loop's heap until then (dormant.go).
+	alarm        time.Time
 	gate         Gate
 	kpa          KPA
 	series       *series     // the collector's, cached (see stableAndPanicCached)

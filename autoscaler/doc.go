@@ -64,15 +64,17 @@
 // # Dormant revisions
 //
 // A revision at zero replicas (none desired, recommended or ready) with no
-// stats in reach of its stable window, no wake-up in progress, no poke and
-// no warm-window schedule decides the same thing on every tick. After such
-// a tick it leaves its loop and is dormant (MetricRevisionsDormant,
-// Multiscaler.Dormant), costing no decision until one of the inputs that
-// can change its decision wakes it: a sample recorded for it (the stats
-// sink, the module's held counts, the ext_proc hold path's report), a
-// change of its registry entry (spec, backends, mode, desired scale, wake
-// failure), or a poke. A woken revision is decided at once, then every
-// tick, and may go dormant again. dormant.go says how the wake and the
+// stats in reach of its stable window, no wake-up in progress and no poke
+// decides the same thing on every tick. After such a tick it leaves its
+// loop and is dormant (MetricRevisionsDormant, Multiscaler.Dormant),
+// costing no decision until one of the inputs that can change its
+// decision wakes it: a sample recorded for it (the stats sink, the
+// module's held counts, the ext_proc hold path's report), a change of its
+// registry entry (spec, backends, mode, desired scale, wake failure), a
+// poke, or, when its wake policy has warm windows, its alarm: the next
+// time one opens or closes (wake.Policy.NextChange), kept in the loop's
+// due heap so that one timer per loop serves every alarm. A woken
+// revision is decided at once, then every tick, and may go dormant again. dormant.go says how the wake and the
 // tick that settles a revision never miss each other.
 //
 // # Metrics

@@ -21,6 +21,16 @@ import (
 //     wake failure), seen by the Multiscaler's sync;
 //   - a poke (a request held at zero), decided at once as before.
 //
+// A revision whose wake policy has warm windows also wakes at its alarm:
+// the next time one of its windows opens or closes (wake.Policy.NextChange,
+// in each window's time zone). It stays in its loop's due heap, ordered by
+// that time, so one timer per loop serves every alarm: no goroutine or
+// timer per revision. An input before the alarm moves it to now; the
+// alarm recomputes from the spec each time the revision settles, so a
+// changed policy (a registry change, which wakes it) takes effect at once.
+// A revision deleted while waiting is taken out of the heap by the wake
+// that Multiscaler.sync sends it after halting it.
+//
 // The proxy-mode confirmation is not among them: at zero replicas the Gate
 // does not read it. A revision whose replicas are raised by someone else
 // (kubectl scale) is woken when its backends change in the registry.
@@ -29,28 +39,38 @@ import (
 // input clears it with a CompareAndSwap, and whoever clears it queues the
 // revision back, so it is in the heap at most once.
 
-// settled reports whether a tick's decision is a fixed point that only an
-// input can move: at zero replicas (none desired, recommended or ready),
-// no stats in the stable window (ErrNoData), not waking (no activation in
-// progress), no poke, and no clock-driven bound (a wake policy with warm
-// windows raises the minimum on a schedule: such a revision keeps
-// ticking). Min-scale, initial scale and scale to zero being off all make
-// the recommendation non-zero, so they never settle.
-func (m *Multiscaler) settled(st *decisionState, spec *revision.Spec, poked bool, current, ready int32, d *Decision, res *Result) bool {
+// settled reports whether a tick's decision at now is a fixed point that
+// only an input or the wake policy's clock can move: at zero replicas
+// (none desired, recommended or ready), no stats in the stable window
+// (ErrNoData), not waking (no activation in progress), no poke. Min-scale,
+// initial scale, scale to zero being off and an open warm window all make
+// the recommendation non-zero, so they never settle. It sets st.alarm to
+// when the policy's warm windows next open or close (wake.Policy.NextChange;
+// zero when it has none, or none will ever change again).
+func (m *Multiscaler) settled(st *decisionState, spec *revision.Spec, now time.Time, poked bool, current, ready int32, d *Decision, res *Result) bool {
+	st.alarm = time.Time{}
 	if m.opts.keepTicking || poked || current != 0 || ready != 0 || d.DesiredScale != 0 || d.Recommended != 0 {
 		return false
 	}
 	if res.ScaleValid || res.Err != ErrNoData || st.gate.activating() {
 		return false
 	}
-	return spec.Wake == nil || len(spec.Wake.Windows) == 0
+	if spec.Wake == nil || len(spec.Wake.Windows) == 0 {
+		return true
+	}
+	if m.opts.tickWarmWindows {
+		return false
+	}
+	st.alarm = spec.Wake.NextChange(now)
+	return true
 }
 
 // sleep makes st dormant after a tick at now that settled; inputs0 is
-// st.inputs before that tick. It reports whether st must leave the due
-// heap: it is dormant, or an input woke it meanwhile and queued it back
-// (rejoin). It returns false, st staying in the heap, when an input arrived
-// since the tick or its series holds data a later window can reach.
+// st.inputs before that tick. It reports whether st leaves its ticks: it
+// is dormant (out of the due heap, or in it until st.alarm), or an input
+// woke it meanwhile and queued it back (rejoin). It returns false, st
+// ticking on, when an input arrived since the tick or its series holds
+// data a later window can reach.
 func (sh *loopShard) sleep(st *decisionState, inputs0 uint64, now time.Time) bool {
 	st.dormant.Store(true)
 	// An input from here on sees dormant and queues st back; one that came

@@ -14,14 +14,18 @@ import (
 	"time"
 
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
 
-// TestDormantRacingInputs: inputs for 40 revisions on two loops from
-// several goroutines (samples, stats sink batches, spec and backend
-// changes) race the loops' ticks. Stopped right after, every revision is
-// in exactly one place (its loop's heap, its loop's queue of woken
-// revisions, or dormant); left alone until their samples leave the stable
-// window, every revision is dormant and the heaps are empty.
+// TestDormantRacingInputs: inputs for 40 revisions (one in four with a
+// warm window) on two loops from several goroutines (samples, stats sink
+// batches, spec and backend changes) race the loops' ticks. Stopped right
+// after, every revision is reachable and never twice in one place: awake
+// in its loop's heap or queue of woken revisions (a warm one woken before
+// its alarm may be in both), dormant out of them, or dormant in its heap
+// until its alarm; each heapPos matches its index. Left alone until their
+// samples leave the stable window, every revision is dormant and the
+// heaps hold only the warm ones.
 func TestDormantRacingInputs(t *testing.T) {
 	for _, settle := range []bool{false, true} {
 		t.Run(fmt.Sprintf("settle=%v", settle), func(t *testing.T) {
@@ -33,10 +37,21 @@ func TestDormantRacingInputs(t *testing.T) {
 func raceInputs(t *testing.T, settle bool) {
 	h := newHarness(t, func(o *MultiscalerOptions) { o.Shards = 2 })
 	keys := make([]revision.Key, 40)
+	// One in four has a warm window (closed during the test): dormant, it
+	// waits in its loop's heap for its alarm.
+	office := warmPolicy(t, wake.WindowConfig{Start: "0 8 * * *", Duration: "1h"})
+	specOf := func(i int, fns ...func(*revision.Spec)) revision.Spec {
+		return testSpec(append([]func(*revision.Spec){func(s *revision.Spec) {
+			s.Hosts = []string{keys[i].Name + ".example.com"}
+			if i%4 == 0 {
+				s.Wake = office
+			}
+		}}, fns...)...)
+	}
 	for i := range keys {
 		keys[i] = revision.Key{Namespace: "ns", Name: fmt.Sprintf("r%02d", i)}
 		h.target.set(keys[i], 0, 0)
-		h.reg.Upsert(keys[i], testSpec(func(s *revision.Spec) { s.Hosts = []string{keys[i].Name + ".example.com"} }))
+		h.reg.Upsert(keys[i], specOf(i))
 	}
 	h.start()
 	var wg sync.WaitGroup
@@ -54,10 +69,7 @@ func raceInputs(t *testing.T, settle bool) {
 					h.col.RecordBatch(&Batch{Source: fmt.Sprint("b", g), Time: time.Now(),
 						Samples: []BatchSample{{Revision: k, Ref: &refs[i]}}})
 				case 2:
-					h.reg.Upsert(k, testSpec(func(s *revision.Spec) {
-						s.Hosts = []string{k.Name + ".example.com"}
-						s.Target = float64(10 + rng.IntN(3))
-					}))
+					h.reg.Upsert(k, specOf(i, func(s *revision.Spec) { s.Target = float64(10 + rng.IntN(3)) }))
 				default:
 					h.reg.SetBackends(k, []revision.Backend{{Address: "127.0.0.1", Port: int32(8000 + rng.IntN(3))}})
 				}
@@ -78,26 +90,46 @@ func raceInputs(t *testing.T, settle bool) {
 	shards, states := slices.Clone(h.ms.shards), maps.Clone(h.ms.states)
 	h.ms.mu.RUnlock()
 	h.stop() // the loops have ended: their heaps and queues can be read
-	places := map[*decisionState]int{}
+	inHeap, queued := map[*decisionState]int{}, map[*decisionState]int{}
+	warm := 0
 	for i, sh := range shards {
 		for _, st := range sh.woken {
-			places[st]++
+			queued[st]++
 		}
-		for _, st := range sh.due {
-			places[st]++
-		}
-		if n := len(sh.due); settle && n != 0 {
-			t.Errorf("loop %d: %d revisions in its heap, want 0 (all dormant)", i, n)
+		for j, st := range sh.due {
+			inHeap[st]++
+			if st.heapPos != j+1 {
+				t.Errorf("%s at heap index %d has heapPos %d", st.key, j, st.heapPos)
+			}
+			if settle && st.rev.Load().Spec.Wake == nil {
+				t.Errorf("loop %d: %s in its heap, want only warm-window revisions (the rest dormant)", i, st.key)
+			}
 		}
 	}
 	for k, st := range states {
-		n := places[st]
-		if st.dormant.Load() {
-			n++
+		h, q, d := inHeap[st], queued[st], st.dormant.Load()
+		hasWindows := st.rev.Load().Spec.Wake != nil
+		if hasWindows {
+			warm++
 		}
-		if n != 1 {
-			t.Errorf("%s is in %d places (dormant %v), want 1", k, n, st.dormant.Load())
+		switch {
+		case h > 1 || q > 1:
+			t.Errorf("%s is %d times in its heap and %d times queued, want at most once each", k, h, q)
+		case d && !st.alarm.IsZero() && (h != 1 || q != 0):
+			t.Errorf("%s dormant until its alarm: in heap %d, queued %d; want 1 and 0", k, h, q)
+		case d && st.alarm.IsZero() && h+q != 0:
+			t.Errorf("%s dormant: in heap %d, queued %d; want 0 and 0", k, h, q)
+		case !d && h+q == 0:
+			t.Errorf("%s is awake but neither in its heap nor queued", k)
+		case !d && h+q == 2 && !hasWindows:
+			t.Errorf("%s is in its heap and queued, without an alarm", k)
 		}
+		if settle && (!d || st.alarm.IsZero() != !hasWindows) {
+			t.Errorf("%s settled: dormant %v, alarm %v, windows %v", k, d, st.alarm, hasWindows)
+		}
+	}
+	if settle && warm != len(keys)/4 {
+		t.Errorf("%d warm-window revisions, want %d", warm, len(keys)/4)
 	}
 }
 

@@ -71,117 +71,137 @@ func TestDormantCostsNoDecisionOverTicks(t *testing.T) {
 // revision's decision wakes it, and it is decided at once (no tick
 // waited for): a sample (new series, watched series, a stats sink batch
 // through its Ref), a held count from the module's report, a poke, a spec
-// change and a change of its backends.
+// change and a change of its backends; each also for a revision sleeping
+// in its loop's heap until its warm window opens.
 func TestDormantWokenByEachInput(t *testing.T) {
-	type setup struct {
-		h      *harness
-		counts *countingTarget
-		ref    *Ref
-	}
-	cases := []struct {
-		name string
-		// series records a zero sample before the revision goes dormant
-		// (it then watches an existing series).
-		series bool
-		// expire drops that series (Collector.Expire) while dormant: the
-		// sample then creates a new one.
-		expire    bool
-		input     func(s *setup)
-		wantScale int32
-		check     func(t *testing.T, s *setup)
-		// settles: the input changes nothing, so the revision is decided
-		// once and goes dormant again.
-		settles bool
-	}{
-		{name: "sample creates its series", input: func(s *setup) {
+	cases := []wokenByInputCase{
+		{name: "sample creates its series", input: func(s *wokenSetup) {
 			s.h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now(), Concurrency: 50, Requests: 50})
 		}, wantScale: 5},
-		{name: "sample into the watched series", series: true, input: func(s *setup) {
+		{name: "sample into the watched series", series: true, input: func(s *wokenSetup) {
 			s.h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now(), Concurrency: 30, Requests: 30})
 		}, wantScale: 3},
-		{name: "sample after its series expired", series: true, expire: true, input: func(s *setup) {
+		{name: "sample after its series expired", series: true, expire: true, input: func(s *wokenSetup) {
 			s.h.col.RecordBatch(&Batch{Source: "e1", Time: time.Now(),
 				Samples: []BatchSample{{Revision: keyA, Concurrency: 40, Requests: 40, Ref: s.ref}}})
 		}, wantScale: 4},
-		{name: "stats sink batch through its ref", series: true, input: func(s *setup) {
+		{name: "stats sink batch through its ref", series: true, input: func(s *wokenSetup) {
 			s.h.col.RecordBatch(&Batch{Source: "e1", Time: time.Now(),
 				Samples: []BatchSample{{Revision: keyA, Concurrency: 20, Requests: 20, Ref: s.ref}}})
 		}, wantScale: 2},
-		{name: "held count from the module's report", input: func(s *setup) {
+		{name: "held count from the module's report", input: func(s *wokenSetup) {
 			s.h.col.Record(Sample{Revision: keyA, Source: "module/envoy-0", Time: time.Now(), Concurrency: 1})
 		}, wantScale: 1},
-		{name: "zero sample: data turns valid", input: func(s *setup) {
+		{name: "zero sample: data turns valid", input: func(s *wokenSetup) {
 			s.h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now()})
-		}, check: func(t *testing.T, s *setup) {
+		}, check: func(t *testing.T, s *wokenSetup) {
 			if d, _ := s.h.ms.Status(keyA); !d.Valid {
 				t.Errorf("status after a zero sample = %+v, want valid", d)
 			}
 		}},
-		{name: "poke", input: func(s *setup) { s.h.ms.Poke(keyA) }, wantScale: 1},
-		{name: "spec change", input: func(s *setup) {
+		{name: "poke", input: func(s *wokenSetup) { s.h.ms.Poke(keyA) }, wantScale: 1},
+		{name: "spec change", input: func(s *wokenSetup) {
 			s.h.reg.Upsert(keyA, testSpec(func(sp *revision.Spec) { sp.MinScale = 2 }))
 		}, wantScale: 2},
-		{name: "backends change", input: func(s *setup) {
+		{name: "backends change", input: func(s *wokenSetup) {
 			s.h.reg.SetBackends(keyA, []revision.Backend{{Address: "127.0.0.1", Port: 8081, Ready: true}})
 		}, settles: true},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				h, counts := dormantHarness(t, testSpec())
-				s := &setup{h: h, counts: counts, ref: &Ref{}}
-				if c.series {
-					h.col.RecordBatch(&Batch{Source: "e1", Time: time.Now(),
-						Samples: []BatchSample{{Revision: keyA, Ref: s.ref}}})
-					tick(5) // past the 6 s stable window: no data left in reach
-				}
-				tick(1)
-				if !h.ms.Dormant(keyA) {
-					t.Fatal("not dormant before the input")
-				}
-				if c.expire {
-					tick(40) // the 67 s ring holds nothing of it any more
-					h.col.Expire(time.Now())
-					if h.col.series(keyA, false) != nil {
-						t.Fatal("series not expired")
-					}
-				}
-				n0 := counts.get(keyA)
-				c.input(s)
-				synctest.Wait() // no time passes: decided at once
-				if h.ms.Dormant(keyA) != c.settles {
-					t.Errorf("dormant after the input = %v, want %v", h.ms.Dormant(keyA), c.settles)
-				}
-				if got := counts.get(keyA) - n0; got < 1 {
-					t.Errorf("decided %d times at the input, want at least 1", got)
-				}
-				if got := counts.scale(keyA); got != c.wantScale {
-					t.Errorf("scale after the input = %d, want %d", got, c.wantScale)
-				}
-				if c.check != nil {
-					c.check(t, s)
-				}
-				n1 := counts.get(keyA)
-				tick(1)
-				want := 1 // back on its loop
-				if c.settles {
-					want = 0
-				}
-				if got := counts.get(keyA) - n1; got != want {
-					t.Errorf("decided %d times in the tick after waking, want %d", got, want)
-				}
-				h.stop()
-			})
-		})
+	for _, warm := range []bool{false, true} {
+		for _, c := range cases {
+			name := c.name
+			if warm {
+				name += " (sleeping until its warm window)"
+			}
+			t.Run(name, func(t *testing.T) { wokenByInput(t, c, warm) })
+		}
 	}
+}
+
+// wokenByInputCase is one case of TestDormantWokenByEachInput.
+type wokenByInputCase struct {
+	name string
+	// series records a zero sample before the revision goes dormant
+	// (it then watches an existing series).
+	series bool
+	// expire drops that series (Collector.Expire) while dormant: the
+	// sample then creates a new one.
+	expire    bool
+	input     func(s *wokenSetup)
+	wantScale int32
+	check     func(t *testing.T, s *wokenSetup)
+	// settles: the input changes nothing, so the revision is decided
+	// once and goes dormant again.
+	settles bool
+}
+
+type wokenSetup struct {
+	h      *harness
+	counts *countingTarget
+	ref    *Ref
+}
+
+// wokenByInput runs c on a dormant revision; warm gives it a daily warm
+// window (closed meanwhile), so it sleeps in its loop's heap until then.
+func wokenByInput(t *testing.T, c wokenByInputCase, warm bool) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := testSpec()
+		if warm {
+			spec.Wake = warmPolicy(t, wake.WindowConfig{Start: "0 8 * * *", Duration: "1h"})
+		}
+		h, counts := dormantHarness(t, spec)
+		s := &wokenSetup{h: h, counts: counts, ref: &Ref{}}
+		if c.series {
+			h.col.RecordBatch(&Batch{Source: "e1", Time: time.Now(),
+				Samples: []BatchSample{{Revision: keyA, Ref: s.ref}}})
+			tick(5) // past the 6 s stable window: no data left in reach
+		}
+		tick(1)
+		if !h.ms.Dormant(keyA) {
+			t.Fatal("not dormant before the input")
+		}
+		if c.expire {
+			tick(40) // the 67 s ring holds nothing of it any more
+			h.col.Expire(time.Now())
+			if h.col.series(keyA, false) != nil {
+				t.Fatal("series not expired")
+			}
+		}
+		n0 := counts.get(keyA)
+		c.input(s)
+		synctest.Wait() // no time passes: decided at once
+		if h.ms.Dormant(keyA) != c.settles {
+			t.Errorf("dormant after the input = %v, want %v", h.ms.Dormant(keyA), c.settles)
+		}
+		if got := counts.get(keyA) - n0; got < 1 {
+			t.Errorf("decided %d times at the input, want at least 1", got)
+		}
+		if got := counts.scale(keyA); got != c.wantScale {
+			t.Errorf("scale after the input = %d, want %d", got, c.wantScale)
+		}
+		if c.check != nil {
+			c.check(t, s)
+		}
+		n1 := counts.get(keyA)
+		tick(1)
+		want := 1 // back on its loop
+		if c.settles {
+			want = 0
+		}
+		if got := counts.get(keyA) - n1; got != want {
+			t.Errorf("decided %d times in the tick after waking, want %d", got, want)
+		}
+		h.stop()
+	})
 }
 
 // TestNeverDormantWithSomethingPending: a revision with replicas, a pending
 // timer, a clock-driven bound, data in reach, a failing read or a wake-up
 // in progress keeps being decided on every tick.
 func TestNeverDormantWithSomethingPending(t *testing.T) {
-	office, errs := wake.Compile(&wake.Config{Schedule: []wake.WindowConfig{
-		{Name: "office", Start: "0 8 * * *", Duration: "1h", MinScale: 1},
+	// Open from the bubble's start (midnight) for an hour.
+	night, errs := wake.Compile(&wake.Config{Schedule: []wake.WindowConfig{
+		{Name: "night", Start: "0 0 * * *", Duration: "1h", MinScale: 1},
 	}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -206,7 +226,7 @@ func TestNeverDormantWithSomethingPending(t *testing.T) {
 		{name: "scale-down delay holding a replica", spec: func(s *revision.Spec) { s.ScaleDownDelay = time.Hour },
 			prepare: func(h *harness, c *countingTarget) { c.set(keyA, 1, 1) },
 			during:  func(h *harness) { h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now()}) }},
-		{name: "warm window schedule", spec: func(s *revision.Spec) { s.Wake = office }},
+		{name: "warm window open", spec: func(s *revision.Spec) { s.Wake = night }},
 		{name: "stats in the window (zero samples every second)",
 			during: func(h *harness) {
 				h.col.Record(Sample{Revision: keyA, Source: "e1", Time: time.Now()})

@@ -92,9 +92,18 @@ func (sh *loopShard) run(ctx context.Context) {
 				heap.Pop(&sh.due)
 				continue
 			}
+			if st.dormant.Load() {
+				// Its alarm: the wake policy's windows change now.
+				st.dormant.CompareAndSwap(true, false)
+			}
 			inputs0 := st.inputs.Load()
 			if sh.m.step(ctx, st, false) && sh.sleep(st, inputs0, now) {
-				heap.Pop(&sh.due) // dormant until an input wakes it
+				if !st.alarm.IsZero() {
+					st.due = st.alarm // dormant until its alarm or an input
+					heap.Fix(&sh.due, 0)
+				} else {
+					heap.Pop(&sh.due) // dormant until an input wakes it
+				}
 				continue
 			}
 			st.due = nextDue(st.due, now, period)
@@ -118,8 +127,9 @@ func (sh *loopShard) run(ctx context.Context) {
 	}
 }
 
-// drain decides newly added and poked revisions at once, and puts woken
-// ones back in the heap, due now.
+// drain decides newly added and poked revisions at once, and makes woken
+// ones due now (a halted one leaves the heap: a revision deleted while it
+// waited for its alarm).
 func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 	sh.mu.Lock()
 	added, poked, woken := sh.added, sh.poked, sh.woken
@@ -128,10 +138,12 @@ func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 	for i, st := range woken {
 		woken[i] = nil
 		if st.halted() {
+			if st.heapPos > 0 {
+				heap.Remove(&sh.due, st.heapPos-1)
+			}
 			continue
 		}
-		st.due = sh.m.opts.Clock.Now()
-		heap.Push(&sh.due, st)
+		sh.setDue(st, sh.m.opts.Clock.Now())
 	}
 	for i, st := range added {
 		added[i] = nil
@@ -140,8 +152,7 @@ func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 		}
 		start := sh.m.opts.Clock.Now()
 		sh.m.step(ctx, st, false)
-		st.due = start.Add(period)
-		heap.Push(&sh.due, st)
+		sh.setDue(st, start.Add(period))
 	}
 	for i, st := range poked {
 		poked[i] = nil
@@ -153,11 +164,21 @@ func (sh *loopShard) drain(ctx context.Context, period time.Duration) {
 		sh.m.step(ctx, st, true)
 		if st.dormant.CompareAndSwap(true, false) {
 			// Poked while dormant: back to a tick after this decision.
-			st.due = start.Add(period)
-			heap.Push(&sh.due, st)
+			sh.setDue(st, start.Add(period))
 		}
 	}
 	sh.batchA, sh.batchP, sh.batchW = added[:0], poked[:0], woken[:0]
+}
+
+// setDue makes st due at due: it is pushed on the heap, or moved there
+// when it already is in it (a revision dormant until its alarm).
+func (sh *loopShard) setDue(st *decisionState, due time.Time) {
+	st.due = due
+	if st.heapPos > 0 {
+		heap.Fix(&sh.due, st.heapPos-1)
+		return
+	}
+	heap.Push(&sh.due, st)
 }
 
 // nextDue returns the first tick after now on due's schedule (missed ticks
@@ -170,18 +191,26 @@ func nextDue(due, now time.Time, period time.Duration) time.Time {
 	return due
 }
 
-// dueHeap orders a loop's revisions by their next tick (container/heap):
-// element 0 is the revision due first.
+// dueHeap orders a loop's revisions by their next tick, or their alarm
+// (container/heap): element 0 is the revision due first. Each element's
+// heapPos follows its index.
 type dueHeap []*decisionState
 
 var _ heap.Interface = (*dueHeap)(nil)
 
 func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapPos, h[j].heapPos = i+1, j+1
+}
 
 // Push appends x, a *decisionState (heap.Push's half).
-func (h *dueHeap) Push(x any) { *h = append(*h, x.(*decisionState)) }
+func (h *dueHeap) Push(x any) {
+	st := x.(*decisionState)
+	*h = append(*h, st)
+	st.heapPos = len(*h)
+}
 
 // Pop removes and returns the last element (heap.Pop's half).
 func (h *dueHeap) Pop() any {
@@ -189,6 +218,7 @@ func (h *dueHeap) Pop() any {
 	n := len(old) - 1
 	st := old[n]
 	old[n] = nil
+	st.heapPos = 0
 	*h = old[:n]
 	return st
 }

@@ -28,16 +28,23 @@ import (
 // idle100k/keep-ticking and idle100k/dormant run the same idle fleet
 // (benchTickLoopIdle) with every revision decided every tick and with
 // idle revisions dormant: compare their cpu-ms/tick within one run.
+// warm100k/tick and warm100k/sleep run it with a daily warm window on
+// every revision (closed meanwhile), ticking at zero as before alarms and
+// sleeping until the window opens.
 func BenchmarkTickLoop(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) { benchTickLoop(b, n) })
 	}
-	for _, keep := range []bool{true, false} {
-		arm := "dormant"
-		if keep {
-			arm = "keep-ticking"
-		}
-		b.Run("idle100k/"+arm, func(b *testing.B) { benchTickLoopIdle(b, 100_000, keep) })
+	for _, a := range []struct {
+		name string
+		arm  idleArm
+	}{
+		{"idle100k/keep-ticking", idleArm{keepTicking: true}},
+		{"idle100k/dormant", idleArm{}},
+		{"warm100k/tick", idleArm{warm: true, tickWarm: true}},
+		{"warm100k/sleep", idleArm{warm: true}},
+	} {
+		b.Run(a.name, func(b *testing.B) { benchTickLoopIdle(b, 100_000, a.arm) })
 	}
 }
 

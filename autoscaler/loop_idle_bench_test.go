@@ -10,18 +10,42 @@ import (
 	"github.com/thaw-dev/thaw/autoscaler"
 	"github.com/thaw-dev/thaw/control"
 	"github.com/thaw-dev/thaw/revision"
+	"github.com/thaw-dev/thaw/wake"
 )
+
+// idleArm is one arm of benchTickLoopIdle.
+type idleArm struct {
+	// keepTicking decides every revision every tick (the cost before
+	// dormancy).
+	keepTicking bool
+	// warm gives every revision a daily warm window (08:00 UTC, closed
+	// while the benchmark runs).
+	warm bool
+	// tickWarm decides revisions with warm windows every tick (the cost
+	// before alarms); otherwise they sleep in the heap until 08:00.
+	tickWarm bool
+}
 
 // benchTickLoopIdle measures one tick over n revisions of which one in
 // 997 has load and replicas and the rest are at zero without stats (idle
 // revisions on the hold path have no cluster, so no Envoy reports them),
-// wired as benchTickLoop. keepTicking decides every revision every tick
-// (the cost before dormancy); otherwise idle revisions go dormant and
-// leave the loops. decisions/tick counts scale reads, one per decision.
-func benchTickLoopIdle(b *testing.B, n int, keepTicking bool) {
+// wired as benchTickLoop, in the configuration arm gives. Otherwise idle
+// revisions go dormant and leave the loops. decisions/tick counts scale
+// reads, one per decision; goroutines and timers (the fake clock's
+// waiters) are counted after the last tick.
+func benchTickLoopIdle(b *testing.B, n int, arm idleArm) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := newBenchFleet(ctx, b, n, 997)
+	var tune []func(*revision.Spec)
+	if arm.warm {
+		p, errs := wake.Compile(&wake.Config{Schedule: []wake.WindowConfig{
+			{Name: "office", Start: "0 8 * * *", Duration: "10h", MinScale: 1}}})
+		if len(errs) > 0 {
+			b.Fatal(errs)
+		}
+		tune = append(tune, func(s *revision.Spec) { s.Wake = p })
+	}
+	f := newBenchFleet(ctx, b, n, 997, tune...)
 	start, clk, reg, plat := f.start, f.clk, f.reg, f.plat
 	var loaded []revision.Key
 	for i, k := range f.keys {
@@ -41,8 +65,11 @@ func benchTickLoopIdle(b *testing.B, n int, keepTicking bool) {
 	modes := control.New(control.Options{Registry: reg, Confirmer: confirmAll{}, Clock: clk})
 	target := &readCounter{ScaleTarget: plat}
 	opts := autoscaler.MultiscalerOptions{Clock: clk, Collector: col, Target: target, Confirmer: modes, Recorder: modes}
-	if keepTicking {
+	if arm.keepTicking {
 		autoscaler.KeepTicking(&opts)
+	}
+	if arm.tickWarm {
+		autoscaler.TickWarmWindows(&opts)
 	}
 	ms := autoscaler.NewMultiscaler(opts)
 	if _, err := reg.WaitFor(ctx, func(s *revision.Snapshot) bool { return s.Revisions.Len() == n }); err != nil {
@@ -94,6 +121,8 @@ func benchTickLoopIdle(b *testing.B, n int, keepTicking bool) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/tick")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/tick")
 	b.ReportMetric(float64(reads)/float64(b.N), "decisions/tick")
+	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
+	b.ReportMetric(float64(clk.Waiters()), "timers")
 	cancel()
 	if err := <-runDone; err != nil {
 		b.Fatal(err)

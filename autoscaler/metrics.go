@@ -36,7 +36,8 @@ const (
 	// no data (the scale was only kept within bounds).
 	MetricRevisionsWithoutData = "thaw_autoscaler_revisions_without_data"
 	// MetricRevisionsDormant counts revisions out of the decision loops:
-	// at zero with nothing to decide until an input wakes them.
+	// at zero with nothing to decide until an input, or the alarm of
+	// their wake policy's warm windows, wakes them.
 	MetricRevisionsDormant = "thaw_autoscaler_revisions_dormant"
 	// MetricPods sums pods over revisions, by kind: desired, recommended,
 	// ready.
@@ -110,7 +111,7 @@ func newMetricsCollector(m *Multiscaler, perRevision bool) *metricsCollector {
 		changesAll: d(MetricAppliedScaleChanges, "Scale changes applied to scale targets, all revisions."),
 		failures:   d(MetricScaleTargetFailures, "Failed scale target calls, all revisions, by operation (get, set).", "op"),
 		decisions:  d(MetricDecisions, "Decisions taken (ticks and pokes), all revisions."),
-		dormant:    d(MetricRevisionsDormant, "Revisions at zero with nothing to decide, out of the decision loops until a sample, a registry change or a poke wakes them."),
+		dormant:    d(MetricRevisionsDormant, "Revisions at zero with nothing to decide, out of the decision loops until a sample, a registry change, a poke or their wake policy's next window change wakes them."),
 		activationTimeouts: d(MetricActivationTimeouts,
 			"Wake-ups from zero without a ready pod within the revision's activation timeout, all revisions (their requests were answered 503 ActivationTimeout)."),
 	}

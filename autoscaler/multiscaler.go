@@ -78,6 +78,10 @@ type MultiscalerOptions struct {
 	// keepTicking decides every revision every tick, dormant or not (the
 	// cost before dormancy; benchmarks compare the two in one run).
 	keepTicking bool
+	// tickWarmWindows decides revisions whose wake policy has warm
+	// windows every tick at zero instead of letting them sleep until
+	// their alarm (the cost before alarms, for benchmarks).
+	tickWarmWindows bool
 }
 
 // DecisionRecorder records a published decision in the registry (desired
@@ -302,6 +306,7 @@ func (m *Multiscaler) sync(prev, snap *revision.Snapshot) {
 	}
 	for _, st := range gone {
 		st.halt()
+		st.wake() // one dormant until its alarm leaves its loop's heap now
 		m.collector.Forget(st.key)
 	}
 }

@@ -71,7 +71,7 @@ func (m *Multiscaler) step(ctx context.Context, st *decisionState, poked bool) b
 		return false
 	}
 	m.finish(st, &d, &res, spec, nil)
-	return m.settled(st, spec, poked, current, ready, &d, &res)
+	return m.settled(st, spec, now, poked, current, ready, &d, &res)
 }
 
 // proxyConfirmedSince asks c about st's proxy mode, or answers what c

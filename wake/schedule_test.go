@@ -62,3 +62,49 @@ func TestNextChange(t *testing.T) {
 		t.Fatal("nil policy has windows")
 	}
 }
+
+// TestNextChangeDST: NextChange reads each window in its own time zone
+// across daylight saving time changes (Europe/Paris: 2026-03-29 02:00
+// CET -> 03:00 CEST, 2026-10-25 03:00 CEST -> 02:00 CET), so a decision
+// loop that sleeps until it wakes at the right instant: 23 h after the
+// previous 08:00 in spring, 25 h in autumn. A start in the skipped hour
+// is skipped that day, by NextChange and Active alike.
+func TestNextChangeDST(t *testing.T) {
+	utc := func(s string) time.Time {
+		tm, err := time.Parse("2006-01-02 15:04", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	tests := []struct {
+		name, start string
+		now         time.Time
+		want        time.Time
+	}{
+		{"spring: next 08:00 CEST", "0 8 * * *", utc("2026-03-28 12:00"), utc("2026-03-29 06:00")},
+		{"spring: closes 09:00 CEST", "0 8 * * *", utc("2026-03-29 06:30"), utc("2026-03-29 07:00")},
+		{"autumn: next 08:00 CET", "0 8 * * *", utc("2026-10-24 12:00"), utc("2026-10-25 07:00")},
+		{"before the change, winter time", "0 8 * * *", utc("2026-03-28 00:00"), utc("2026-03-28 07:00")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustCompile(t, &Config{Schedule: []WindowConfig{
+				{Name: "w", Start: tt.start, Duration: "1h", TimeZone: "Europe/Paris", MinScale: 1}}})
+			if got := p.NextChange(tt.now); !got.Equal(tt.want) {
+				t.Fatalf("NextChange(%v) = %v, want %v", tt.now, got.UTC(), tt.want)
+			}
+		})
+	}
+	skipped := mustCompile(t, &Config{Schedule: []WindowConfig{
+		{Name: "w", Start: "30 2 * * *", Duration: "1h", TimeZone: "Europe/Paris", MinScale: 1}}})
+	now := utc("2026-03-28 23:00") // 00:00 CET on the day 02:30 does not exist
+	// The cron library skips a start that falls in the skipped hour: that
+	// day's window does not open, and Active agrees with NextChange.
+	if got, want := skipped.NextChange(now), utc("2026-03-30 00:30"); !got.Equal(want) {
+		t.Fatalf("NextChange(%v) for a start in the skipped hour = %v, want %v", now, got.UTC(), want)
+	}
+	if m := skipped.MinScaleAt(utc("2026-03-29 01:15")); m != 0 {
+		t.Fatalf("MinScaleAt 03:15 CEST on the skipped day = %d, want 0 (no window that day)", m)
+	}
+}
