@@ -18,6 +18,7 @@ import (
 	"github.com/thaw-dev/thaw/activator"
 	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/internal/app"
+	"github.com/thaw-dev/thaw/internal/startgc"
 	"github.com/thaw-dev/thaw/platform/local"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds"
@@ -117,6 +118,9 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 			return err
 		}
 	}
+	// A larger GOGC until ready: the start's garbage (internal/startgc).
+	gc := startgc.Raise(logger, startgc.Settings{Getenv: os.Getenv, MemoryBytes: startgc.Memory()})
+	defer gc.Restore("stopped before ready")
 	defaults := revision.DefaultSpec()
 	cfg, err := local.LoadWithin(f.file, defaults, revision.Limits{HoldBudget: f.holdBudget})
 	if err != nil {
@@ -206,6 +210,7 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 		RevisionMetrics: f.revMetrics,
 		DrainTimeout:    f.drainTimeout,
 		ReadyWhenAcked:  !f.eg.enabled,
+		OnReady:         func() { gc.Restore("ready") },
 		Limits:          f.limits,
 		Pprof:           app.IsLoopbackAddress(f.adminAddress),
 
