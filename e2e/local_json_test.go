@@ -20,8 +20,8 @@ import (
 func TestLocalJSONConfig(t *testing.T) {
 	entry := func(body string) map[string]any {
 		return map[string]any{"name": "j", "hosts": []string{"j.test"},
-			"command": []string{workloadBin(t), "--port", "{port}"},
-			"env":     map[string]any{"BODY": body, "STARTUP_DELAY": "0s", "LATENCY": "0s"},
+			"command":   []string{workloadBin(t), "--port", "{port}"},
+			"env":       map[string]any{"BODY": body, "STARTUP_DELAY": "0s", "LATENCY": "0s"},
 			"readiness": map[string]any{"path": "/healthz", "period": "1s"}, "stopTimeout": "5s",
 			"autoscaling": fast(map[string]string{"initial-scale": "0"})}
 	}

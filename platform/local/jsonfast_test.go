@@ -140,7 +140,9 @@ func comparePaths(dir, doc string) string {
 		return ""
 	}
 	if diff := cmp.Diff(slow.Revisions, fast.Revisions, cmpopts.EquateEmpty(), cmp.Exporter(func(reflect.Type) bool { return true }),
-		cmp.Comparer(func(a, b *regexp.Regexp) bool { return (a == nil) == (b == nil) && (a == nil || a.String() == b.String()) })); diff != "" {
+		cmp.Comparer(func(a, b *regexp.Regexp) bool {
+			return (a == nil) == (b == nil) && (a == nil || a.String() == b.String())
+		})); diff != "" {
 		return "revisions differ (-YAML +fast):\n" + diff
 	}
 	if a, b := errorTexts(slow.Errors), errorTexts(fast.Errors); !slices.Equal(a, b) {
