@@ -61,8 +61,11 @@ func Raise(log *zap.Logger, s Settings) *Start {
 
 // Restore puts back the GOGC and memory limit Raise found; reason is
 // logged. Only the first call does anything; Restore on a Start that
-// changed nothing is a no-op.
+// changed nothing, or on a nil Start, is a no-op.
 func (st *Start) Restore(reason string) {
+	if st == nil {
+		return
+	}
 	st.once.Do(func() {
 		if !st.active {
 			return

@@ -92,3 +92,13 @@ func TestMemTotal(t *testing.T) {
 		t.Error("Memory() found no memory on this Linux machine")
 	}
 }
+
+// TestRestoreNil: a Start never raised (nil) restores nothing.
+func TestRestoreNil(t *testing.T) {
+	var st *Start
+	p := gcPercent()
+	st.Restore("ready")
+	if gcPercent() != p {
+		t.Fatal("a nil Start changed GOGC")
+	}
+}

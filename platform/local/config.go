@@ -43,6 +43,9 @@ type Config struct {
 	Invalid map[revision.Key]error
 	// Errors lists every rejected entry's *RevisionError in file order.
 	Errors []error
+	// FastJSON is true when the file was plain JSON, read without the
+	// YAML parser (jsonfast.go).
+	FastJSON bool
 }
 
 // Err returns every rejected entry's error joined, or nil when all
@@ -196,6 +199,7 @@ func parseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 	if fast {
 		decoded, ok = decodeJSONFast(data)
 	}
+	fastOK := ok
 	var f file
 	if !ok {
 		js, err := yamlToJSON(data)
@@ -212,7 +216,7 @@ func parseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim 
 	if ok {
 		n = len(decoded)
 	}
-	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
+	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}, FastJSON: fastOK}
 	seen := map[revision.Key]bool{}
 	hostOwner := map[string]hostUser{}
 	for i := range n {

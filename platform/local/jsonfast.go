@@ -3,6 +3,8 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"os"
 	"strconv"
 	"unicode/utf8"
 )
@@ -372,4 +374,20 @@ func decodeJSONFast(data []byte) ([]revisionFile, bool) {
 		return nil, false
 	}
 	return decodeAll(js)
+}
+
+// LooksJSON reports whether the file at path starts, after spaces and line
+// breaks, with '{': a candidate for the JSON fast path (it reads at most
+// 4 KiB; false when the file cannot be read).
+func LooksJSON(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	s := &jsonScan{data: head[:n]}
+	s.blank()
+	return s.pos < n && head[s.pos] == '{'
 }

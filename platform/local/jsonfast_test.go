@@ -3,6 +3,8 @@ package local
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -172,4 +174,36 @@ func errorTexts(errs []error) []string {
 		out[i] = re.File + " " + re.Revision + ": " + strings.Join(msgs, "; ")
 	}
 	return out
+}
+
+// TestLooksJSON: a file starting with '{' after blanks is a fast path
+// candidate; YAML, a missing file and an empty one are not. Config.FastJSON
+// tells which path read the file.
+func TestLooksJSON(t *testing.T) {
+	dir := t.TempDir()
+	for doc, want := range map[string]bool{
+		"\n  {\"revisions\": []}": true,
+		"{revisions: []}":         true, // a candidate; the scan sends it to YAML
+		"revisions: []\n":         false,
+		"# {\n":                   false,
+		"":                        false,
+	} {
+		p := filepath.Join(dir, "c")
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := LooksJSON(p); got != want {
+			t.Errorf("LooksJSON(%q) = %v, want %v", doc, got, want)
+		}
+		cfg, err := Load(p, revision.DefaultSpec())
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		if wantFast := doc == "\n  {\"revisions\": []}"; cfg.FastJSON != wantFast {
+			t.Errorf("%q: FastJSON %v, want %v", doc, cfg.FastJSON, wantFast)
+		}
+	}
+	if LooksJSON(filepath.Join(dir, "absent")) {
+		t.Error("LooksJSON of a missing file")
+	}
 }
