@@ -57,6 +57,9 @@ func TestLocalJSONConfig(t *testing.T) {
 	}
 
 	log := th.Log()
+	if !strings.Contains(log, "config file read as plain JSON, without the YAML parser") {
+		t.Errorf("thaw's log does not say the JSON file took the fast path")
+	}
 	if !strings.Contains(log, "start-up GC") {
 		t.Errorf("thaw's log has no start-up GC line")
 	}

@@ -132,6 +132,9 @@ func runLocal(ctx context.Context, logger *zap.Logger, f *localFlags, cmd *cobra
 	if err != nil {
 		return err
 	}
+	if cfg.FastJSON {
+		logger.Info("config file read as plain JSON, without the YAML parser", zap.Int("revisions", len(cfg.Revisions)))
+	}
 	if gc != nil && !cfg.FastJSON {
 		gc.Restore("config file read through YAML")
 	}
