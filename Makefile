@@ -102,7 +102,7 @@ test-unit:
 ## "context deadline exceeded" (CI, extproc:FuzzRequestHeaders at 3s).
 FUZZ_TIME ?= 1000x
 FUZZ_TARGETS := module/state:FuzzDecodeUpdate module/state:FuzzSlotsAcrossUpdates module/state:FuzzDecodeConfig module/state:FuzzDecodeReport \
-	revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse \
+	revision:FuzzParseSettings revision:FuzzNormalizeHost platform/local:FuzzParse platform/local:FuzzJSONFastPath \
 	autoscaler/statsink:FuzzIngest autoscaler/statsink:FuzzWireMatchesProtowire \
 	autoscaler/statsink:FuzzMsgReader autoscaler/statsink:FuzzEnvoyMetric autoscaler/statsink:FuzzEnvoyFamily \
 	autoscaler:FuzzCollector extproc:FuzzRequestHeaders egext:FuzzParseSplit egext:FuzzHookRequests wake:FuzzPolicy revision:FuzzResolveSplits \

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -97,4 +98,55 @@ func writeAutoscaling(b *strings.Builder, settings map[string]string) {
 	for _, k := range keys {
 		fmt.Fprintf(b, "      %s: %q\n", k, settings[k])
 	}
+}
+
+// revJSON is one revision of the local platform file in its JSON form.
+type revJSON struct {
+	Name        string            `json:"name"`
+	Hosts       []string          `json:"hosts"`
+	Command     []string          `json:"command"`
+	Env         map[string]string `json:"env,omitempty"`
+	Readiness   map[string]string `json:"readiness,omitempty"`
+	StopTimeout string            `json:"stopTimeout,omitempty"`
+	Autoscaling map[string]string `json:"autoscaling,omitempty"`
+}
+
+// largeConfigJSON is largeConfig written as JSON, one revision a line, as
+// a program generating a file of this size would write it (thaw reads it
+// on its JSON fast path).
+func largeConfigJSON(workloadBin string, n int, extra []rev) (string, error) {
+	var b strings.Builder
+	b.Grow(n * 160)
+	b.WriteString("{\"revisions\": [\n")
+	idle := map[string]string{"initial-scale": "0"}
+	write := func(r revJSON, last bool) error {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b.WriteString("  ")
+		b.Write(line)
+		if !last {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+		return nil
+	}
+	for i := range n {
+		name := fmt.Sprintf("s%06d", i)
+		r := revJSON{Name: name, Hosts: []string{name + ".bench"}, Command: []string{workloadBin, "--port", "{port}"}, Autoscaling: idle}
+		if err := write(r, i == n-1 && len(extra) == 0); err != nil {
+			return "", err
+		}
+	}
+	for i, r := range extra {
+		j := revJSON{Name: r.name, Hosts: []string{r.host()}, Command: []string{workloadBin, "--port", "{port}"},
+			Env:       map[string]string{"BODY": "hello from " + r.name, "STARTUP_DELAY": r.startupDelay.String(), "LATENCY": r.latency.String()},
+			Readiness: map[string]string{"path": "/healthz", "period": "1s"}, StopTimeout: "5s", Autoscaling: r.autoscaling}
+		if err := write(j, i == len(extra)-1); err != nil {
+			return "", err
+		}
+	}
+	b.WriteString("]}\n")
+	return b.String(), nil
 }

@@ -48,6 +48,13 @@ type env struct {
 	// largeHeapProfile, when set, is where scenario scale100k writes
 	// thaw's heap profile, taken after a forced collection.
 	largeHeapProfile string
+	// largeFormat is how scenario scale100k writes its config file
+	// (-scale100k-config): "json" (default; what a generated file of
+	// this size would be, read on thaw's JSON fast path) or "yaml".
+	largeFormat string
+	// largeStartOnly makes scenario scale100k stop after thaw's start
+	// (ready time, CPU, peak memory): -scale100k-start-only.
+	largeStartOnly bool
 	// thawArgs are appended to every `thaw local` (-thaw-args), e.g.
 	// --idle-hold-path to measure the idle hold path.
 	thawArgs []string
@@ -125,6 +132,8 @@ func main() {
 	flag.IntVar(&e.largeN, "scale100k-revisions", 0, "scale100k: idle revisions (0: 100,000, -quick 20,000)")
 	flag.IntVar(&e.largeWakes, "scale100k-wakes", 0, "scale100k: revisions woken one after the other and left to go back to zero (0: 5, -quick 2)")
 	flag.StringVar(&e.largeHeapProfile, "scale100k-heap-profile", "", "scale100k: write thaw's heap profile (after a forced GC) to this file")
+	flag.StringVar(&e.largeFormat, "scale100k-config", "json", "scale100k: the config file's format, json (read on thaw's JSON fast path) or yaml (one flow-style line per revision)")
+	flag.BoolVar(&e.largeStartOnly, "scale100k-start-only", false, "scale100k: measure thaw's start only (ready time, CPU to ready, peak RSS), then stop")
 	thawArgs := flag.String("thaw-args", "", "extra flags for every `thaw local`, space-separated (e.g. --idle-hold-path)")
 	flag.BoolVar(&e.quick, "quick", false, "short runs (development; figures are not comparable)")
 	flag.BoolVar(&e.keep, "keep", false, "keep the work directory (configs, thaw and Envoy logs)")

@@ -65,7 +65,17 @@ func runScale100k(e *env, n int) (*results.ScaleLarge, error) {
 		flippers[i] = rev{name: fmt.Sprintf("flipper%d", i), autoscaling: map[string]string{"initial-scale": "0",
 			"window": "30s", "scale-to-zero-grace-period": "0s", "target-burst-capacity": "0"}}
 	}
-	cfg := largeConfig(e.workloadBin, n, append(append([]rev{}, active...), flippers...))
+	var cfg string
+	switch extra := append(append([]rev{}, active...), flippers...); e.largeFormat {
+	case "yaml":
+		cfg = largeConfig(e.workloadBin, n, extra)
+	case "json", "":
+		if cfg, err = largeConfigJSON(e.workloadBin, n, extra); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("-scale100k-config %q: want json or yaml", e.largeFormat)
+	}
 	readyBound := time.Duration(n/1000)*6*time.Second + time.Minute // ~10 min at 100k
 	res := &results.ScaleLarge{Active: len(active), ActiveRPS: large100kRPS,
 		AckTimeoutSeconds: large100kAckLimit.Seconds(), TickSeconds: large100kTick.Seconds()}
@@ -97,6 +107,11 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		res.ThawSyncCPUSeconds = cpu.Seconds()
 	}
 	e.logf("scale100k: ready in %.1f s (Envoy's CPU %.1f s, thaw's %.1f s)", res.ReadySeconds, res.EnvoySyncCPUSeconds, res.ThawSyncCPUSeconds)
+	if e.largeStartOnly {
+		err := largeMemory(th, pid, epid, &res.Scale)
+		e.logf("scale100k: start only: thaw RSS %.0f MiB (peak %.0f), Envoy RSS %.0f MiB", res.ThawRSSMiB, res.ThawPeakRSSMiB, res.EnvoyRSSMiB)
+		return err
+	}
 
 	names := make([]string, len(active))
 	for i, r := range active {

@@ -73,6 +73,10 @@ type Options struct {
 	// ReadyWhenAcked makes /readyz wait until an Envoy ACKed the first
 	// snapshot (thaw local); otherwise ready once the platform synced.
 	ReadyWhenAcked bool
+	// OnReady, when set, is called once when the app first becomes ready,
+	// before the start-up garbage is returned to the OS (thaw local
+	// restores its start-up GC settings there: internal/startgc).
+	OnReady func()
 	// Limits bound client-keyed state on the gRPC port (limits.go).
 	Limits Limits
 	// EGExtension serves Envoy Gateway's EnvoyGatewayExtension hooks
@@ -381,6 +385,9 @@ func (a *App) trackReadiness(ctx context.Context) error {
 	// this service on the thaw_extproc cluster).
 	a.health.SetServingStatus(extproc.HealthService, healthpb.HealthCheckResponse_SERVING)
 	a.log.Info("ready")
+	if a.opts.OnReady != nil {
+		a.opts.OnReady()
+	}
 	// Start-up (parsing, the first translation and its marshalling for every
 	// revision) leaves garbage several times the live heap; with thousands
 	// of revisions the Go runtime would keep it resident for minutes. Give

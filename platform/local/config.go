@@ -43,6 +43,9 @@ type Config struct {
 	Invalid map[revision.Key]error
 	// Errors lists every rejected entry's *RevisionError in file order.
 	Errors []error
+	// FastJSON is true when the file was plain JSON, read without the
+	// YAML parser (jsonfast.go).
+	FastJSON bool
 }
 
 // Err returns every rejected entry's error joined, or nil when all
@@ -180,23 +183,40 @@ func Parse(name, baseDir string, data []byte, defaults revision.Spec) (*Config, 
 // ParseWithin is Parse validating every revision against lim as well. A
 // key written twice in one YAML map fails the whole file (the error names
 // its line): which of the two values was meant cannot be told.
+//
+// A file that is plain JSON with no problem (plainJSON) is decoded without
+// the YAML parser, to the same result; any other file, and any problem,
+// takes the YAML path.
 func ParseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim revision.Limits) (*Config, error) {
-	js, err := yamlToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	return parseWithin(name, baseDir, data, defaults, lim, true)
+}
+
+// parseWithin is ParseWithin; fast false always takes the YAML path (the
+// fuzz test compares both).
+func parseWithin(name, baseDir string, data []byte, defaults revision.Spec, lim revision.Limits, fast bool) (*Config, error) {
+	var decoded []revisionFile
+	ok := false
+	if fast {
+		decoded, ok = decodeJSONFast(data)
 	}
-	decoded, ok := decodeAll(js)
+	fastOK := ok
 	var f file
 	if !ok {
-		if err := decodeStrict(js, &f); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, jsonFieldError(err))
+		js, err := yamlToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if decoded, ok = decodeAll(js); !ok {
+			if err := decodeStrict(js, &f); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, jsonFieldError(err))
+			}
 		}
 	}
 	n := len(f.Revisions)
 	if ok {
 		n = len(decoded)
 	}
-	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}}
+	cfg := &Config{Path: name, Invalid: map[revision.Key]error{}, FastJSON: fastOK}
 	seen := map[revision.Key]bool{}
 	hostOwner := map[string]hostUser{}
 	for i := range n {
