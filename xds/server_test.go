@@ -56,6 +56,24 @@ func syncAll(t testing.TB, c *deltaClient) []string {
 		c.subscribe(resourcev3.EndpointType, eds...)
 		c.ack(c.recvType(resourcev3.EndpointType))
 	}
+	syncListeners(c)
+	return eds
+}
+
+// dialSyncedPair opens the delta ADS streams of nodes envoy-1 and envoy-2
+// on the server at addr, then brings each to a full sync (syncAll).
+func dialSyncedPair(t testing.TB, addr string) (c1, c2 *deltaClient) {
+	t.Helper()
+	c1, c2 = dialDelta(t, addr, "envoy-1"), dialDelta(t, addr, "envoy-2")
+	syncAll(t, c1)
+	syncAll(t, c2)
+	return c1, c2
+}
+
+// syncListeners subscribes to and ACKs, in Envoy's order, the listeners,
+// thaw_http's route configuration and its virtual hosts.
+func syncListeners(c *deltaClient) {
+	c.t.Helper()
 	c.subscribe(resourcev3.ListenerType)
 	c.ack(c.recvType(resourcev3.ListenerType))
 	c.subscribe(resourcev3.RouteType, translate.HTTPListenerName)
@@ -64,7 +82,6 @@ func syncAll(t testing.TB, c *deltaClient) []string {
 	// it has the route configuration.
 	c.subscribe(resourcev3.VirtualHostType)
 	c.ack(c.recvType(resourcev3.VirtualHostType))
-	return eds
 }
 
 func cla(t testing.TB, r *discoveryv3.Resource) *endpointv3.ClusterLoadAssignment {
