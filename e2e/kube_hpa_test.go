@@ -10,7 +10,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/platform/kube"
@@ -25,13 +24,8 @@ import (
 func TestKubeRevisionHPA(t *testing.T) {
 	env := startKubeEnv(t, 200*time.Millisecond)
 	c := env.Cluster
-	installRevisionCRD(t, env)
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "hpa"
-	createNamespace(t, c, ns)
+	dyn := revisionNamespace(t, env, ns)
 	revs := dyn.Resource(v1alpha1.RevisionsResource).Namespace(ns)
 	kp := startKubePlatform(t, env, func(o *kube.Options) { o.Revisions = kube.RevisionsOn })
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), smokeDeployment(ns, "web", 8080, 1), metav1.CreateOptions{}); err != nil {

@@ -4,17 +4,14 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/e2e/harness"
-	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/revision"
 )
 
@@ -29,13 +26,8 @@ import (
 func TestKubeModuleIdleHoldPath(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
 	c := env.Cluster
-	installRevisionCRD(t, env)
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "idle"
-	createNamespace(t, c, ns)
+	dyn := revisionNamespace(t, env, ns)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), smokeDeployment(ns, "hello", 8080, 0), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +36,7 @@ func TestKubeModuleIdleHoldPath(t *testing.T) {
 		"autoscaling": map[string]any{"window": "6s", "scaleToZeroGracePeriod": "1s", "target": 5, "targetBurstCapacity": 0},
 	})
 
-	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
+	kubeconfig := thawKubeconfig(t, c)
 	key := revision.Key{Namespace: ns, Name: "hello"}
 	// Each arm runs its own thaw run and Envoy (stopped when it ends) on
 	// the same cluster and Revision, back at zero between them.
@@ -57,17 +49,7 @@ func TestKubeModuleIdleHoldPath(t *testing.T) {
 // reaches Envoy's data plane and thaw's admin.
 func startKubeModuleRun(t *testing.T, kubeconfig string, extra ...string) (run *thawRun, proxy *harness.Envoy, th *harness.Thaw) {
 	t.Helper()
-	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
-	modulePort, bridgePort := harness.FreePort(t), harness.FreePort(t)
-	run = startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, append([]string{"--activator=module", "--activator-module=" + moduleObject(t),
-		fmt.Sprintf("--module-address=127.0.0.1:%d", modulePort), fmt.Sprintf("--module-bridge-port=%d", bridgePort)}, extra...)...)
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-fleet", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort),
-		Module: &envoy.ModuleBridge{Address: fmt.Sprintf("127.0.0.1:%d", modulePort), ListenPort: uint32(bridgePort)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy = harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap), Args: []string{"--service-node", "envoy-a"}, Name: "envoy-a"})
-	return run, proxy, &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	return startThawRunEnvoy(t, kubeconfig, thawRunEnvoyOptions{Module: true, Extra: extra})
 }
 
 // kubeIdleHoldPath is TestKubeModuleIdleHoldPath's default arm.

@@ -39,13 +39,8 @@ import (
 func TestKubeRevisions(t *testing.T) {
 	env := startKubeEnv(t, 200*time.Millisecond)
 	c := env.Cluster
-	installRevisionCRD(t, env)
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "revs"
-	createNamespace(t, c, ns)
+	dyn := revisionNamespace(t, env, ns)
 	revs := dyn.Resource(v1alpha1.RevisionsResource).Namespace(ns)
 
 	t.Run("admission rejects bad specs", func(t *testing.T) {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -16,11 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/e2e/harness"
-	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/revision"
 	"github.com/thaw-dev/thaw/xds/translate"
 )
@@ -51,13 +48,8 @@ import (
 func TestKubeRevisionSplitFleet(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{StartupDelay: 200 * time.Millisecond})
 	c := env.Cluster
-	installRevisionCRD(t, env)
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "fleet"
-	createNamespace(t, c, ns)
+	dyn := revisionNamespace(t, env, ns)
 	revs := dyn.Resource(v1alpha1.RevisionsResource).Namespace(ns)
 	splits := dyn.Resource(v1alpha1.RevisionSplitsResource).Namespace(ns)
 	names := map[string]int32{"shop-v1": 1, "shop-v2": 0, "shop-v0": 0, "other": 1, "odd": 0}
@@ -104,15 +96,7 @@ func TestKubeRevisionSplitFleet(t *testing.T) {
 	mkSplit("dup", []any{"dup.example.com"}, entry("shop-v1", 100, ""))
 	mkSplit("lost", []any{"lost.example.com"}, entry("odd", 100, ""))
 
-	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
-	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
-	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	run, proxy, th := startThawRunEnvoy(t, thawKubeconfig(t, c), thawRunEnvoyOptions{})
 
 	shop := waitSplit(t, splits, "shop", v1alpha1.ReasonResolved, 1)
 	if want := []string{"shop.example.com", "canary-shop.example.com", "previous-shop.example.com"}; !slices.Equal(shop.Status.Hosts, want) {

@@ -33,14 +33,9 @@ import (
 func TestKubeRevisionSplitStatus(t *testing.T) {
 	env := startKubeEnv(t, 200*time.Millisecond)
 	c := env.Cluster
-	installRevisionCRD(t, env)
-	installScaledObjectCRD(t, env)
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "split"
-	createNamespace(t, c, ns)
+	dyn := revisionNamespace(t, env, ns)
+	installScaledObjectCRD(t, env)
 	revs := dyn.Resource(v1alpha1.RevisionsResource).Namespace(ns)
 	splits := dyn.Resource(v1alpha1.RevisionSplitsResource).Namespace(ns)
 	sos := dyn.Resource(kube.ScaledObjectsResource).Namespace(ns)

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/thaw-dev/thaw/api/v1alpha1"
 	"github.com/thaw-dev/thaw/e2e/harness"
-	"github.com/thaw-dev/thaw/envoy"
 	"github.com/thaw-dev/thaw/platform/kube"
 	"github.com/thaw-dev/thaw/revision"
 )
@@ -35,15 +33,7 @@ func TestKubeImagePullBackOffFailsFast(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{Namespace: "served-elsewhere"})
 	c := env.Cluster
 	installRevisionCRD(t, env)
-	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
-	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort, "--max-held", "1")
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
-	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	run, proxy, th := startThawRunEnvoy(t, thawKubeconfig(t, c), thawRunEnvoyOptions{Extra: []string{"--max-held", "1"}})
 
 	const ns, name, host = "pull", "pull-rev", "pull.example.com"
 	createNamespace(t, c, ns)
@@ -144,15 +134,7 @@ func TestKubeActivationTimeoutFailsFast(t *testing.T) {
 	env := startKubeEnvWith(t, harness.PodRunnerOptions{Namespace: "served-elsewhere"})
 	c := env.Cluster
 	installRevisionCRD(t, env)
-	kubeconfig := c.KubeconfigForToken(t, c.ServiceAccountToken(t, thawNamespace, thawServiceAccount))
-	grpcPort, adminPort, httpPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
-	run := startThawRun(t, kubeconfig, grpcPort, adminPort, httpPort)
-	bootstrap, err := envoy.RenderBootstrap(envoy.BootstrapParams{NodeID: "envoy-e2e", XDSAddress: fmt.Sprintf("127.0.0.1:%d", grpcPort)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := harness.StartEnvoy(t, harness.EnvoyOptions{Bootstrap: string(bootstrap)})
-	th := &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
+	run, proxy, th := startThawRunEnvoy(t, thawKubeconfig(t, c), thawRunEnvoyOptions{})
 
 	const ns, name, host = "slow", "slow-rev", "slow.example.com"
 	createNamespace(t, c, ns)

@@ -14,6 +14,8 @@
 #   ADMIN_PORT, LISTEN_PORT  loopback ports (default 18902, 18901)
 #   PERF=1     record `perf record -g` of the start into module-startup.perf
 set -euo pipefail
+# shellcheck source=lib/envoy.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/envoy.sh"
 n=${1:?N routes}; mode=${2:?none|perroute|metadata}
 so=$(realpath "${3:-bin/thaw-activator.so}")
 envoy=${ENVOY_BIN:-.tools/bin/envoy}
@@ -60,11 +62,7 @@ if [[ ${PERF:-0} == 1 ]]; then cmd=(perf record -F 499 -g -o module-startup.perf
 "${cmd[@]}" >"$dir/envoy.log" 2>&1 &
 pid=$!
 start=$(date +%s.%N)
-for _ in $(seq 1 3000); do
-  curl -s -m1 "127.0.0.1:$admin/ready" 2>/dev/null | grep -q LIVE && break
-  kill -0 "$pid" 2>/dev/null || { cat "$dir/envoy.log" >&2; exit 1; }
-  sleep 0.1
-done
+envoy_wait_ready "$pid" "$admin" "$dir/envoy.log" 3000
 end=$(date +%s.%N)
 epid=$pid
 if [[ ${PERF:-0} == 1 ]]; then epid=$(pgrep -P "$pid" | head -1); fi

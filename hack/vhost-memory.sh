@@ -32,6 +32,8 @@
 #   ADMIN_PORT, LISTEN_PORT  loopback ports (default 18912, 18911)
 #   IDLE_S     also print Envoy's CPU while idle, over this many seconds
 set -euo pipefail
+# shellcheck source=lib/envoy.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/envoy.sh"
 n=${1:?N virtual hosts}; cuts=${2:?CUTS or none}
 so=$(realpath "${3:-bin/thaw-activator.so}")
 envoy=${ENVOY_BIN:-.tools/bin/envoy}
@@ -127,11 +129,7 @@ EOF
 "$envoy" -c "$dir/bootstrap.json" --concurrency 2 -l warning --base-id "$admin" >"$dir/envoy.log" 2>&1 &
 pid=$!
 start=$(date +%s.%N)
-for _ in $(seq 1 6000); do
-  curl -s -m1 "127.0.0.1:$admin/ready" 2>/dev/null | grep -q LIVE && break
-  kill -0 "$pid" 2>/dev/null || { cat "$dir/envoy.log" >&2; exit 1; }
-  sleep 0.1
-done
+envoy_wait_ready "$pid" "$admin" "$dir/envoy.log" 6000
 end=$(date +%s.%N)
 sleep 2
 read -r ut st < <(awk '{print $14, $15}' "/proc/$pid/stat")

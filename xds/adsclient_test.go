@@ -119,6 +119,26 @@ type deltaClient struct {
 // cluster in one response, and Envoy accepts it.
 func dialDelta(t testing.TB, addr, nodeID string) *deltaClient {
 	t.Helper()
+	conn, ctx, cancel := dialServer(t, addr)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newDeltaClient(t, nodeID, stream, cancel)
+}
+
+// newDeltaClient is the client of an open delta stream as node nodeID;
+// cancel ends the stream.
+func newDeltaClient(t testing.TB, nodeID string, stream deltaStream, cancel context.CancelFunc) *deltaClient {
+	return &deltaClient{t: t, node: &corev3.Node{Id: nodeID, Cluster: "test"}, stream: stream, cancel: cancel, first: true}
+}
+
+// dialServer connects to the server at addr in plaintext, as the test's
+// Envoy, accepting responses of up to 512 MiB, and returns the connection
+// and a context for one stream on it with its cancel; both end with the
+// test.
+func dialServer(t testing.TB, addr string) (*grpc.ClientConn, context.Context, context.CancelFunc) {
+	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512<<20)))
 	if err != nil {
@@ -126,14 +146,8 @@ func dialDelta(t testing.TB, addr, nodeID string) *deltaClient {
 	}
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	c := &deltaClient{t: t, node: &corev3.Node{Id: nodeID, Cluster: "test"}, stream: stream, cancel: cancel, first: true}
 	t.Cleanup(cancel)
-	return c
+	return conn, ctx, cancel
 }
 
 func (c *deltaClient) send(req *discoveryv3.DeltaDiscoveryRequest) {

@@ -8,9 +8,7 @@ import (
 	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"go.uber.org/zap/zaptest"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/thaw-dev/thaw/revision"
@@ -21,21 +19,12 @@ import (
 // naming thaw_xds (Envoy Gateway with thaw's extension).
 func dialEDS(t testing.TB, addr, nodeID string) *deltaClient {
 	t.Helper()
-	c := dialDelta(t, addr, nodeID)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	conn, ctx, cancel := dialServer(t, addr)
 	stream, err := endpointservice.NewEndpointDiscoveryServiceClient(conn).DeltaEndpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.cancel()
-	c.stream, c.cancel = stream, cancel
-	return c
+	return newDeltaClient(t, nodeID, stream, cancel)
 }
 
 // edsRevs upserts n serve-mode revisions e0..e(n-1) and returns their keys.

@@ -16,9 +16,7 @@ func TestConfirmedByNode(t *testing.T) {
 	f := startFixture(t, componentConfig())
 	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"})
 	f.reg.SetSynced()
-	c1, c2 := dialDelta(t, f.addr, "envoy-1"), dialDelta(t, f.addr, "envoy-2")
-	syncAll(t, c1)
-	syncAll(t, c2)
+	c1, c2 := dialSyncedPair(t, f.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := f.srv.WaitConfirmed(ctx, keyA, generation(f, keyA)); err != nil {

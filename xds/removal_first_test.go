@@ -113,9 +113,7 @@ func TestRemovalFirstWaitsForEveryEnvoy(t *testing.T) {
 	a, b, c := ready("10.0.0.1", 80), ready("10.0.0.2", 80), ready("10.0.0.3", 80)
 	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, a, b)
 	f.reg.SetSynced()
-	c1, c2 := dialDelta(t, f.addr, "envoy-1"), dialDelta(t, f.addr, "envoy-2")
-	syncAll(t, c1)
-	syncAll(t, c2)
+	c1, c2 := dialSyncedPair(t, f.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := f.srv.WaitConfirmed(ctx, keyA, generation(f, keyA)); err != nil {
@@ -173,9 +171,7 @@ func TestRemovalFirstTimesOut(t *testing.T) {
 	a, b, c := ready("10.0.0.1", 80), ready("10.0.0.2", 80), ready("10.0.0.3", 80)
 	f.upsert(keyA, revision.ModeServe, []string{"a.example.com"}, a, b)
 	f.reg.SetSynced()
-	c1, c2 := dialDelta(t, f.addr, "envoy-1"), dialDelta(t, f.addr, "envoy-2")
-	syncAll(t, c1)
-	syncAll(t, c2)
+	c1, c2 := dialSyncedPair(t, f.addr)
 
 	f.reg.SetBackends(keyA, []revision.Backend{a, c})
 	h1, ack1 := recvHosts(t, c1)

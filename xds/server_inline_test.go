@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -24,21 +23,7 @@ func TestServerMakeBeforeBreakInlineRoutes(t *testing.T) {
 
 	// Adding a revision: cluster first, then its endpoints, and the route
 	// only after both are ACKed.
-	f.upsert(keyC, revision.ModeServe, []string{"c.example.com"}, ready("10.0.0.3", 80))
-	cds := c.recvType(resourcev3.ClusterType)
-	if names := resourceNames(cds); !slices.Equal(names, []string{"rev_default_c"}) {
-		t.Fatalf("CDS on add = %v, want only the new cluster", names)
-	}
-	c.ack(cds)
-	c.subscribe(resourcev3.EndpointType, "rev_default_c")
-	eds := c.recvType(resourcev3.EndpointType)
-	if names := resourceNames(eds); !slices.Equal(names, []string{"rev_default_c"}) {
-		t.Fatalf("EDS on add = %v", names)
-	}
-	if routeHasHost(t, f, "c.example.com") {
-		t.Fatal("route updated before the new endpoints were ACKed")
-	}
-	c.ack(eds)
+	addClusterFirst(t, f, c)
 	rds := c.recvType(resourcev3.RouteType)
 	if !strings.Contains(rds.GetResources()[0].GetResource().String(), "c.example.com") {
 		t.Fatal("RDS after ACK lacks the new host")
@@ -56,13 +41,5 @@ func TestServerMakeBeforeBreakInlineRoutes(t *testing.T) {
 		t.Fatal("cluster removed before the route change was ACKed")
 	}
 	c.ack(rds)
-	cds = c.recvType(resourcev3.ClusterType)
-	if !slices.Equal(cds.GetRemovedResources(), []string{"rev_default_c"}) || len(cds.GetResources()) != 0 {
-		t.Fatalf("CDS on delete: removed %v, resources %v", cds.GetRemovedResources(), resourceNames(cds))
-	}
-	c.ack(cds)
-	eds = c.recvType(resourcev3.EndpointType)
-	if !slices.Equal(eds.GetRemovedResources(), []string{"rev_default_c"}) {
-		t.Fatalf("EDS on delete removed %v", eds.GetRemovedResources())
-	}
+	clusterRemovedAfterRoute(t, c)
 }

@@ -70,12 +70,7 @@ func TestWakeAfterStallRestart(t *testing.T) {
 			c.subscribe(resourcev3.ClusterType)
 			cds0 := c.recvType(resourcev3.ClusterType)
 			c.ack(cds0)
-			c.subscribe(resourcev3.ListenerType)
-			c.ack(c.recvType(resourcev3.ListenerType))
-			c.subscribe(resourcev3.RouteType, translate.HTTPListenerName)
-			c.ack(c.recvType(resourcev3.RouteType))
-			c.subscribe(resourcev3.VirtualHostType)
-			c.ack(c.recvType(resourcev3.VirtualHostType))
+			syncListeners(c)
 			held := versionsOf(cds0)
 
 			f.reg.SetBackends(keyA, []revision.Backend{ready("10.0.0.1", 80)})
