@@ -112,6 +112,8 @@ type deltaClient struct {
 	stream deltaStream
 	cancel context.CancelFunc
 	first  bool
+	// next is the Recv in flight (arrival), nil when none is.
+	next chan recvResult
 }
 
 // dialDelta opens a delta ADS stream as Envoy does. Responses of up to
@@ -167,20 +169,37 @@ func (c *deltaClient) subscribe(typeURL string, names ...string) {
 	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResourceNamesSubscribe: names})
 }
 
+// recvResult is one Recv of a stream.
+type recvResult struct {
+	resp *discoveryv3.DeltaDiscoveryResponse
+	err  error
+}
+
+// arrival returns a channel that delivers the stream's next Recv, the
+// same one until took is called: one Recv is in flight at a time, so a
+// caller that stops waiting (ackLoop once its condition holds) leaves the
+// response to the next recv instead of losing it.
+func (c *deltaClient) arrival() <-chan recvResult {
+	if c.next == nil {
+		ch := make(chan recvResult, 1)
+		go func() {
+			r, err := c.stream.Recv()
+			ch <- recvResult{r, err}
+		}()
+		c.next = ch
+	}
+	return c.next
+}
+
+// took records that the result of arrival was received.
+func (c *deltaClient) took() { c.next = nil }
+
 // recv returns the next response, failing after waitLimit.
 func (c *deltaClient) recv() *discoveryv3.DeltaDiscoveryResponse {
 	c.t.Helper()
-	type result struct {
-		resp *discoveryv3.DeltaDiscoveryResponse
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		r, err := c.stream.Recv()
-		ch <- result{r, err}
-	}()
 	select {
-	case r := <-ch:
+	case r := <-c.arrival():
+		c.took()
 		if r.err != nil {
 			c.t.Fatalf("recv: %v", r.err)
 		}

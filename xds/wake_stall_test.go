@@ -25,23 +25,64 @@ func versionsOf(r *discoveryv3.DeltaDiscoveryResponse) map[string]string {
 // ackUntil plays Envoy after a subscription: it ACKs every response c
 // receives until cond holds, at most 8 responses, and fails otherwise.
 // Envoy ACKs every response, including a repeat of one it already holds.
-// Each ACK is awaited (srv.Changed) before cond is checked again.
 func ackUntil(t *testing.T, srv *Server, c *deltaClient, what string, cond func() bool) {
 	t.Helper()
-	for range 8 {
+	ackLoop(t, serverPeer{c, srv}, what, cond)
+}
+
+// ackPeer is what ackLoop drives: a client's stream (deltaClient) and the
+// server's changes.
+type ackPeer interface {
+	arrival() <-chan recvResult
+	took()
+	ack(r *discoveryv3.DeltaDiscoveryResponse)
+	// changed returns a channel closed at the server's next change (of
+	// any kind: an ACK, an apply, a stream closed).
+	changed() <-chan struct{}
+}
+
+// serverPeer is ackPeer for a deltaClient of a running Server.
+type serverPeer struct {
+	*deltaClient
+	srv *Server
+}
+
+func (p serverPeer) changed() <-chan struct{} { return p.srv.Changed() }
+
+// ackLoop checks cond at every event that can change it, and only then:
+// a response arriving (it is ACKed) or a change of the server (an ACK
+// processed, an apply recorded). It never waits on one of them alone. A
+// loop that, after each ACK, waited for one server change and then for
+// the next response fell behind when the change was another's (an ACK the
+// caller sent without waiting, an apply), and blocked in recv after the
+// last response while the ACK or the apply that makes cond hold was still
+// to come: the flake of TestWakeAfterStallRestart. Bounded: 8 responses,
+// 1,000 events.
+func ackLoop(t *testing.T, p ackPeer, what string, cond func() bool) {
+	t.Helper()
+	responses := 0
+	for range 1000 {
+		ch := p.changed()
 		if cond() {
 			return
 		}
-		r := c.recv()
-		ch := srv.Changed()
-		c.ack(r)
 		select {
+		case res := <-p.arrival():
+			p.took()
+			if res.err != nil {
+				t.Fatalf("%s: recv: %v", what, res.err)
+			}
+			if responses == 8 {
+				t.Fatalf("%s: not after %d responses", what, responses)
+			}
+			responses++
+			p.ack(res.resp)
 		case <-ch:
 		case <-time.After(waitLimit):
-			t.Fatalf("%s: the ACK of %v was not processed", what, resourceNames(r))
+			t.Fatalf("%s: no response and no change within %s (%d responses ACKed)", what, waitLimit, responses)
 		}
 	}
-	waitFor(t, what, cond)
+	t.Fatalf("%s: not after 1000 responses and changes", what)
 }
 
 // TestWakeAfterStallRestart (issue 28/31, a wake held for its hold
