@@ -1,14 +1,26 @@
 package xds
 
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
 // flipBuckets are the bucket bounds, in seconds, of the flip-to-ACK
 // histograms (flip_to_ack_seconds, removal_to_ack_seconds,
-// wake_cluster_to_ack_seconds): 1 ms apart from 1 to 10 ms and 2 ms apart
-// to 20 ms, where the flip-to-ACK target (≤ 10 ms) is judged, then coarser
-// up to 20 s. Doubling buckets (0.5 ms × 2^n) put a 8.65 ms flip in
-// (8.2, 16.4] ms, so a p99 over a few flips read 15.6 ms; with these a
-// quantile is within 1 ms of the flips' own up to 10 ms.
-var flipBuckets = []float64{
-	0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007, 0.008, 0.009, 0.010,
-	0.012, 0.014, 0.016, 0.018, 0.020, 0.025, 0.030, 0.040, 0.050, 0.075,
-	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20,
+// wake_cluster_to_ack_seconds): the doubling bounds they always had
+// (0.5 ms × 2^n up to 16.4 s, kept so no existing `le` series goes away)
+// plus bounds that make them 1 ms apart from 1 to 10 ms and 2 ms apart to
+// 20 ms, where the flip-to-ACK target (≤ 10 ms) is judged. With doubling
+// bounds alone a 8.65 ms flip lay in (8.2, 16.4] ms, so a p99 over a few
+// flips read 15.6 ms; now a quantile there is within 1 ms of the flips'
+// own.
+var flipBuckets = withBounds(prometheus.ExponentialBuckets(0.0005, 2, 16),
+	0.003, 0.005, 0.006, 0.007, 0.009, 0.010, 0.012, 0.014, 0.018, 0.020, 0.025)
+
+// withBounds returns bounds with extra added, sorted, each once.
+func withBounds(bounds []float64, extra ...float64) []float64 {
+	out := slices.Concat(bounds, extra)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
