@@ -107,6 +107,10 @@ func TestScale100kFlipRows(t *testing.T) {
 	if !strings.Contains(back.What, "back to zero flip-to-ACK") || back.Result != missing || strings.Contains(back.Measured, "0.0 ms") {
 		t.Errorf("back-to-zero row without changes: %q %s %q, want %s and no 0 figure", back.What, back.Result, back.Measured, missing)
 	}
+	sl.WakeClusterToAckCount, sl.WakeClusterToAckP99Ms = 19, 30.5
+	if r := scale100kRows(sl, nil)[4]; !strings.HasSuffix(r.Measured, "; clusters sent ahead of the first backend ACKed p99 30.5 ms (19, thaw_xds_wake_cluster_to_ack_seconds)") || r.Result != pass {
+		t.Errorf("waking row with clusters sent ahead: %s %q, want them named apart and the flip judged alone", r.Result, r.Measured)
+	}
 	sl.BackToZero = &results.FlipFigures{Count: 20, P99Ms: 10.5, MaxLowMs: 20000}
 	if r := scale100kRows(sl, nil)[5]; r.Result != fail || !strings.Contains(r.Measured, "slowest > 20000.0 ms") {
 		t.Errorf("back-to-zero row over target: %s %q, want %s", r.Result, r.Measured, fail)

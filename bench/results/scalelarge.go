@@ -91,8 +91,8 @@ type ScaleLarge struct {
 	// module or extproc; empty when not exported).
 	Activator string `json:"activator,omitempty"`
 	// Waking and BackToZero are the flip-to-ACK times of the wakes (every
-	// change while the revisions woke: thaw_xds_flip_to_ack_seconds and
-	// thaw_xds_wake_cluster_to_ack_seconds) and of the returns to zero
+	// change while the revisions woke: thaw_xds_flip_to_ack_seconds; a
+	// cluster sent ahead is WakeClusterToAck*) and of the returns to zero
 	// (every change while they went back: thaw_xds_flip_to_ack_seconds and,
 	// on the module's cluster routes, thaw_xds_removal_to_ack_seconds),
 	// whichever activator ran; nil in results older than them.

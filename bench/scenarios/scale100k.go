@@ -368,13 +368,14 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	w50, _ := histQuantile(nil, wake, hist, 0.5)
 	w99, _ := histQuantile(nil, wake, hist, 0.99)
 	res.WakeToAckP50Ms, res.WakeToAckP99Ms = w50*1000, w99*1000
-	// Per phase, every change whichever activator ran: a wake is its
-	// backend's change (and on the module's cluster routes its cluster
-	// sent ahead); a return to zero is its flip to proxy mode, or on the
-	// module's cluster routes its cluster's removal, which only
-	// removal_to_ack_seconds times.
+	// Per phase, whichever activator ran: a wake's flip is its backend's
+	// change (on the module's cluster routes the cluster sent ahead while
+	// the backend starts is timed apart, in wake_cluster_to_ack_seconds;
+	// a flip that waited for it includes the wait); a return to zero is
+	// its flip to proxy mode, or on the module's cluster routes its
+	// cluster's removal, which only removal_to_ack_seconds times.
 	res.Activator = activatorOf(before)
-	res.Waking = flipFigures(nil, wake, hist, ahead)
+	res.Waking = flipFigures(nil, wake, hist)
 	res.BackToZero = flipFigures(nil, sleep, hist, removals)
 	if res.BackToZero != nil {
 		res.SleepToAckP99Ms = res.BackToZero.P99Ms
