@@ -67,17 +67,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		flipToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "flip_to_ack_seconds",
 			Help:    "Seconds from a ClusterLoadAssignment change (mode flip or backend change) or a virtual host change (a revision waking or going idle, make-before-break stage included) to the ACK of the last connected Envoy.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+			Buckets: flipBuckets,
 		}),
 		removalToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "removal_to_ack_seconds",
 			Help:    "Seconds from a revision going back to zero on the activator module's cluster routes (its cluster removed, no route change) to the last connected Envoy's ACK of the cluster's removal; the return-to-zero twin of flip_to_ack_seconds' wakes.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+			Buckets: flipBuckets,
 		}),
 		wakeClusterToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "wake_cluster_to_ack_seconds",
 			Help:    "Seconds from a revision's cluster added ahead of its first backend (the activator module's cluster routes, once the autoscaler wants it awake) to the last connected Envoy's ACK of its ClusterLoadAssignment; the first backend's own change is then a flip (flip_to_ack_seconds).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+			Buckets: flipBuckets,
 		}),
 		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "thaw", Subsystem: "xds", Name: "snapshot_apply_seconds",

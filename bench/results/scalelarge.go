@@ -1,5 +1,7 @@
 package results
 
+import "fmt"
+
 // ScaleLarge is the whole thaw binary (`thaw local` with its Envoy) at
 // 100,000 revisions (bench/scenarios scale100k): most idle (initial scale
 // 0, no process), a few active ones with real backends under light load,
@@ -85,6 +87,17 @@ type ScaleLarge struct {
 	// then the wake's flip. 0 on the other paths.
 	WakeClusterToAckCount float64 `json:"wakeClusterToAckCount,omitempty"`
 	WakeClusterToAckP99Ms float64 `json:"wakeClusterToAckP99Ms,omitempty"`
+	// Activator is the activator thaw's Envoy ran (thaw_activator_info:
+	// module or extproc; empty when not exported).
+	Activator string `json:"activator,omitempty"`
+	// Waking and BackToZero are the flip-to-ACK times of the wakes (every
+	// change while the revisions woke: thaw_xds_flip_to_ack_seconds; a
+	// cluster sent ahead is WakeClusterToAck*) and of the returns to zero
+	// (every change while they went back: thaw_xds_flip_to_ack_seconds and,
+	// on the module's cluster routes, thaw_xds_removal_to_ack_seconds),
+	// whichever activator ran; nil in results older than them.
+	Waking     *FlipFigures `json:"waking,omitempty"`
+	BackToZero *FlipFigures `json:"backToZero,omitempty"`
 	// StatusSeconds is how long one /status answer (every revision) took,
 	// MetricsSeconds one /metrics scrape, both before the flips.
 	StatusSeconds  float64 `json:"statusSeconds"`
@@ -98,4 +111,33 @@ func (s *ScaleLarge) BytesPerPush() float64 {
 		return 0
 	}
 	return s.EndpointBytes / s.EndpointPushes
+}
+
+// FlipFigures are the flip-to-ACK times of one phase of scenario
+// scale100k's flips (the wakes, or the returns to zero), in ms, read from
+// thaw's flip-to-ACK histograms over that phase (Histograms names them).
+// The quantiles are interpolated in the buckets as Prometheus does; the
+// buckets are 1 ms apart up to 10 ms and 2 ms apart to 20 ms
+// (docs/metrics.md), so each is within a bucket's width of the changes'
+// own. MeanMs is exact (the histograms' sum over their count). The slowest
+// change lay in (MaxLowMs, MaxMs]; MaxMs is 0 and MaxLowMs the highest
+// finite bound when it was beyond every bound.
+type FlipFigures struct {
+	Histograms string  `json:"histograms"`
+	Count      float64 `json:"count"`
+	P50Ms      float64 `json:"p50Ms"`
+	P90Ms      float64 `json:"p90Ms"`
+	P99Ms      float64 `json:"p99Ms"`
+	MeanMs     float64 `json:"meanMs"`
+	MaxLowMs   float64 `json:"maxLowMs"`
+	MaxMs      float64 `json:"maxMs"`
+}
+
+// MaxRange renders where f's slowest change lay: "in (4.0, 5.0] ms", or
+// "> 20000.0 ms" beyond every bound.
+func MaxRange(f *FlipFigures) string {
+	if f.MaxMs == 0 {
+		return fmt.Sprintf("> %.1f ms", f.MaxLowMs)
+	}
+	return fmt.Sprintf("in (%.1f, %.1f] ms", f.MaxLowMs, f.MaxMs)
 }

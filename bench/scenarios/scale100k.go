@@ -148,7 +148,8 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		res.LoopCPUPerTickMs, large100kTick, res.ProcessCPUPerTickMs, res.DecisionsPerTick, res.EnvoyCPUCores)
 
 	flipErr := measureFlips(e, th, flippers, res)
-	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms); cluster removals ACKed p50 %.1f p99 %.1f ms (%.0f); clusters added ahead of a first backend ACKed p99 %.1f ms (%.0f); cold-start overhead of the wakes p50 %.1f ms p99 %.1f ms",
+	e.logf("scale100k: activator %q; waking flip-to-ACK %s; back to zero flip-to-ACK %s", res.Activator, flipLine(res.Waking), flipLine(res.BackToZero))
+	e.logf("scale100k: %d woken, %d back at zero: %.0f endpoints responses, %.0f B each; other types %.0f B; flip-to-ACK p50 %.1f ms p99 %.1f ms (%.0f changes; waking p50 %.1f p99 %.1f ms, back to zero p99 %.1f ms, all of its changes); cluster removals ACKed p50 %.1f p99 %.1f ms (%.0f); clusters added ahead of a first backend ACKed p99 %.1f ms (%.0f); cold-start overhead of the wakes p50 %.1f ms p99 %.1f ms",
 		res.FlipCycles, res.BackAtZero, res.EndpointPushes, res.BytesPerPush(), res.OtherBytes, res.FlipToAckP50Ms, res.FlipToAckP99Ms, res.FlipToAckCount,
 		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP50Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount,
 		res.WakeClusterToAckP99Ms, res.WakeClusterToAckCount, res.WakeOverheadP50Ms, res.WakeOverheadP99Ms)
@@ -286,6 +287,8 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	// proxy-mode assignment, then the flip to serve) and going back to
 	// zero (the flip to proxy, then the backend leaves).
 	const hist = "thaw_xds_flip_to_ack_seconds"
+	const removals = "thaw_xds_removal_to_ack_seconds"
+	const ahead = "thaw_xds_wake_cluster_to_ack_seconds"
 	wake, sleep := map[string]float64{}, map[string]float64{}
 	mark := before
 	phase := func(into map[string]float64) error {
@@ -294,7 +297,7 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 			return err
 		}
 		for k, v := range now {
-			if strings.HasPrefix(k, hist) {
+			if strings.HasPrefix(k, hist) || strings.HasPrefix(k, removals) || strings.HasPrefix(k, ahead) {
 				into[k] += v - mark[k]
 			}
 		}
@@ -364,14 +367,23 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	res.FlipToAckP50Ms, res.FlipToAckP99Ms = p50*1000, p99*1000
 	w50, _ := histQuantile(nil, wake, hist, 0.5)
 	w99, _ := histQuantile(nil, wake, hist, 0.99)
-	s99, _ := histQuantile(nil, sleep, hist, 0.99)
-	res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms = w50*1000, w99*1000, s99*1000
-	const removals = "thaw_xds_removal_to_ack_seconds"
+	res.WakeToAckP50Ms, res.WakeToAckP99Ms = w50*1000, w99*1000
+	// Per phase, whichever activator ran: a wake's flip is its backend's
+	// change (on the module's cluster routes the cluster sent ahead while
+	// the backend starts is timed apart, in wake_cluster_to_ack_seconds;
+	// a flip that waited for it includes the wait); a return to zero is
+	// its flip to proxy mode, or on the module's cluster routes its
+	// cluster's removal, which only removal_to_ack_seconds times.
+	res.Activator = activatorOf(before)
+	res.Waking = flipFigures(nil, wake, hist)
+	res.BackToZero = flipFigures(nil, sleep, hist, removals)
+	if res.BackToZero != nil {
+		res.SleepToAckP99Ms = res.BackToZero.P99Ms
+	}
 	res.RemovalToAckCount = d(removals + "_count")
 	r50, _ := histQuantile(before, after, removals, 0.5)
 	r99, _ := histQuantile(before, after, removals, 0.99)
 	res.RemovalToAckP50Ms, res.RemovalToAckP99Ms = r50*1000, r99*1000
-	const ahead = "thaw_xds_wake_cluster_to_ack_seconds"
 	res.WakeClusterToAckCount = d(ahead + "_count")
 	a99, _ := histQuantile(before, after, ahead, 0.99)
 	res.WakeClusterToAckP99Ms = a99 * 1000
