@@ -94,9 +94,6 @@ func scanJSON(doc []byte) (edits []numEdit, ok bool) {
 		if kind == 0 {
 			return nil, false
 		}
-		// Names sit at even indexes of an object.
-		in, n := dec.StackIndex(dec.StackDepth())
-		isName := in == '{' && n%2 == 0
 		switch kind {
 		case '{', '[':
 			if dec.StackDepth() >= fastMaxDepth {
@@ -128,11 +125,10 @@ func scanJSON(doc []byte) (edits []numEdit, ok bool) {
 		end := int(dec.InputOffset())
 		start := end - len(v)
 		switch {
-		case isName:
+		case kind == '"' && isName(dec):
 			key := v[1 : len(v)-1]
 			mark := marks[len(marks)-1]
-			if !nameLayout(doc, start, end) || !yamlString(key) || bytes.IndexByte(key, '\\') >= 0 ||
-				len(keys)-mark >= fastMaxKeys {
+			if !nameLayout(doc, start, end) || !yamlString(key, true) || len(keys)-mark >= fastMaxKeys {
 				return nil, false
 			}
 			for _, k := range keys[mark:] {
@@ -142,7 +138,7 @@ func scanJSON(doc []byte) (edits []numEdit, ok bool) {
 			}
 			keys = append(keys, key)
 		case kind == '"':
-			if !yamlString(v[1 : len(v)-1]) {
+			if !yamlString(v[1:len(v)-1], false) {
 				return nil, false
 			}
 		case kind == '0':
@@ -155,6 +151,13 @@ func scanJSON(doc []byte) (edits []numEdit, ok bool) {
 			}
 		}
 	}
+}
+
+// isName reports whether the string just read is an object's name: names
+// sit at odd lengths of an object (the name itself counted).
+func isName(dec *jsontext.Decoder) bool {
+	in, n := dec.StackIndex(dec.StackDepth())
+	return in == '{' && n%2 == 1
 }
 
 // nameLayout reports whether the name doc[start:end] is followed on its
@@ -175,10 +178,17 @@ func nameLayout(doc []byte, start, end int) bool {
 // yamlString reports whether the raw body of a JSON string (jsontext has
 // checked its grammar and UTF-8) reads the same in a YAML double-quoted
 // scalar: no DEL, no escape YAML lacks (\/, a surrogate half), and every
-// non-ASCII character one YAML keeps (yamlPlainRune).
-func yamlString(s []byte) bool {
+// non-ASCII character one YAML keeps (yamlPlainRune). A key (key true) has
+// no escape at all: keys are compared as written.
+func yamlString(s []byte, key bool) bool {
 	for i := 0; i < len(s); {
+		if c := s[i]; c >= ' ' && c < 0x7f && c != '\\' {
+			i++ // the common case: printable ASCII
+			continue
+		}
 		switch c := s[i]; {
+		case c == '\\' && key:
+			return false
 		case c == '\\':
 			switch s[i+1] {
 			case '/':
@@ -192,10 +202,8 @@ func yamlString(s []byte) bool {
 			default:
 				i += 2
 			}
-		case c == 0x7f:
-			return false
 		case c < utf8.RuneSelf:
-			i++
+			return false // DEL (jsontext refuses the other controls)
 		default:
 			r, n := utf8.DecodeRune(s[i:])
 			if !yamlPlainRune(r, n) {
