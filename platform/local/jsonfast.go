@@ -7,14 +7,17 @@ import (
 	"os"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The JSON fast path. A file whose first non-blank byte is '{' may be
 // JSON, which YAML reads too; the YAML path (yamlToJSON: parse, convert,
 // marshal) was 13% of thaw's start CPU at 100,000 revisions. plainJSON
-// scans such a file once and answers whether the YAML path would read it
-// to the very same values; only then is it decoded directly. Anything it
-// is not sure of (and every file that is not JSON, or that has a problem)
+// reads such a file once with jsontext (the JSON grammar, UTF-8, duplicate
+// names and nesting are the library's) and adds what only the YAML path
+// cares about; only when both agree is it decoded directly. Anything it is
+// not sure of (and every file that is not JSON, or that has a problem)
 // goes down the YAML path, so every refusal, and its message, is the YAML
 // path's own. FuzzJSONFastPath checks that both paths agree.
 
@@ -22,26 +25,16 @@ import (
 const (
 	// fastMaxDepth bounds nesting (the file's own layout needs 6).
 	fastMaxDepth = 64
-	// fastMaxKeys bounds one object's keys: duplicates are looked for
-	// pairwise.
+	// fastMaxKeys bounds one object's keys: keys equal but for case are
+	// looked for pairwise.
 	fastMaxKeys = 64
 	// fastMaxKeySpan bounds the bytes from a key's opening quote to its
 	// ':' (YAML allows 1,024 characters for an implicit key).
 	fastMaxKeySpan = 1000
 )
 
-// jsonScan is one pass over a candidate file.
-type jsonScan struct {
-	data  []byte
-	pos   int
-	depth int
-	// keys holds the keys of the objects being scanned, innermost last.
-	keys [][]byte
-	// edits are number literals that YAML reads to another text (1.0 is
-	// 1 there, 1e2 is 100), in file order.
-	edits []numEdit
-}
-
+// numEdit is a number literal that YAML reads to another text (1.0 is 1
+// there, 1e2 is 100): n bytes at offset at become text.
 type numEdit struct {
 	at, n int
 	text  string
@@ -56,218 +49,170 @@ type numEdit struct {
 // line with their ':'. ok is false otherwise: the caller uses the YAML
 // path.
 func plainJSON(data []byte) (js []byte, ok bool) {
-	s := &jsonScan{data: data}
-	s.blank()
-	if s.pos >= len(data) || data[s.pos] != '{' || !s.object() {
+	// Around the document only spaces and line breaks (a tab there is an
+	// error to YAML, in block context).
+	lo, hi := 0, len(data)
+	for lo < hi && isBlank(data[lo]) {
+		lo++
+	}
+	for hi > lo && isBlank(data[hi-1]) {
+		hi--
+	}
+	if lo == hi || data[lo] != '{' {
 		return nil, false
 	}
-	s.blank()
-	if s.pos != len(data) {
+	doc := data[lo:hi]
+	edits, ok := scanJSON(doc)
+	if !ok {
 		return nil, false
 	}
-	if len(s.edits) == 0 {
+	if len(edits) == 0 {
 		return data, true
 	}
 	out := make([]byte, 0, len(data))
 	last := 0
-	for _, e := range s.edits {
-		out = append(append(out, data[last:e.at]...), e.text...)
-		last = e.at + e.n
+	for _, e := range edits {
+		out = append(append(out, data[last:lo+e.at]...), e.text...)
+		last = lo + e.at + e.n
 	}
 	return append(out, data[last:]...), true
 }
 
-// blank skips what may surround the document: spaces and line breaks (a
-// tab there is an error to YAML, in block context).
-func (s *jsonScan) blank() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\n', '\r':
-			s.pos++
-		default:
-			return
+func isBlank(c byte) bool { return c == ' ' || c == '\n' || c == '\r' }
+
+// scanJSON reads doc, one JSON value and nothing else, token by token
+// and checks what jsontext leaves to us; it returns the number edits in
+// file order (offsets into doc).
+func scanJSON(doc []byte) (edits []numEdit, ok bool) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(doc))
+	// keys holds the names of the objects being read, innermost last;
+	// marks where each open object's names start.
+	var keys [][]byte
+	var marks []int
+	for {
+		kind := dec.PeekKind()
+		if kind == 0 {
+			return nil, false
+		}
+		switch kind {
+		case '{', '[':
+			if dec.StackDepth() >= fastMaxDepth {
+				return nil, false
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return nil, false
+			}
+			if kind == '{' {
+				marks = append(marks, len(keys))
+			}
+			continue
+		case '}', ']':
+			if _, err := dec.ReadToken(); err != nil {
+				return nil, false
+			}
+			if kind == '}' {
+				keys, marks = keys[:marks[len(marks)-1]], marks[:len(marks)-1]
+			}
+			if dec.StackDepth() == 0 {
+				return edits, dec.InputOffset() == int64(len(doc))
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		end := int(dec.InputOffset())
+		start := end - len(v)
+		switch {
+		case kind == '"' && isName(dec):
+			key := v[1 : len(v)-1]
+			mark := marks[len(marks)-1]
+			if !nameLayout(doc, start, end) || !yamlString(key, true) || len(keys)-mark >= fastMaxKeys {
+				return nil, false
+			}
+			for _, k := range keys[mark:] {
+				if bytes.EqualFold(k, key) {
+					return nil, false
+				}
+			}
+			keys = append(keys, key)
+		case kind == '"':
+			if !yamlString(v[1:len(v)-1], false) {
+				return nil, false
+			}
+		case kind == '0':
+			text, ok := yamlNumber(v)
+			if !ok {
+				return nil, false
+			}
+			if text != "" {
+				edits = append(edits, numEdit{at: start, n: len(v), text: text})
+			}
 		}
 	}
 }
 
-// ws skips JSON whitespace inside the document and reports whether a line
-// break was among it.
-func (s *jsonScan) ws() (nl bool) {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
+// isName reports whether the string just read is an object's name: names
+// sit at odd lengths of an object (the name itself counted).
+func isName(dec *jsontext.Decoder) bool {
+	in, n := dec.StackIndex(dec.StackDepth())
+	return in == '{' && n%2 == 1
+}
+
+// nameLayout reports whether the name doc[start:end] is followed on its
+// own line by its ':', within fastMaxKeySpan bytes of its opening quote.
+func nameLayout(doc []byte, start, end int) bool {
+	for i := end; i < len(doc) && i-start < fastMaxKeySpan; i++ {
+		switch doc[i] {
 		case ' ', '\t':
-		case '\n', '\r':
-			nl = true
+		case ':':
+			return true
 		default:
-			return nl
+			return false
 		}
-		s.pos++
-	}
-	return nl
-}
-
-func (s *jsonScan) value() bool {
-	if s.pos >= len(s.data) {
-		return false
-	}
-	switch c := s.data[s.pos]; {
-	case c == '{':
-		return s.object()
-	case c == '[':
-		return s.array()
-	case c == '"':
-		s.pos++
-		return s.str(false)
-	case c == 't':
-		return s.lit("true")
-	case c == 'f':
-		return s.lit("false")
-	case c == 'n':
-		return s.lit("null")
-	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
 	}
 	return false
 }
 
-func (s *jsonScan) object() bool {
-	s.pos++ // '{'
-	if s.depth++; s.depth > fastMaxDepth {
-		return false
-	}
-	mark := len(s.keys)
-	defer func() { s.keys = s.keys[:mark]; s.depth-- }()
-	s.ws()
-	if s.pos < len(s.data) && s.data[s.pos] == '}' {
-		s.pos++
-		return true
-	}
-	for {
-		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+// yamlString reports whether the raw body of a JSON string (jsontext has
+// checked its grammar and UTF-8) reads the same in a YAML double-quoted
+// scalar: no DEL, no escape YAML lacks (\/, a surrogate half), and every
+// non-ASCII character one YAML keeps (yamlPlainRune). A key (key true) has
+// no escape at all: keys are compared as written.
+func yamlString(s []byte, key bool) bool {
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= ' ' && c < 0x7f && c != '\\' {
+			i++ // the common case: printable ASCII
+			continue
+		}
+		switch c := s[i]; {
+		case c == '\\' && key:
 			return false
-		}
-		start := s.pos
-		s.pos++
-		if !s.str(true) {
-			return false
-		}
-		key := s.data[start+1 : s.pos-1]
-		if s.ws() || s.pos >= len(s.data) || s.data[s.pos] != ':' || s.pos-start >= fastMaxKeySpan {
-			return false
-		}
-		if len(s.keys)-mark >= fastMaxKeys {
-			return false
-		}
-		for _, k := range s.keys[mark:] {
-			if bytes.EqualFold(k, key) {
-				return false
-			}
-		}
-		s.keys = append(s.keys, key)
-		s.pos++ // ':'
-		s.ws()
-		if !s.value() {
-			return false
-		}
-		s.ws()
-		if s.pos >= len(s.data) {
-			return false
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-			s.ws()
-		case '}':
-			s.pos++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func (s *jsonScan) array() bool {
-	s.pos++ // '['
-	if s.depth++; s.depth > fastMaxDepth {
-		return false
-	}
-	defer func() { s.depth-- }()
-	s.ws()
-	if s.pos < len(s.data) && s.data[s.pos] == ']' {
-		s.pos++
-		return true
-	}
-	for {
-		if !s.value() {
-			return false
-		}
-		s.ws()
-		if s.pos >= len(s.data) {
-			return false
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-			s.ws()
-		case ']':
-			s.pos++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// str scans a string after its opening quote, up to and past its closing
-// one. A key (key true) has no escape at all: keys are compared as
-// written.
-func (s *jsonScan) str(key bool) bool {
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			return true
 		case c == '\\':
-			if key || !s.escape() {
-				return false
+			switch s[i+1] {
+			case '/':
+				return false // YAML has no \/
+			case 'u':
+				v, _ := strconv.ParseUint(string(s[i+2:i+6]), 16, 32)
+				if v >= 0xd800 && v <= 0xdfff {
+					return false // YAML refuses surrogate halves
+				}
+				i += 6
+			default:
+				i += 2
 			}
-		case c < 0x20 || c == 0x7f:
-			return false
 		case c < utf8.RuneSelf:
-			s.pos++
+			return false // DEL (jsontext refuses the other controls)
 		default:
-			r, n := utf8.DecodeRune(s.data[s.pos:])
+			r, n := utf8.DecodeRune(s[i:])
 			if !yamlPlainRune(r, n) {
 				return false
 			}
-			s.pos += n
+			i += n
 		}
 	}
-	return false
-}
-
-// escape scans one escape sequence that JSON and YAML both read alike.
-func (s *jsonScan) escape() bool {
-	if s.pos+1 >= len(s.data) {
-		return false
-	}
-	switch s.data[s.pos+1] {
-	case '"', '\\', 'b', 'f', 'n', 'r', 't':
-		s.pos += 2
-		return true
-	case 'u':
-		if s.pos+6 > len(s.data) {
-			return false
-		}
-		v, err := strconv.ParseUint(string(s.data[s.pos+2:s.pos+6]), 16, 32)
-		if err != nil || v >= 0xd800 && v <= 0xdfff {
-			return false // YAML refuses surrogate halves
-		}
-		s.pos += 6
-		return true
-	}
-	return false // '/' among them: YAML has no \/
+	return true
 }
 
 // yamlPlainRune reports whether a non-ASCII character reads the same in a
@@ -284,66 +229,18 @@ func yamlPlainRune(r rune, n int) bool {
 	return r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
 }
 
-func (s *jsonScan) lit(word string) bool {
-	if !bytes.HasPrefix(s.data[s.pos:], []byte(word)) {
-		return false
+// yamlNumber returns the text the YAML path gives a JSON number literal
+// (jsontext has checked its grammar) when it differs ("" when the same);
+// ok is false for a float out of range (YAML keeps those as strings).
+func yamlNumber(lit []byte) (text string, ok bool) {
+	if len(lit) <= 18 && bytes.IndexAny(lit, ".eE") < 0 && string(lit) != "-0" {
+		return "", true // an int64 YAML writes back as it is
 	}
-	s.pos += len(word)
-	return true
-}
-
-// number scans a JSON number and records an edit when YAML would read it
-// to another text.
-func (s *jsonScan) number() bool {
-	start := s.pos
-	if s.data[s.pos] == '-' {
-		s.pos++
+	text, ok = yamlNumberText(string(lit))
+	if !ok || text == string(lit) {
+		return "", ok
 	}
-	switch {
-	case s.pos < len(s.data) && s.data[s.pos] == '0':
-		s.pos++
-	case s.digits() == 0:
-		return false
-	}
-	simple := true
-	if s.pos < len(s.data) && s.data[s.pos] == '.' {
-		s.pos++
-		if s.digits() == 0 {
-			return false
-		}
-		simple = false
-	}
-	if s.pos < len(s.data) && (s.data[s.pos] == 'e' || s.data[s.pos] == 'E') {
-		s.pos++
-		if s.pos < len(s.data) && (s.data[s.pos] == '+' || s.data[s.pos] == '-') {
-			s.pos++
-		}
-		if s.digits() == 0 {
-			return false
-		}
-		simple = false
-	}
-	lit := s.data[start:s.pos]
-	if simple && len(lit) <= 18 && string(lit) != "-0" {
-		return true // an int64 YAML writes back as it is
-	}
-	text, ok := yamlNumberText(string(lit))
-	if !ok {
-		return false
-	}
-	if text != string(lit) {
-		s.edits = append(s.edits, numEdit{at: start, n: len(lit), text: text})
-	}
-	return true
-}
-
-func (s *jsonScan) digits() int {
-	n := 0
-	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
-		s.pos++
-		n++
-	}
-	return n
+	return text, true
 }
 
 // yamlNumberText is the JSON text the YAML path gives a JSON number
@@ -387,7 +284,9 @@ func LooksJSON(path string) bool {
 	defer f.Close()
 	head := make([]byte, 4096)
 	n, _ := io.ReadFull(f, head)
-	s := &jsonScan{data: head[:n]}
-	s.blank()
-	return s.pos < n && head[s.pos] == '{'
+	i := 0
+	for i < n && isBlank(head[i]) {
+		i++
+	}
+	return i < n && head[i] == '{'
 }
