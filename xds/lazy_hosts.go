@@ -16,12 +16,14 @@ import (
 
 // confirmVersion returns the version ar is confirmed at: its own, or,
 // for a virtual host whose reference carries none (encoded lazily), the
-// version the VHDS cache holds now (encoding it if no Envoy asked yet).
+// version the VHDS cache encoded it at; "" (no Envoy ACKed it) while it
+// is not encoded, which means no Envoy was sent it: the check encodes
+// nothing (an autoscaler asks for every revision on every tick).
 func (s *Server) confirmVersion(ar appliedRevision) string {
 	if ar.claVersion != "" || ar.typeURL != resourcev3.VirtualHostType {
 		return ar.claVersion
 	}
-	return s.deltas[resourcev3.VirtualHostType].VersionsOf([]string{ar.cla})[ar.cla]
+	return s.deltas[resourcev3.VirtualHostType].EncodedVersionsOf([]string{ar.cla})[ar.cla]
 }
 
 // addLazy records in c a lazily encoded host e that the cache holds as h
