@@ -402,25 +402,6 @@ func (c *Delta) Fetch(context.Context, *cachev3.Request) (cachev3.Response, erro
 // lazy entry not materialised yet (no stream was sent it).
 func (e *Entry) Version() string { return e.version }
 
-// Lazy returns the lazily encoded resource e was set with, nil for one
-// set with its encoding.
-func (e *Entry) Lazy() *encoded.Resource { return e.lazy }
-
-// materialise fills in a lazy entry's encoding and version if not yet
-// done, and reports whether e has them (false only when the encoding
-// failed, which a validated message never does). Call under c.mu.
-func (c *Delta) materialise(e *Entry) bool {
-	if e.lazy == nil || e.version != "" {
-		return true
-	}
-	b, v, err := e.lazy.Get()
-	if err != nil {
-		return false
-	}
-	e.bytes, e.version = b, v
-	return true
-}
-
 // encoding returns e's encoding, never nil for an entry (an empty
 // resource encodes to no bytes), nil for no entry: what Demand.Set and
 // Delete are told a name had.
