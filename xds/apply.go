@@ -238,9 +238,12 @@ func (s *Server) trackFirst(first bool, changes []*change) {
 		for _, typ := range resourceTypes {
 			v := s.versions[typ]
 			if dc := s.deltas[typ]; dc != nil {
-				v = dc.Versions()
-				if typ == resourcev3.VirtualHostType {
-					maps.DeleteFunc(v, func(name, _ string) bool { return !s.demandResident(name) })
+				if typ == resourcev3.VirtualHostType && s.demand != nil {
+					// Only resident hosts: the others stay unencoded
+					// (lazy_hosts.go) until an Envoy asks.
+					v = dc.VersionsWhere(s.demandResident)
+				} else {
+					v = dc.Versions()
 				}
 			} else {
 				v = maps.Clone(v)

@@ -32,6 +32,9 @@ type change struct {
 	// encoded is set for a type the translator keeps as encodings
 	// (diffEncoded): upd's values are nil.
 	encoded bool
+	// lazy holds those of upd encoded only when an Envoy needs them
+	// (lazy_hosts.go): they have no version in ver nor encoding in enc.
+	lazy map[string]*encoded.Resource
 }
 
 // diff compares a new translation of one type with what the caches hold.
@@ -73,10 +76,16 @@ func (s *Server) diffEncoded(typeURL string, want map[string]*encoded.Resource) 
 	s.deltas[typeURL].View(func(have map[string]*cache.Entry) {
 		for name, e := range want {
 			h, ok := have[name]
-			if ok && h.Version() == e.Version {
-				continue
+			if e.IsLazy() {
+				if !c.addLazy(name, h, e) {
+					continue
+				}
+			} else {
+				if ok && h.Version() == e.Version {
+					continue
+				}
+				c.upd[name], c.ver[name], c.enc[name] = nil, e.Version, e.Bytes
 			}
-			c.upd[name], c.ver[name], c.enc[name] = nil, e.Version, e.Bytes
 			if !ok {
 				c.added = append(c.added, name)
 			}
@@ -126,7 +135,7 @@ func (s *Server) update(typeURL string, c *change, del []string) error {
 		(*h)(typeURL, c)
 	}
 	if dc := s.deltas[typeURL]; dc != nil {
-		return dc.Update(c.upd, c.enc, c.ver, del)
+		return dc.UpdateLazy(c.upd, c.enc, c.ver, c.lazy, del)
 	}
 	return s.caches[typeURL].UpdateResources(c.upd, del)
 }

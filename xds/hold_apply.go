@@ -141,7 +141,11 @@ func (s *Server) applyTransitions(ctx context.Context, snap *revision.Snapshot, 
 // the translator keeps it encoded.
 func addOne(c *change, name string, msg types.Resource, enc *encoded.Resource) error {
 	if enc != nil {
-		c.upd[name], c.ver[name], c.enc[name] = nil, enc.Version, enc.Bytes
+		b, v, err := enc.Get() // a transition's host is sent: encode a lazy one
+		if err != nil {
+			return err
+		}
+		c.upd[name], c.ver[name], c.enc[name] = nil, v, b
 		c.encoded = true
 		return nil
 	}

@@ -21,7 +21,7 @@ func (s *Server) ConfirmedBy(node string, key revision.Key, generation uint64) b
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.AckedBy(node, ar.typeURL, ar.cla, ar.claVersion)
+	return s.tracker.AckedBy(node, ar.typeURL, ar.cla, s.confirmVersion(ar))
 }
 
 // Changed returns a channel closed at the server's next change: a

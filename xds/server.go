@@ -318,7 +318,7 @@ func (s *Server) ConfirmedEverywhere(key revision.Key, generation uint64) bool {
 	if !ok || ar.generation < generation {
 		return false
 	}
-	return s.tracker.AckedEverywhere(ar.typeURL, ar.cla, ar.claVersion) || s.confirmedOnDemand(ar.typeURL, ar.cla)
+	return s.confirmedOnDemand(ar.typeURL, ar.cla) || s.tracker.AckedEverywhere(ar.typeURL, ar.cla, s.confirmVersion(ar))
 }
 
 // WaitConfirmed blocks until ConfirmedEverywhere(key, generation) holds and

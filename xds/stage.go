@@ -41,6 +41,9 @@ func (s *Server) applyRoutes(ctx context.Context, st *staged) error {
 	if err := s.replace(st.vhds); err != nil {
 		return err
 	}
+	if !st.first {
+		s.lazyVersions(st.vhds)
+	}
 	removing := len(st.cds.del)+len(st.eds.del)+len(st.lds.del)+len(st.rds.del) > 0
 	if !st.first && removing {
 		var waits []stageWait

@@ -3,12 +3,15 @@ package cache
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+
+	"github.com/thaw-dev/thaw/xds/encoded"
 )
 
 // ChangeLogSize bounds the change log; a subscription older than the log
@@ -100,6 +103,12 @@ type Entry struct {
 	msg     types.Resource
 	bytes   []byte // deterministic encoding
 	version string // HashResource(bytes), as go-control-plane's delta versions
+	// lazy, when set, is the resource encoded only when first needed
+	// (encoded.NewLazy: on-demand virtual hosts): bytes and version are
+	// empty until materialise fills them in, under the cache's lock,
+	// when a stream is to be sent the entry (an alias resolving to it,
+	// residency, a stream holding its name) or its version is asked for.
+	lazy *encoded.Resource
 }
 
 type logEntry struct {
@@ -129,7 +138,15 @@ func NewDelta(typeURL string, logSize int) *Delta {
 // its encoding only.
 // Responses to parked watches are sent after the lock is released.
 func (c *Delta) Update(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) error {
-	fired, err := c.apply(upd, encoded, versions, del)
+	return c.UpdateLazy(upd, encoded, versions, nil, del)
+}
+
+// UpdateLazy is Update where the names in lazy (a subset of upd's, with
+// no encoding or version) are encoded only when first needed (see
+// Entry.lazy).
+func (c *Delta) UpdateLazy(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string,
+	lazy map[string]*encoded.Resource, del []string) error {
+	fired, err := c.apply(upd, encoded, versions, lazy, del)
 	for _, f := range fired {
 		f.w.send(f.resp)
 	}
@@ -145,11 +162,22 @@ type firedWatch struct {
 
 // apply is update under c.mu: it changes the resources and returns the
 // parked watches answered.
-func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, versions map[string]string, del []string) ([]firedWatch, error) {
+func (c *Delta) apply(upd map[string]types.Resource, enc map[string][]byte, versions map[string]string,
+	lazy map[string]*encoded.Resource, del []string) ([]firedWatch, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sotw != nil {
-		msgs, err := c.messages(upd, encoded)
+		if len(lazy) > 0 { // the state-of-the-world cache needs every encoding
+			enc = maps.Clone(enc)
+			for name, l := range lazy {
+				b, _, err := l.Get()
+				if err != nil {
+					return nil, err
+				}
+				enc[name] = b
+			}
+		}
+		msgs, err := c.messages(upd, enc)
 		if err != nil {
 			return nil, err
 		}
@@ -164,11 +192,17 @@ func (c *Delta) apply(upd map[string]types.Resource, encoded map[string][]byte, 
 	changed := make(map[string]bool, len(upd)+len(del))
 	for name := range upd {
 		old := c.res[name]
-		c.res[name] = &Entry{name: name, msg: upd[name], bytes: encoded[name], version: versions[name]}
+		e := &Entry{name: name, msg: upd[name], bytes: enc[name], version: versions[name], lazy: lazy[name]}
+		if old != nil && old.version != "" {
+			// old may be held: the stream holding it is sent e, and the
+			// server waits for its ACK (EncodedVersionsOf).
+			c.materialise(e)
+		}
+		c.res[name] = e
 		c.record(name)
 		changed[name] = true
 		if c.demand != nil {
-			c.demand.Set(name, old.encoding(), encoded[name])
+			c.demand.Set(name, old.encoding(), e.encoding())
 		}
 	}
 	for _, name := range del {
@@ -255,7 +289,7 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 		e, exists := c.res[name]
 		have, isKnown := known[name]
 		switch {
-		case exists && wants(name) && (!isKnown || have != e.version):
+		case exists && wants(name) && c.materialise(e) && (!isKnown || have != e.version):
 			upd = append(upd, e)
 		case !exists && isKnown:
 			removed = append(removed, name)
@@ -284,7 +318,7 @@ func (c *Delta) respond(w *deltaWatch, candidates map[string]bool) *deltaRespons
 		}
 	}
 	for name := range forced {
-		if e := c.res[name]; e != nil {
+		if e := c.res[name]; e != nil && c.materialise(e) {
 			upd = append(upd, e)
 		} else {
 			delete(forced, name) // deleted since: in removed if held
@@ -364,7 +398,8 @@ func (c *Delta) Fetch(context.Context, *cachev3.Request) (cachev3.Response, erro
 }
 
 // Version returns the entry's version: cachev3.HashResource of its
-// deterministic encoding, as go-control-plane's delta versions.
+// deterministic encoding, as go-control-plane's delta versions; "" for a
+// lazy entry not materialised yet (no stream was sent it).
 func (e *Entry) Version() string { return e.version }
 
 // encoding returns e's encoding, never nil for an entry (an empty
@@ -373,6 +408,9 @@ func (e *Entry) Version() string { return e.version }
 func (e *Entry) encoding() []byte {
 	if e == nil {
 		return nil
+	}
+	if e.lazy != nil { // its domains only: all a Demand reads
+		return e.lazy.DomainsEncoding()
 	}
 	if e.bytes == nil {
 		return []byte{}

@@ -23,7 +23,25 @@ func (c *Delta) Versions() map[string]string {
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(c.res))
 	for name, e := range c.res {
+		c.materialise(e)
 		out[name] = e.version
+	}
+	return out
+}
+
+// VersionsWhere returns the versions of the resources held whose name
+// keep accepts (a new map), encoding only those of them encoded lazily
+// (Entry.Lazy). keep runs under the cache's lock: it must not call the
+// cache.
+func (c *Delta) VersionsWhere(keep func(name string) bool) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for name, e := range c.res {
+		if keep(name) {
+			c.materialise(e)
+			out[name] = e.version
+		}
 	}
 	return out
 }
@@ -49,6 +67,7 @@ func (c *Delta) VersionsOf(names []string) map[string]string {
 	out := make(map[string]string, len(names))
 	for _, name := range names {
 		if e := c.res[name]; e != nil {
+			c.materialise(e)
 			out[name] = e.version
 		}
 	}
@@ -63,6 +82,21 @@ func (c *Delta) Held() map[string]types.Resource {
 	out := make(map[string]types.Resource, len(c.res))
 	for name, e := range c.res {
 		out[name] = e.msg
+	}
+	return out
+}
+
+// EncodedVersionsOf returns the versions of those of names held that are
+// encoded (a new map): a lazy entry not materialised yet (Entry.Lazy) is
+// left out, and stays unencoded.
+func (c *Delta) EncodedVersionsOf(names []string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for _, name := range names {
+		if e := c.res[name]; e != nil && e.version != "" {
+			out[name] = e.version
+		}
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func (c *Delta) SetDemand(d Demand, aliasesPerStream int) {
 	defer c.mu.Unlock()
 	c.demand, c.demandMax = d, aliasesPerStream
 	for name, e := range c.res {
-		d.Set(name, nil, e.bytes)
+		d.Set(name, nil, e.encoding())
 	}
 }
 

@@ -17,6 +17,7 @@ func (c *Delta) allMessages() (map[string]types.Resource, error) {
 	for name, e := range c.res {
 		all[name] = e.msg
 		if e.msg == nil {
+			c.materialise(e)
 			enc[name] = e.bytes
 		}
 	}

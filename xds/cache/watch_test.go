@@ -71,7 +71,7 @@ func TestDeltaCacheCancelledResponseIsResent(t *testing.T) {
 	if err := ch.add("b", cla); err != nil {
 		t.Fatal(err)
 	}
-	fired, err := c.apply(ch.upd, ch.enc, ch.ver, nil) // update without its sends
+	fired, err := c.apply(ch.upd, ch.enc, ch.ver, nil, nil) // update without its sends
 	if err != nil || len(fired) != 1 {
 		t.Fatalf("update answered %d watches (%v), want 1", len(fired), err)
 	}

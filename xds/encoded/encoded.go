@@ -20,6 +20,8 @@ import (
 type Resource struct {
 	Bytes   []byte // deterministic encoding, as Hash
 	Version string // cachev3.HashResource(Bytes)
+	// lazy, when set, computes both on first need (NewLazy; Get).
+	lazy *lazy
 }
 
 // Encode returns r's encoding and version.

@@ -19,6 +19,9 @@ import (
 // for a revision without routes of its own or with inline routes, route
 // configuration thaw_http. A revision with a cluster is confirmed by its
 // ClusterLoadAssignment instead.
+//
+// Version is empty for a virtual host encoded lazily (lazyVirtualHost):
+// the server takes the version its VHDS cache holds.
 type ConfirmRef struct {
 	TypeURL, Name, Version string
 }
@@ -61,7 +64,7 @@ func (t *Translator) idleConfirmRefs(tl *Translation, memo map[revision.Key]*mem
 			name = splitOf[k]
 		}
 		if e := tl.Encoded[resourcev3.VirtualHostType][name]; e != nil && name != "" {
-			out[k] = ConfirmRef{TypeURL: resourcev3.VirtualHostType, Name: name, Version: e.Version}
+			out[k] = ConfirmRef{TypeURL: resourcev3.VirtualHostType, Name: name, Version: refVersion(e)}
 			continue
 		}
 		if name != "" && len(tl.VirtualHosts) > 0 {
@@ -173,7 +176,7 @@ func (t *Translator) Transition(key revision.Key) (tr Transition, ok bool, err e
 	}
 	ref := ConfirmRef{TypeURL: resourcev3.VirtualHostType, Name: tr.VirtualHostName}
 	if m.res.vhostEnc != nil {
-		ref.Version = m.res.vhostEnc.Version
+		ref.Version = refVersion(m.res.vhostEnc)
 	} else if _, ref.Version, err = encoded.Hash(m.res.vhost); err != nil {
 		return Transition{}, false, err
 	}

@@ -81,14 +81,20 @@ func (t *Translator) revision(rev *revision.Revision, domains []string) (*memoEn
 	case m != nil && slices.Equal(m.domains, domains) && m.timeouts == timeouts && m.target == target:
 		res.vhost, res.vhostEnc = m.res.vhost, m.res.vhostEnc
 	default:
-		vh := translate.RevisionVirtualHost(translate.VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, Parts: t.parts, Name: name,
-			Cluster: target, Timeouts: timeouts})
+		params := translate.VirtualHostParams{Key: rev.Key, Domains: domains, Config: t.cfg, Parts: t.parts, Name: name,
+			Cluster: target, Timeouts: timeouts}
+		vh := translate.RevisionVirtualHost(params)
 		if err := vh.ValidateAll(); err != nil {
 			return nil, fmt.Errorf("virtual host: %w", err)
 		}
-		if !t.encodesVirtualHosts() {
+		switch {
+		case !t.encodesVirtualHosts():
 			res.vhost = vh
-		} else {
+		case t.cfg.OnDemandHosts:
+			// Validated now (a bad host is reported at start); encoded
+			// when an Envoy first needs it (lazy.go).
+			res.vhostEnc = lazyVirtualHost(params)
+		default:
 			e, err := encoded.Encode(vh)
 			if err != nil {
 				return nil, fmt.Errorf("virtual host: %w", err)
