@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -57,16 +56,7 @@ func kubeIdleHoldPath(t *testing.T, c *harness.Cluster, kubeconfig string, key r
 	run, proxy, th := startKubeModuleRun(t, kubeconfig)
 	ns := key.Namespace
 	cluster := `"` + revision.ClusterName(key) + `"`
-	dump := func(resource string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		out, _, err := proxy.Admin(ctx, "/config_dump?resource="+resource)
-		if err != nil {
-			t.Fatalf("config_dump %s: %v", resource, err)
-		}
-		return out
-	}
+	dump := func(resource string) string { return configDump(t, proxy, resource) }
 	hasCluster := func() bool { return strings.Contains(dump("dynamic_active_clusters"), cluster) }
 	waitStatus(t, th, ns+"/hello", 30*time.Second, "the Revision at zero in proxy mode", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0

@@ -22,16 +22,7 @@ import (
 // through /scale and gets 200 from its pod.
 func kubeOnDemandHosts(t *testing.T, kubeconfig string, key revision.Key) {
 	run, proxy, th := startKubeModuleRun(t, kubeconfig, "--on-demand-hosts")
-	dump := func(resource string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		out, _, err := proxy.Admin(ctx, "/config_dump?resource="+resource)
-		if err != nil {
-			t.Fatalf("config_dump %s: %v", resource, err)
-		}
-		return out
-	}
+	dump := func(resource string) string { return configDump(t, proxy, resource) }
 	waitStatus(t, th, key.String(), 30*time.Second, "the Revision at zero in proxy mode", func(r map[string]any) bool {
 		return r["mode"] == "proxy" && num(r, "ready") == 0
 	})

@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 
@@ -71,4 +73,18 @@ func startThawRunEnvoy(t *testing.T, kubeconfig string, opts thawRunEnvoyOptions
 	proxy = harness.StartEnvoy(t, envoyOpts)
 	th = &harness.Thaw{HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), AdminURL: run.adminURL}
 	return run, proxy, th
+}
+
+// configDump returns proxy's /config_dump of one resource kind (e.g.
+// "dynamic_route_configs") as JSON text; it fails the test when the admin
+// port does not answer within 5 s.
+func configDump(t *testing.T, proxy *harness.Envoy, resource string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	out, _, err := proxy.Admin(ctx, "/config_dump?resource="+resource)
+	if err != nil {
+		t.Fatalf("config_dump %s: %v", resource, err)
+	}
+	return out
 }

@@ -4,22 +4,13 @@ import (
 	"errors"
 	"testing"
 
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-
 	"github.com/thaw-dev/thaw/revision"
 )
 
 // httpFilters returns the HTTP filter names of listener thaw_http for cfg.
 func httpFilters(t *testing.T, cfg Config) []string {
 	t.Helper()
-	l, err := HTTPListener(&cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hcm hcmv3.HttpConnectionManager
-	if err := l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		t.Fatal(err)
-	}
+	hcm := httpConnectionManager(t, cfg)
 	var names []string
 	for _, f := range hcm.GetHttpFilters() {
 		names = append(names, f.GetName())
