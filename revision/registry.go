@@ -56,6 +56,10 @@ type Registry struct {
 
 	kick    chan struct{}
 	current atomic.Pointer[published]
+	// publishedAt is when the last snapshot was published (zero: never);
+	// a revision's first ready backend publishes at once when it is at
+	// least Holdoff ago (registry_wake.go).
+	publishedAt time.Time
 }
 
 type entry struct {
@@ -204,13 +208,18 @@ func (r *Registry) Delete(key Key) {
 func (r *Registry) SetBackends(key Key, backends []Backend) {
 	bs := slices.Clone(backends)
 	sortBackends(bs)
+	first := false
 	r.update(key, true, func(e *entry) bool {
 		if slices.Equal(e.backends, bs) {
 			return false
 		}
+		first = ReadyCount(e.backends) == 0 && ReadyCount(bs) > 0
 		e.backends = bs
 		return true
 	})
+	if first {
+		r.publishFirstBackend()
+	}
 }
 
 // SetMode sets where Envoy sends a revision's traffic and returns the mode
@@ -347,6 +356,7 @@ func (r *Registry) publishLocked() {
 	}
 	r.dirty = false
 	r.version++
+	r.publishedAt = r.opts.Clock.Now()
 	old := r.current.Load()
 	prev := old.snap
 	changes := make(map[Key]*Revision, len(r.pending))
