@@ -60,6 +60,9 @@ type Registry struct {
 	// a revision's first ready backend publishes at once when it is at
 	// least Holdoff ago (registry_wake.go).
 	publishedAt time.Time
+	// running is set while Run runs; firstDue while a first backend's
+	// publication is scheduled (registry_wake.go).
+	running, firstDue bool
 }
 
 type entry struct {
@@ -133,6 +136,8 @@ func (r *Registry) WaitFor(ctx context.Context, cond func(*Snapshot) bool) (*Sna
 // change of a batch. With Holdoff 0 setters publish themselves and Run only
 // waits for ctx.
 func (r *Registry) Run(ctx context.Context) {
+	r.setRunning(true)
+	defer r.setRunning(false)
 	for {
 		select {
 		case <-ctx.Done():

@@ -7,23 +7,42 @@ package revision
 // DefaultHoldoff against a 20 ms cold-start overhead budget; measured in
 // docs/scaling.md, "Where a cold start's time goes at 100,000").
 //
-// So a first ready backend is published at once, unless a snapshot was
-// published less than Holdoff ago: then it joins the batch the holdoff
-// publishes, as before. Publications stay at most about two per Holdoff,
-// and a burst (many revisions getting their first backend at thaw's start)
-// is still batched after its first change.
+// So while Run runs, a first ready backend is published at once when the
+// last publication is at least Holdoff old, and otherwise as soon as it
+// is (Holdoff after the last publication, not Holdoff after this change).
+// Publications stay at most about two per Holdoff, and a burst (many
+// revisions getting their first backend at once) is still batched.
 
-// publishFirstBackend publishes the pending changes now if the last
-// publication was at least Holdoff ago. Run's pending kick then finds
-// nothing left to publish.
+// publishFirstBackend publishes the pending changes now, or schedules
+// their publication for Holdoff after the last one. Run's pending kick
+// then finds nothing left to publish.
 func (r *Registry) publishFirstBackend() {
 	if r.opts.Holdoff <= 0 {
 		return // published by the setter already
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.opts.Clock.Since(r.publishedAt) < r.opts.Holdoff {
+	if !r.running || r.firstDue {
+		return // Run publishes; or a publication is already due soon
+	}
+	wait := r.opts.Holdoff - r.opts.Clock.Since(r.publishedAt)
+	if wait <= 0 {
+		r.publishLocked()
 		return
 	}
-	r.publishLocked()
+	r.firstDue = true
+	t := r.opts.Clock.NewTimer(wait)
+	go func() {
+		<-t.C()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.firstDue = false
+		r.publishLocked()
+	}()
+}
+
+func (r *Registry) setRunning(on bool) {
+	r.mu.Lock()
+	r.running = on
+	r.mu.Unlock()
 }
