@@ -56,6 +56,13 @@ type Registry struct {
 
 	kick    chan struct{}
 	current atomic.Pointer[published]
+	// publishedAt is when the last snapshot was published (zero: never);
+	// a revision's first ready backend publishes at once when it is at
+	// least Holdoff ago (registry_wake.go).
+	publishedAt time.Time
+	// running is set while Run runs; firstDue while a first backend's
+	// publication is scheduled (registry_wake.go).
+	running, firstDue bool
 }
 
 type entry struct {
@@ -129,6 +136,8 @@ func (r *Registry) WaitFor(ctx context.Context, cond func(*Snapshot) bool) (*Sna
 // change of a batch. With Holdoff 0 setters publish themselves and Run only
 // waits for ctx.
 func (r *Registry) Run(ctx context.Context) {
+	r.setRunning(true)
+	defer r.setRunning(false)
 	for {
 		select {
 		case <-ctx.Done():
@@ -204,13 +213,18 @@ func (r *Registry) Delete(key Key) {
 func (r *Registry) SetBackends(key Key, backends []Backend) {
 	bs := slices.Clone(backends)
 	sortBackends(bs)
+	first := false
 	r.update(key, true, func(e *entry) bool {
 		if slices.Equal(e.backends, bs) {
 			return false
 		}
+		first = ReadyCount(e.backends) == 0 && ReadyCount(bs) > 0
 		e.backends = bs
 		return true
 	})
+	if first {
+		r.publishFirstBackend()
+	}
 }
 
 // SetMode sets where Envoy sends a revision's traffic and returns the mode
@@ -347,6 +361,7 @@ func (r *Registry) publishLocked() {
 	}
 	r.dirty = false
 	r.version++
+	r.publishedAt = r.opts.Clock.Now()
 	old := r.current.Load()
 	prev := old.snap
 	changes := make(map[Key]*Revision, len(r.pending))

@@ -307,11 +307,17 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	var overhead []float64
 	waitErr := func() error {
 		for _, r := range flippers {
+			sent := time.Now()
 			s, err := coldAt(e.ctx, c, th.httpURL, r)
 			if err != nil {
 				return fmt.Errorf("waking %s: %w", r.name, err)
 			}
 			overhead = append(overhead, s.OverheadMs)
+			// One line per wake, with the request's send time, so that
+			// the wake's stages can be matched against thaw's and
+			// Envoy's logs (docs/scaling.md, the cold start at 100,000).
+			e.logf("scale100k: wake %s: sent at %.6f s (Unix); backend started %.2f ms later, listening %.2f ms after its start; response end %.2f ms after listening (overhead), %.2f ms after the send",
+				r.name, float64(sent.UnixNano())/1e9, s.SpawnMs, s.StartupMs, s.OverheadMs, s.TotalMs)
 			if err := th.waitRows(e.ctx, time.Minute, r.name+" in serve mode", func(s revStatus) bool {
 				return s.Mode == "serve"
 			}, r.name); err != nil {

@@ -128,6 +128,7 @@ func (in *instance) start() (*process, error) {
 	proc.startedAt = p.opts.Clock.Now()
 	p.mu.Lock()
 	in.proc, in.pid = proc, proc.pid
+	p.running[in] = struct{}{}
 	p.saveStateLocked()
 	p.clearWakeFailureLocked(in.rs) // the next attempt
 	p.mu.Unlock()
@@ -252,6 +253,7 @@ func (in *instance) releasePort() {
 	}
 	if in.proc != nil {
 		in.proc = nil
+		delete(p.running, in)
 		p.saveStateLocked()
 	}
 }

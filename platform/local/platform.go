@@ -46,6 +46,9 @@ type Platform struct {
 	store *stateStore
 	boot  string
 	stale map[*process]stateInstance
+	// running holds the instances whose process is set (in.proc), so
+	// that recording them (saveStateLocked) walks those, not every revision.
+	running map[*instance]struct{}
 	// current is the configuration applied last; reloadErr why the file's
 	// latest version was not (fully) applied (reload.go). Under mu.
 	current   *Config
@@ -77,7 +80,7 @@ func New(opts Options) *Platform {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	p := &Platform{opts: opts, log: opts.Logger, ports: map[int32]bool{},
-		stale: map[*process]stateInstance{}, probeConns: newProbeConns(opts.Clock)}
+		stale: map[*process]stateInstance{}, running: map[*instance]struct{}{}, probeConns: newProbeConns(opts.Clock)}
 	p.probeClient = newProbeClient(p.probeConns)
 	if opts.Load != nil {
 		p.drainLoads = newDrainLoads(opts.Load, opts.Clock, p.log)
