@@ -175,6 +175,7 @@ func (s *Server) stageReady() bool {
 	if s.clock.Now().Before(st.deadline) {
 		return false
 	}
+	s.metrics.stageTimeouts.Inc()
 	for _, w := range st.waits {
 		s.log.Warn("make-before-break wait timed out; continuing",
 			zap.String("type", encoded.ShortType(w.typeURL)), zap.Int("resources", len(w.want)),
