@@ -44,6 +44,9 @@ type metrics struct {
 	// removalFirstSeconds observes seconds from a split's removal to its
 	// additions (module_states.go).
 	removalFirstSeconds prometheus.Histogram
+	// stageTimeouts counts make-before-break stages that ended by
+	// StageTimeout rather than by every Envoy's ACK (stage.go).
+	stageTimeouts prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -97,9 +100,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Endpoint updates that removed and added hosts of a revision, sent removal first, by outcome: split (the removal sent alone), acked (every Envoy ACKed it), superseded (replaced by a full apply or removed), timeout (additions sent after StageTimeout without every Envoy's ACK), module_timeout (every Envoy ACKed, but a connected activator module had not applied the removal by StageTimeout).",
 		}, []string{"outcome"}),
 		removalFirstSeconds: newRemovalFirstSeconds(),
+		stageTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "thaw", Subsystem: "xds", Name: "stage_timeouts_total",
+			Help: "Make-before-break stages (a cluster added before its routes, a route change before a removal) that went on after StageTimeout without every Envoy's ACK; changes queued behind such a stage waited for it.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.wakeClusterToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst, m.removalFirstSeconds)
+		reg.MustRegister(m.connectedNodes, m.pushes, m.pushedBytes, m.nacks, m.flipToAck, m.removalToAck, m.wakeClusterToAck, m.applySeconds, m.skipped, m.skippedSplits, m.removalFirst, m.removalFirstSeconds, m.stageTimeouts)
 	}
 	return m
 }

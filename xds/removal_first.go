@@ -179,10 +179,11 @@ func (s *Server) splitsDue(now time.Time) (due []*revision.Revision, timedOut []
 	return due, timedOut
 }
 
-// splitWake returns what wakes Run for pending splits: the ACK
-// notifications, the modules' confirmations and a timer at the earliest
+// splitWake returns what wakes Run for pending splits: acks and modules,
+// the ACK notifications and the modules' confirmations Run took before
+// it checked the splits, and a timer at the earliest
 // deadline (nil channels without splits), and the timer's stop function.
-func (s *Server) splitWake() (<-chan struct{}, <-chan struct{}, <-chan time.Time, func()) {
+func (s *Server) splitWake(acks, modules <-chan struct{}) (<-chan struct{}, <-chan struct{}, <-chan time.Time, func()) {
 	var first time.Time
 	for _, p := range s.splits {
 		if first.IsZero() || p.deadline.Before(first) {
@@ -193,7 +194,7 @@ func (s *Server) splitWake() (<-chan struct{}, <-chan struct{}, <-chan time.Time
 		return nil, nil, nil, func() {}
 	}
 	t := s.clock.NewTimer(first.Sub(s.clock.Now()))
-	return s.notify.wait(), s.modulesChanged(), t.C(), func() { t.Stop() }
+	return acks, modules, t.C(), func() { t.Stop() }
 }
 
 // advanceSplits applies the additions of the splits that are due (their

@@ -73,7 +73,10 @@ type Server struct {
 	stop    context.CancelFunc
 	tracker *ack.Tracker
 	notify  *notifier
-	running atomic.Bool
+	// beforeWait, set by tests only, runs on Run's goroutine just before
+	// Run waits for its next event.
+	beforeWait atomic.Pointer[func()]
+	running    atomic.Bool
 
 	// Owned by the Run goroutine. applied and versions hold what was
 	// applied to the LinearCaches (listeners, routes); the deltas hold
@@ -247,6 +250,12 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 	opened := false
 	for {
 		ch := reg.Changed()
+		// The ACK and module notifications are taken before the stage and
+		// the splits are checked and before apply sends anything: an ACK
+		// that lands after a check (on a busy machine, often before Run
+		// reaches its select) closes these channels rather than a later
+		// one, so a met stage never waits for StageTimeout.
+		acksCh, modulesCh := s.notify.wait(), s.modulesChanged()
 		snap := reg.Snapshot()
 		if err := s.advanceSplits(); err != nil {
 			return err
@@ -286,8 +295,11 @@ func (s *Server) Run(ctx context.Context, reg *revision.Registry) error {
 					zap.Int("revisions", snap.Revisions.Len()))
 			}
 		}
-		acks, deadline, stop := s.stageWake()
-		splitAcks, splitModules, splitDeadline, stopSplit := s.splitWake()
+		if h := s.beforeWait.Load(); h != nil {
+			(*h)()
+		}
+		acks, deadline, stop := s.stageWake(acksCh)
+		splitAcks, splitModules, splitDeadline, stopSplit := s.splitWake(acksCh, modulesCh)
 		select {
 		case <-ctx.Done():
 			stop()

@@ -175,6 +175,7 @@ func (s *Server) stageReady() bool {
 	if s.clock.Now().Before(st.deadline) {
 		return false
 	}
+	s.metrics.stageTimeouts.Inc()
 	for _, w := range st.waits {
 		s.log.Warn("make-before-break wait timed out; continuing",
 			zap.String("type", encoded.ShortType(w.typeURL)), zap.Int("resources", len(w.want)),
@@ -203,15 +204,15 @@ func (s *Server) advanceStage(ctx context.Context) error {
 	return nil
 }
 
-// stageWake returns what wakes Run for the pending stage: the ACK
-// notifications and a timer at its deadline (stop it after use); nil
-// channels without a stage.
-func (s *Server) stageWake() (acks <-chan struct{}, deadline <-chan time.Time, stop func()) {
+// stageWake returns what wakes Run for the pending stage: acks, the ACK
+// notifications Run took before it checked the stage, and a timer at its
+// deadline (stop it after use); nil channels without a stage.
+func (s *Server) stageWake(acks <-chan struct{}) (<-chan struct{}, <-chan time.Time, func()) {
 	if s.stage == nil {
 		return nil, nil, func() {}
 	}
 	t := s.clock.NewTimer(s.stage.deadline.Sub(s.clock.Now()))
-	return s.notify.wait(), t.C(), func() { t.Stop() }
+	return acks, t.C(), func() { t.Stop() }
 }
 
 // applyWhileStaged applies snap's endpoint-only changes while a full apply

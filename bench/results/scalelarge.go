@@ -102,6 +102,14 @@ type ScaleLarge struct {
 	// MetricsSeconds one /metrics scrape, both before the flips.
 	StatusSeconds  float64 `json:"statusSeconds"`
 	MetricsSeconds float64 `json:"metricsSeconds"`
+	// StageTimeouts counts the make-before-break stages of the flips that
+	// ended by thaw's stage timeout (2 s) rather than every Envoy's ACK
+	// (thaw_xds_stage_timeouts_total), and RemovalFirstTimeouts the
+	// removal-first splits that did (thaw_xds_removal_first_total,
+	// timeout and module_timeout): a change queued behind one waited for
+	// it, which no run-queue wait explains.
+	StageTimeouts        float64 `json:"stageTimeouts"`
+	RemovalFirstTimeouts float64 `json:"removalFirstTimeouts"`
 }
 
 // BytesPerPush is the mean size of one endpoints response of the flips

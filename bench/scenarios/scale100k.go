@@ -153,6 +153,8 @@ func measureLarge(e *env, th *thaw, dir string, active, flippers []rev, res *res
 		res.FlipCycles, res.BackAtZero, res.EndpointPushes, res.BytesPerPush(), res.OtherBytes, res.FlipToAckP50Ms, res.FlipToAckP99Ms, res.FlipToAckCount,
 		res.WakeToAckP50Ms, res.WakeToAckP99Ms, res.SleepToAckP99Ms, res.RemovalToAckP50Ms, res.RemovalToAckP99Ms, res.RemovalToAckCount,
 		res.WakeClusterToAckP99Ms, res.WakeClusterToAckCount, res.WakeOverheadP50Ms, res.WakeOverheadP99Ms)
+	e.logf("scale100k: during the flips %.0f make-before-break stages and %.0f removal-first splits went on by the stage timeout, not by every ACK",
+		res.StageTimeouts, res.RemovalFirstTimeouts)
 	res.LoadRequests, res.LoadErrors = load.stop()
 	var loadErr error
 	if res.LoadErrors > 0 {
@@ -393,6 +395,8 @@ func measureFlips(e *env, th *thaw, flippers []rev, res *results.ScaleLarge) err
 	res.WakeClusterToAckCount = d(ahead + "_count")
 	a99, _ := histQuantile(before, after, ahead, 0.99)
 	res.WakeClusterToAckP99Ms = a99 * 1000
+	res.StageTimeouts = d("thaw_xds_stage_timeouts_total")
+	res.RemovalFirstTimeouts = d(`thaw_xds_removal_first_total{outcome="timeout"}`) + d(`thaw_xds_removal_first_total{outcome="module_timeout"}`)
 	if waitErr == nil && res.FlipToAckCount == 0 {
 		waitErr = fmt.Errorf("%s: no change was ACKed during the flips", hist)
 	}
