@@ -12,7 +12,7 @@ import (
 // (0.5 ms × 2^n up to 16.4 s, kept so no existing `le` series goes away)
 // plus bounds that make them 1 ms apart from 1 to 10 ms and 2 ms apart to
 // 20 ms, where the flip-to-ACK target (≤ 10 ms) is judged. With doubling
-// bounds alone a 8.65 ms flip lay in (8.2, 16.4] ms, so a p99 over a few
+// bounds alone a 8.65 ms flip lay in (8, 16] ms, so a p99 over a few
 // flips read 15.6 ms; now a quantile there is within 1 ms of the flips'
 // own.
 var flipBuckets = withBounds(prometheus.ExponentialBuckets(0.0005, 2, 16),
