@@ -239,8 +239,10 @@ type FilterConfig struct {
 	// ReportURL receives counts and pokes (POST, JSON); empty: none sent.
 	ReportURL string `json:"reportURL,omitempty"`
 	// Node is this Envoy's node id, sent with the stream and reports.
-	// Empty: the module reads it from Envoy's command line
-	// (--service-node, see ServiceNode), for a listener shared by a fleet.
+	// Envoy's --service-node (ServiceNode), when its command line has one,
+	// wins over it (module/activator acquireConn): several Envoys sharing
+	// one listener each report as themselves. Empty and no --service-node:
+	// thaw refuses the stream.
 	Node string `json:"node,omitempty"`
 	// HoldTimeoutMs and QueueDepth apply to revisions thaw has not sent.
 	HoldTimeoutMs int64 `json:"holdTimeoutMs,omitempty"`

@@ -37,9 +37,10 @@ type ModuleConfig struct {
 	ReportURL string
 	// Node is the Envoy's xDS node id: thaw sends a backend to this
 	// Envoy's module only once this node ACKed the ClusterLoadAssignment
-	// listing it (modsvc.Confirmer). Empty (a fleet, where every Envoy
-	// gets the same listener): each module uses its own Envoy's
-	// --service-node (state.ServiceNode).
+	// listing it (modsvc.Confirmer). Each module uses its own Envoy's
+	// --service-node (state.ServiceNode) instead when Envoy has one (a
+	// fleet, where every Envoy gets the same listener), so Node only names
+	// an Envoy started without it; empty leaves the node to --service-node.
 	Node string
 	// ReportInterval is how often the module reports counts (0: 1 s).
 	ReportInterval time.Duration
