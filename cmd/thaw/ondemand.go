@@ -36,7 +36,8 @@ func (f *onDemandFlags) add(fl *pflag.FlagSet) {
 			"(least recently asked forgotten first; the hosts they fetched stay in that Envoy)")
 	fl.DurationVar(&f.fetch, "on-demand-fetch-timeout", translate.DefaultOnDemandFetchTimeout,
 		"with --on-demand-hosts: how long a request for a host an Envoy does not hold waits for thaw's answer; past it "+
-			"(thaw unreachable) Envoy answers 503 with Retry-After. Also bounds how long a client may take to send its request headers")
+			"(thaw unreachable) Envoy answers 503 with Retry-After (0: the default; it cannot be turned off). Also bounds how long a client "+
+			"may take to send its request headers")
 }
 
 // apply sets cfg from the flags; eg (the Envoy Gateway extension: EG owns
