@@ -3,7 +3,9 @@
 
 # envoy_wait_ready PID ADMIN_PORT LOG TRIES: polls Envoy's admin /ready on
 # 127.0.0.1:ADMIN_PORT every 0.1 s, at most TRIES times, until it says LIVE.
-# If the process PID exits first, prints LOG to stderr and exits 1.
+# If the process PID exits first, prints LOG to stderr and exits 1; if it
+# is not LIVE after TRIES polls, says so and returns 1 (a script under
+# set -e stops instead of timing an Envoy that never became ready).
 envoy_wait_ready() {
 	local pid="$1" admin="$2" log="$3" tries="$4"
 	for _ in $(seq 1 "$tries"); do
@@ -11,4 +13,6 @@ envoy_wait_ready() {
 		kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
 		sleep 0.1
 	done
+	echo "envoy (pid $pid) not LIVE on 127.0.0.1:$admin after $tries polls" >&2
+	return 1
 }
