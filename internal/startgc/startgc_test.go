@@ -39,6 +39,7 @@ func TestRaise(t *testing.T) {
 			beforePct, beforeLim := gcPercent(), memLimit()
 			core, logs := observer.New(zap.InfoLevel)
 			st := Raise(zap.New(core), Settings{Getenv: func(k string) string { return tc.env[k] }, MemoryBytes: tc.memory})
+			t.Cleanup(func() { st.Restore("cleanup") }) // a failed check leaves no raised GOGC to later tests
 			if got := logs.All(); len(got) != 1 || got[0].Message != tc.log {
 				t.Fatalf("logs %v, want one %q", got, tc.log)
 			}
