@@ -91,7 +91,8 @@ type Thaw struct {
 
 // StartThaw runs `thaw local -f <config>` on free loopback ports, waits up to
 // 60 s for its admin /readyz (Envoy ACKed the first snapshot), and stops it
-// in t.Cleanup. The log is printed when the test fails. With ActivatorEnv
+// in t.Cleanup, with the Envoy and backends a killed thaw left in its state
+// directory. The log is printed when the test fails. With ActivatorEnv
 // set, it adds --activator unless opts.Args has one.
 func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	t.Helper()
@@ -114,6 +115,7 @@ func StartThaw(t testing.TB, opts ThawOptions) *Thaw {
 	t.Cleanup(func() {
 		th.Stop(t)
 		killLeftoverEnvoy(t.Logf, th.StateDir)
+		stopLeftoverBackends(t.Logf, th.StateDir)
 		if t.Failed() {
 			t.Logf("thaw log tail (%s):\n%s", th.LogPath, tail(th.LogPath, 80))
 		}
@@ -184,7 +186,7 @@ func (th *Thaw) Log() string {
 
 // Kill sends SIGKILL to thaw alone (not its process group): Envoy and the
 // backend processes, each in its own process group, keep running, as after
-// a crash.
+// a crash. StartThaw's cleanup stops those a restarted thaw did not adopt.
 func (th *Thaw) Kill() {
 	_ = th.proc.Kill()
 	<-th.Exited()

@@ -70,6 +70,7 @@ func LaunchThaw(ctx context.Context, dir string, opts ThawOptions) (*Thaw, error
 		}
 		th.stopQuietly()
 		killLeftoverEnvoy(logf, th.StateDir)
+		stopLeftoverBackends(logf, th.StateDir)
 		if picked && attempt < bindAttempts && strings.Contains(strings.ToLower(tail(th.LogPath, 200)), "address already in use") {
 			logf("thaw: a port was taken before thaw or its Envoy bound it; starting again on fresh ports")
 			continue
